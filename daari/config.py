@@ -1,0 +1,231 @@
+"""daari.yaml: every key with its default, loaded strictly (an unknown key is an error naming it).
+
+The dataclasses below are the documentation of record for defaults; docs/configuration.md mirrors them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+from daari.errors import ConfigError
+
+TIER_NAMES = ("L3", "L4", "L5", "L6")
+ExecutorKind = Literal["embedded", "openai", "ollama", "anthropic"]
+
+
+@dataclass
+class ServerConfig:
+    host: str = "127.0.0.1"
+    port: int = 8787
+    max_body_bytes: int = 8 * 1024 * 1024
+    grace_period_s: float = 10.0  # SIGINT/SIGTERM: in-flight requests get this long, then are cancelled
+
+
+@dataclass
+class L0Config:
+    enabled: bool = True
+    lru_entries: int = 4096  # in-memory LRU in front of SQLite
+
+
+@dataclass
+class CacheConfig:
+    l0: L0Config = field(default_factory=L0Config)
+
+
+@dataclass
+class ActorsConfig:
+    mailbox_size: int = 256
+    max_restarts: int = 5  # in restart_window_s; past that the actor stays down and /healthz says so
+    restart_window_s: float = 60.0
+    backoff_initial_s: float = 0.05
+    backoff_max_s: float = 5.0
+
+
+@dataclass
+class TimeoutsConfig:
+    connect_s: float = 5.0
+    first_byte_s: float = 60.0  # request sent -> response headers / first stream chunk
+    idle_s: float = 30.0  # between two stream chunks
+    total_s: float = 600.0
+
+
+@dataclass
+class RetryConfig:
+    max_retries: int = 2  # 5xx and 429 before the first byte only
+    backoff_initial_s: float = 0.25
+    backoff_max_s: float = 4.0
+    retry_after_cap_s: float = 10.0
+
+
+@dataclass
+class BreakerConfig:
+    failure_threshold: int = 5  # consecutive failures that open the circuit
+    cooldown_s: float = 30.0  # open -> half-open after this long
+
+
+@dataclass
+class TierConfig:
+    executor: ExecutorKind = "embedded"
+    base_url: str | None = None
+    model: str | None = None  # None: the client's model name is passed through
+    api_key_env: str | None = None  # name of the environment variable holding the key, never the key
+    forward_client_key: bool = False  # anthropic: forward the client's own x-api-key
+    max_concurrency: int = 4
+    max_tokens: int = 512  # used when the client sets none (embedded and ollama)
+    keep_alive: str | None = None  # ollama keep_alive
+    timeouts: TimeoutsConfig = field(default_factory=TimeoutsConfig)
+    retry: RetryConfig = field(default_factory=RetryConfig)
+    breaker: BreakerConfig = field(default_factory=BreakerConfig)
+
+    def api_key(self) -> str | None:
+        return os.environ.get(self.api_key_env) if self.api_key_env else None
+
+
+@dataclass
+class FrontierConfig:
+    enabled: bool = False  # gates L6
+
+
+@dataclass
+class ConfidenceConfig:
+    l3_min: float = 0.5
+    l4_min: float = 4.0  # self-evaluation score 1-5
+    l5_min: float = 4.0
+    logprob_floor: float = -2.5  # mean token logprob mapped to confidence 0 (see docs/routing.md)
+
+
+@dataclass
+class RoutingConfig:
+    escalation: bool = True
+    slm_classifier: bool = False
+    # How a stream request whose tier may escalate is served: "buffered" generates, judges, then streams
+    # the accepted answer; "final_tier" streams live from the first tier and never escalates a stream.
+    stream_escalation: Literal["buffered", "final_tier"] = "buffered"
+
+
+def _default_tiers() -> dict[str, TierConfig]:
+    return {"L3": TierConfig(executor="embedded")}
+
+
+@dataclass
+class Config:
+    server: ServerConfig = field(default_factory=ServerConfig)
+    data_dir: str = ".daari"
+    cache: CacheConfig = field(default_factory=CacheConfig)
+    actors: ActorsConfig = field(default_factory=ActorsConfig)
+    tiers: dict[str, TierConfig] = field(default_factory=_default_tiers)
+    frontier: FrontierConfig = field(default_factory=FrontierConfig)
+    confidence: ConfidenceConfig = field(default_factory=ConfidenceConfig)
+    routing: RoutingConfig = field(default_factory=RoutingConfig)
+
+    def configured_tiers(self) -> list[str]:
+        """Tiers in escalation order, L6 only when frontier is enabled."""
+        return [t for t in TIER_NAMES if t in self.tiers and (t != "L6" or self.frontier.enabled)]
+
+
+def _build(cls: Any, data: Any, path: str) -> Any:
+    """Build dataclass `cls` from plain YAML data, rejecting unknown keys with their dotted path."""
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path or 'config'}: expected a mapping, got {type(data).__name__}")
+    hints = typing.get_type_hints(cls)
+    known = {f.name for f in dataclasses.fields(cls)}
+    kwargs: dict[str, Any] = {}
+    for key, value in data.items():
+        dotted = f"{path}.{key}" if path else str(key)
+        if key not in known:
+            raise ConfigError(f"unknown config key '{dotted}' (known: {', '.join(sorted(known))})")
+        kwargs[key] = _coerce(hints[key], value, dotted)
+    return cls(**kwargs)
+
+
+def _coerce(hint: Any, value: Any, path: str) -> Any:
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if dataclasses.is_dataclass(hint):
+        return _build(hint, value, path)
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise ConfigError(f"{path}: expected a mapping")
+        if path == "tiers":
+            for name in value:
+                if name not in TIER_NAMES:
+                    raise ConfigError(f"unknown tier '{path}.{name}' (tiers are {', '.join(TIER_NAMES)})")
+        return {k: _coerce(args[1], v, f"{path}.{k}") for k, v in value.items()}
+    if origin is Literal:
+        if value not in args:
+            raise ConfigError(f"{path}: {value!r} is not one of {', '.join(map(str, args))}")
+        return value
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        inner = [a for a in args if a is not type(None)]
+        return _coerce(inner[0], value, path)
+    if hint is float and isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    if hint in (int, str, bool) and not (isinstance(value, hint) and not (hint is int and isinstance(value, bool))):
+        raise ConfigError(f"{path}: expected {hint.__name__}, got {value!r}")
+    return value
+
+
+def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None = None) -> Config:
+    """Read daari.yaml (if any), apply dotted `overrides` (CLI flags), and validate the whole."""
+    data: dict[str, Any] = {}
+    if path is not None:
+        try:
+            data = yaml.safe_load(Path(path).read_text()) or {}
+        except OSError as exc:
+            raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"config file {path} is not valid YAML: {exc}") from None
+    for dotted, value in (overrides or {}).items():
+        node = data
+        *parents, leaf = dotted.split(".")
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = value
+    return config_from_dict(data)
+
+
+def config_from_dict(data: dict[str, Any]) -> Config:
+    config: Config = _build(Config, data, "")
+    for name, tier in config.tiers.items():
+        if tier.executor != "embedded" and not tier.base_url:
+            raise ConfigError(f"tiers.{name}: executor '{tier.executor}' needs base_url")
+    return config
+
+
+SECRET_HINTS = ("key", "token", "secret", "password", "authorization")
+
+
+def redacted(config: Config) -> dict[str, Any]:
+    """The effective config as JSON, secrets redacted (env var names stay, their values never appear)."""
+
+    def scrub(node: Any) -> Any:
+        if isinstance(node, dict):
+            out = {}
+            for k, v in node.items():
+                if any(h in k.lower() for h in SECRET_HINTS) and not k.endswith("_env") and v is not None \
+                        and not isinstance(v, bool):
+                    out[k] = "***"
+                else:
+                    out[k] = scrub(v)
+            return out
+        if isinstance(node, list):
+            return [scrub(v) for v in node]
+        return node
+
+    data = scrub(dataclasses.asdict(config))
+    for name, tier in config.tiers.items():
+        data["tiers"][name]["api_key_set"] = bool(tier.api_key())
+    data["active_tiers"] = config.configured_tiers()
+    return data

@@ -1,0 +1,123 @@
+"""One exception hierarchy for everything daari reports to a client.
+
+Each error knows its HTTP status and its type in both protocols; `daari.protocol.openai_wire` and
+`daari.protocol.anthropic_wire` render it into that protocol's error shape. Messages never hold secrets.
+"""
+
+from __future__ import annotations
+
+
+class DaariError(Exception):
+    status: int = 500
+    openai_type: str = "api_error"
+    anthropic_type: str = "api_error"
+    code: str | None = None
+
+    @property
+    def anthropic_status(self) -> int:
+        """Anthropic reports overload as 529 where OpenAI says 503."""
+        return 529 if self.anthropic_type == "overloaded_error" else self.status
+
+    def __init__(self, message: str, *, param: str | None = None, code: str | None = None,
+                 retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.param = param
+        if code is not None:
+            self.code = code
+        self.retry_after = retry_after
+
+
+class InvalidRequest(DaariError):
+    status = 400
+    openai_type = "invalid_request_error"
+    anthropic_type = "invalid_request_error"
+
+
+class NotFound(DaariError):
+    status = 404
+    openai_type = "invalid_request_error"
+    anthropic_type = "not_found_error"
+    code = "not_found"
+
+
+class MethodNotAllowed(DaariError):
+    status = 405
+    openai_type = "invalid_request_error"
+    anthropic_type = "invalid_request_error"
+    code = "method_not_allowed"
+
+
+class PayloadTooLarge(DaariError):
+    status = 413
+    openai_type = "invalid_request_error"
+    anthropic_type = "request_too_large"
+    code = "request_too_large"
+
+
+class Overloaded(DaariError):
+    """daari itself sheds load (a full mailbox, an actor that is down)."""
+
+    status = 503
+    openai_type = "server_error"
+    anthropic_type = "overloaded_error"
+    code = "overloaded"
+
+
+class UpstreamError(DaariError):
+    """An upstream answered wrongly: a 5xx, malformed JSON, a truncated stream."""
+
+    status = 502
+    openai_type = "server_error"
+    anthropic_type = "api_error"
+    code = "upstream_error"
+
+    def __init__(self, message: str, *, upstream: str = "", upstream_status: int | None = None,
+                 retryable: bool = False, **kw: object) -> None:
+        super().__init__(message, **kw)  # type: ignore[arg-type]
+        self.upstream = upstream
+        self.upstream_status = upstream_status
+        self.retryable = retryable
+
+
+class UpstreamRateLimited(UpstreamError):
+    status = 429
+    openai_type = "rate_limit_error"
+    anthropic_type = "rate_limit_error"
+    code = "rate_limited"
+
+
+class UpstreamTimeout(UpstreamError):
+    status = 504
+    openai_type = "timeout_error"
+    anthropic_type = "api_error"
+    code = "upstream_timeout"
+
+
+class UpstreamUnavailable(UpstreamError):
+    """The circuit breaker is open, or the upstream refused the connection."""
+
+    status = 503
+    openai_type = "server_error"
+    anthropic_type = "overloaded_error"
+    code = "upstream_unavailable"
+
+
+class ToolCallsUnsupportedLocally(DaariError):
+    status = 422
+    openai_type = "invalid_request_error"
+    anthropic_type = "invalid_request_error"
+    code = "tool_calls_unsupported_locally"
+
+
+class ModelNotInstalled(DaariError):
+    """An embedded model's package is missing; the message says the exact command to fix it."""
+
+    status = 503
+    openai_type = "server_error"
+    anthropic_type = "api_error"
+    code = "model_not_installed"
+
+
+class ConfigError(Exception):
+    """daari.yaml is wrong: an unknown key, a bad value. Not a client error."""

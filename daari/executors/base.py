@@ -1,0 +1,54 @@
+"""The executor interface: push a request's answer as neutral events, raise `DaariError` on failure.
+
+Push-style (`emit`) rather than async generators: a Trio nursery or cancel scope cannot be held across a
+`yield`, and an upstream stream must live inside the request's cancel scope so that a client disconnect
+closes the upstream connection.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from daari.config import TierConfig
+from daari.protocol.chat import ChatRequest
+from daari.protocol.events import Event
+
+Emit = Callable[[Event], Awaitable[None]]
+
+
+class Executor:
+    kind: str = "base"
+    # Whether this executor can answer a request that defines tools with tool calls.
+    supports_tools: bool = False
+
+    def __init__(self, tier: str, config: TierConfig) -> None:
+        self.tier = tier
+        self.config = config
+
+    @property
+    def name(self) -> str:
+        """Upstream name for logs and errors: never holds a key."""
+        return f"{self.tier}:{self.kind}"
+
+    async def start(self) -> None:
+        """Open connections or begin loading a model. Must return promptly."""
+
+    async def aclose(self) -> None:
+        """Release what `start` opened."""
+
+    async def generate(self, request: ChatRequest, emit: Emit) -> None:
+        """Answer `request` by awaiting `emit` for each event, ending with `Finish`.
+
+        Raise a `DaariError` (UpstreamError, UpstreamTimeout, ...) on failure. Retries are allowed only
+        before the first `emit`; after it, a failure must propagate.
+        """
+        raise NotImplementedError  # pragma: no cover
+
+    def status(self) -> dict[str, Any]:
+        """State for /healthz and metrics (model loaded, circuit breaker state...)."""
+        return {}
+
+    def model_names(self) -> list[str]:
+        """Model ids this executor serves, for GET /v1/models."""
+        return [self.config.model] if self.config.model else []

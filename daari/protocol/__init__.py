@@ -1,0 +1,1 @@
+"""Wire protocols (OpenAI, Anthropic) and the protocol-neutral shapes they translate to and from."""

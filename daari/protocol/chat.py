@@ -1,0 +1,133 @@
+"""The protocol-neutral chat request and completion that every tier works on.
+
+OpenAI and Anthropic requests are parsed into `ChatRequest`; every executor answers with a stream of
+events (`daari.protocol.events`) that assemble into a `Completion`, which renders back into either protocol.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Role = Literal["system", "user", "assistant", "tool"]
+FinishReason = Literal["stop", "length", "tool_calls", "stop_sequence", "content_filter"]
+Protocol = Literal["openai", "anthropic"]
+
+# A content part is a small JSON object: {"type": "text", "text": str},
+# {"type": "image", "media_type": str, "data": str} (base64) or {"type": "image", "url": str}.
+ContentPart = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: str  # JSON text, exactly as the model produced it
+
+
+@dataclass
+class Message:
+    role: Role
+    content: str | list[ContentPart] | None = None
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    tool_call_id: str | None = None  # role == "tool": which call this answers
+    name: str | None = None
+    is_error: bool = False  # role == "tool": Anthropic's tool_result is_error
+
+    def text(self) -> str:
+        """The message's text, parts joined; non-text parts are left out."""
+        if self.content is None:
+            return ""
+        if isinstance(self.content, str):
+            return self.content
+        return "\n".join(p.get("text", "") for p in self.content if p.get("type") == "text")
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str | None
+    parameters: dict[str, Any]  # JSON schema of the arguments
+
+
+@dataclass
+class ChatRequest:
+    """One chat request, whatever protocol it came in.
+
+    `sampling` holds only the sampling parameters the client set, under OpenAI's names (top_p, max_tokens,
+    stop, n, seed, tool_choice, response_format, presence_penalty, frequency_penalty, logit_bias, top_k):
+    a parameter that is absent is not the same as its default, for the cache key as for the upstream.
+    """
+
+    messages: list[Message]
+    model: str
+    protocol: Protocol = "openai"
+    stream: bool = False
+    temperature: float | None = None
+    tools: list[Tool] = field(default_factory=list)
+    sampling: dict[str, Any] = field(default_factory=dict)
+    include_usage: bool = False
+    # The body as the client sent it: for native pass-through to an upstream of the same protocol.
+    raw: dict[str, Any] = field(default_factory=dict)
+    # Request headers an upstream of the client's own protocol may need (anthropic-beta, x-api-key ...).
+    passthrough_headers: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def max_tokens(self) -> int | None:
+        value = self.sampling.get("max_tokens")
+        return int(value) if value is not None else None
+
+    @property
+    def stop(self) -> list[str]:
+        value = self.sampling.get("stop")
+        if value is None:
+            return []
+        return [value] if isinstance(value, str) else list(value)
+
+
+@dataclass
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+@dataclass
+class Completion:
+    """A whole answer: what L0 stores and what renders into either protocol."""
+
+    text: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    finish_reason: FinishReason = "stop"
+    stop_sequence: str | None = None
+    usage: Usage = field(default_factory=Usage)
+    model: str = ""
+    # Mean token log-probability where the executor had logprobs; feeds confidence.
+    mean_logprob: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "text": self.text,
+            "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in self.tool_calls],
+            "finish_reason": self.finish_reason,
+            "stop_sequence": self.stop_sequence,
+            "usage": {"prompt_tokens": self.usage.prompt_tokens,
+                      "completion_tokens": self.usage.completion_tokens},
+            "model": self.model,
+            "mean_logprob": self.mean_logprob,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Completion:
+        return cls(
+            text=data["text"],
+            tool_calls=[ToolCall(**c) for c in data["tool_calls"]],
+            finish_reason=data["finish_reason"],
+            stop_sequence=data.get("stop_sequence"),
+            usage=Usage(**data["usage"]),
+            model=data.get("model", ""),
+            mean_logprob=data.get("mean_logprob"),
+        )
