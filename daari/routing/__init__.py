@@ -1,0 +1,1 @@
+"""Routing: normalization, agent-turn detection, the heuristic classifier, tier plans and confidence."""
