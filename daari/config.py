@@ -107,8 +107,9 @@ class RoutingConfig:
     escalation: bool = True
     slm_classifier: bool = False
     # How a stream request whose tier may escalate is served: "buffered" generates, judges, then streams
-    # the accepted answer; "final_tier" streams live from the first tier and never escalates a stream.
-    stream_escalation: Literal["buffered", "final_tier"] = "buffered"
+    # the accepted answer (escalation on low confidence works, first token comes late); "live" streams
+    # from the first tier that answers (first token early; escalation only on faults before the first byte).
+    stream_escalation: Literal["buffered", "live"] = "buffered"
 
 
 def _default_tiers() -> dict[str, TierConfig]:

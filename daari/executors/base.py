@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import trio
+
 from daari.config import TierConfig
 from daari.protocol.chat import ChatRequest
 from daari.protocol.events import Event
@@ -31,8 +33,11 @@ class Executor:
         """Upstream name for logs and errors: never holds a key."""
         return f"{self.tier}:{self.kind}"
 
-    async def start(self) -> None:
-        """Open connections or begin loading a model. Must return promptly."""
+    async def start(self, nursery: trio.Nursery) -> None:
+        """Open connections or begin loading a model in `nursery` (the ExecutorActor's). Returns promptly.
+
+        Called again after an ExecutorActor restart, following `aclose`: must be re-entrant.
+        """
 
     async def aclose(self) -> None:
         """Release what `start` opened."""

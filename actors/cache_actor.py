@@ -1,0 +1,81 @@
+"""CacheActor: owns the L0 store (SQLite) and its in-memory LRU; one writer, reads served from memory first."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import trio
+
+from actors.actor import Actor
+from daari.cache.l0_store import L0Entry, L0Store
+from daari.cache.lru import LRU
+
+
+@dataclass(frozen=True)
+class L0Get:
+    key: str
+
+
+@dataclass(frozen=True)
+class L0Put:
+    key: str
+    entry: L0Entry
+
+
+@dataclass(frozen=True)
+class L0Count:
+    pass
+
+
+class CacheActor(Actor):
+    name = "cache"
+
+    def __init__(self, db_path: Path, lru_entries: int) -> None:
+        self.db_path = db_path
+        self.lru: LRU[str, L0Entry] = LRU(lru_entries)
+        self.store: L0Store | None = None
+        self._sqlite = trio.CapacityLimiter(1)
+        self._writes: trio.MemorySendChannel[L0Put]
+
+    @asynccontextmanager
+    async def lifespan(self) -> AsyncIterator[None]:
+        self.store = await trio.to_thread.run_sync(L0Store, self.db_path, limiter=self._sqlite)
+        writes_send, writes_recv = trio.open_memory_channel[L0Put](1024)
+        self._writes = writes_send
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._writer, writes_recv)
+                try:
+                    yield
+                finally:
+                    writes_send.close()  # the writer drains what is queued, then ends
+        finally:
+            store, self.store = self.store, None
+            store.close()
+
+    async def _writer(self, writes: trio.MemoryReceiveChannel[L0Put]) -> None:
+        """Disk writes happen after the reply: a put is visible (from the LRU) before it is durable."""
+        async with writes:
+            async for put in writes:
+                assert self.store is not None
+                await trio.to_thread.run_sync(self.store.put, put.key, put.entry, limiter=self._sqlite)
+
+    async def handle(self, request: object) -> object:
+        assert self.store is not None
+        if isinstance(request, L0Get):
+            entry = self.lru.get(request.key)
+            if entry is None:
+                entry = await trio.to_thread.run_sync(self.store.get, request.key, limiter=self._sqlite)
+                if entry is not None:
+                    self.lru.put(request.key, entry)
+            return entry
+        if isinstance(request, L0Put):
+            self.lru.put(request.key, request.entry)
+            await self._writes.send(request)
+            return None
+        if isinstance(request, L0Count):
+            return await trio.to_thread.run_sync(self.store.count, limiter=self._sqlite)
+        raise TypeError(f"CacheActor cannot handle {type(request).__name__}")

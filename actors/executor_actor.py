@@ -1,0 +1,141 @@
+"""ExecutorActor: owns every tier's executor (upstream connections, the embedded model) and runs generations.
+
+Asked to `OpenGeneration`, it starts a supervised task in its own nursery and replies at once with a
+`Generation`: the events' receive channel and the task's cancel scope. The asker consumes the events inside
+`async with generation:`; leaving that block, for any reason (a client disconnect included), cancels the
+task, which closes the upstream connection. Per-tier concurrency is a CapacityLimiter each.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+
+import trio
+
+from actors.actor import Actor
+from daari.errors import DaariError, NotFound, UpstreamError
+from daari.executors.base import Executor
+from daari.protocol.chat import ChatRequest
+from daari.protocol.events import Event
+
+log = logging.getLogger("daari.executor")
+
+
+@dataclass(frozen=True)
+class GenerationFailed:
+    """The last item on a generation's channel when it failed; `error` is raised in the consumer."""
+
+    error: DaariError
+
+
+@dataclass(frozen=True)
+class OpenGeneration:
+    tier: str
+    request: ChatRequest
+
+
+@dataclass(frozen=True)
+class TierStatus:
+    pass
+
+
+class Generation:
+    """A running generation, owned by the request task that asked for it."""
+
+    def __init__(self, events: trio.MemoryReceiveChannel[Event | GenerationFailed],
+                 scope: trio.CancelScope) -> None:
+        self.events = events
+        self.scope = scope
+
+    async def __aenter__(self) -> Generation:
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        # No await here: this runs while the request's scope may be cancelled.
+        self.scope.cancel()
+        self.events.close()
+
+    def __aiter__(self) -> AsyncIterator[Event]:
+        return self._iterate()
+
+    async def _iterate(self) -> AsyncIterator[Event]:
+        async for item in self.events:
+            if isinstance(item, GenerationFailed):
+                raise item.error
+            yield item
+
+
+class ExecutorActor(Actor):
+    name = "executor"
+
+    def __init__(self, executors: dict[str, Executor], stream_buffer: int = 64) -> None:
+        self.executors = executors
+        self.limiters = {tier: trio.CapacityLimiter(ex.config.max_concurrency) for tier, ex in executors.items()}
+        self.stream_buffer = stream_buffer
+        self._nursery: trio.Nursery | None = None
+
+    @asynccontextmanager
+    async def lifespan(self) -> AsyncIterator[None]:
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            for executor in self.executors.values():
+                await executor.start(nursery)
+            try:
+                yield
+            finally:
+                nursery.cancel_scope.cancel()
+                with trio.CancelScope(shield=True):
+                    for executor in self.executors.values():
+                        await executor.aclose()
+
+    async def handle(self, request: object) -> object:
+        if isinstance(request, OpenGeneration):
+            return self._open(request)
+        if isinstance(request, TierStatus):
+            return {tier: {"kind": ex.kind, **ex.status()} for tier, ex in self.executors.items()}
+        raise TypeError(f"ExecutorActor cannot handle {type(request).__name__}")
+
+    def _open(self, request: OpenGeneration) -> Generation:
+        executor = self.executors.get(request.tier)
+        if executor is None:
+            raise NotFound(f"tier {request.tier} is not configured")
+        send, receive = trio.open_memory_channel[Event | GenerationFailed](self.stream_buffer)
+        scope = trio.CancelScope()
+        assert self._nursery is not None
+        self._nursery.start_soon(self._generate, executor, request.request, send, scope)
+        return Generation(receive, scope)
+
+    async def _generate(self, executor: Executor, request: ChatRequest,
+                        send: trio.MemorySendChannel[Event | GenerationFailed],
+                        scope: trio.CancelScope) -> None:
+        with scope, send:
+            try:
+                async with self.limiters[executor.tier]:
+                    await executor.generate(request, send.send)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                return  # the consumer left: nothing to report to
+            except DaariError as exc:
+                failure: DaariError = exc
+            except Exception as exc:
+                log.exception("executor %s failed", executor.name)
+                failure = UpstreamError(f"{executor.name} failed: {type(exc).__name__}", upstream=executor.name)
+            else:
+                return
+            try:
+                send.send_nowait(GenerationFailed(failure))
+            except (trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError):
+                with trio.move_on_after(1):
+                    try:
+                        await send.send(GenerationFailed(failure))
+                    except (trio.BrokenResourceError, trio.ClosedResourceError):
+                        pass
+
+
+def build_executors(tiers: dict[str, Any], factory: Callable[[str, Any], Executor]) -> dict[str, Executor]:
+    return {name: factory(name, tier) for name, tier in tiers.items()}

@@ -1,0 +1,7 @@
+"""`python -m daari` is the `daari` command."""
+
+import sys
+
+from daari.cli import main
+
+sys.exit(main())

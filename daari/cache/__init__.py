@@ -1,0 +1,1 @@
+"""Cache keys and stores (L0 exact cache)."""

@@ -1,0 +1,60 @@
+"""L0Key: SHA-256 over a canonical encoding of everything that can change an answer.
+
+In the key: normalized messages (tool messages and tool calls included), model, temperature (absent is
+not 0), a hash of the tools schema, the sampling fingerprint, and the tier override. Not in the key:
+`stream` and `stream_options` (a stored answer serves both), the client's protocol (a stored answer is
+protocol-neutral), headers, `user`, `metadata`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from daari.protocol.chat import ChatRequest, Message, Tool
+from daari.routing.normalize import normalize_message
+
+KEY_VERSION = 1
+
+
+@dataclass(frozen=True)
+class L0Key:
+    digest: str  # hex SHA-256
+
+    def __str__(self) -> str:
+        return self.digest
+
+
+def _message_json(message: Message) -> dict[str, Any]:
+    return {
+        "role": message.role,
+        "content": message.content,
+        "tool_calls": [[c.id, c.name, c.arguments] for c in message.tool_calls],
+        "tool_call_id": message.tool_call_id,
+        "name": message.name,
+        "is_error": message.is_error,
+    }
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def tools_hash(tools: list[Tool]) -> str:
+    schema = [{"name": t.name, "description": t.description, "parameters": t.parameters} for t in tools]
+    return hashlib.sha256(_canonical(schema).encode()).hexdigest()
+
+
+def l0_key(request: ChatRequest, tier_override: str | None = None) -> L0Key:
+    payload = {
+        "v": KEY_VERSION,
+        "messages": [_message_json(normalize_message(m)) for m in request.messages],
+        "model": request.model,
+        "temperature": request.temperature,
+        "tools": tools_hash(request.tools) if request.tools else None,
+        "sampling": request.sampling,
+        "override": tier_override,
+    }
+    return L0Key(hashlib.sha256(_canonical(payload).encode()).hexdigest())

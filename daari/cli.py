@@ -1,0 +1,80 @@
+"""The `daari` command: `daari serve` and `daari eval routing`."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from typing import Any
+
+from daari.errors import ConfigError, DaariError
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import trio
+
+    from daari.config import load_config
+    from daari.server.serve import run_server
+
+    overrides: dict[str, Any] = {}
+    if args.host is not None:
+        overrides["server.host"] = args.host
+    if args.port is not None:
+        overrides["server.port"] = args.port
+    if args.data_dir is not None:
+        overrides["data_dir"] = args.data_dir
+    config_path = args.config
+    if config_path is None and os.path.exists("daari.yaml"):
+        config_path = "daari.yaml"
+    try:
+        config = load_config(config_path, overrides)
+        trio.run(lambda: run_server(config, handle_signals=True))
+    except ConfigError as exc:
+        print(f"daari: config error: {exc}", file=sys.stderr)
+        return 2
+    except DaariError as exc:
+        print(f"daari: {exc.message}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+def _eval(args: argparse.Namespace, rest: list[str]) -> int:
+    if args.suite != "routing":
+        print(f"daari: unknown eval suite {args.suite!r} (available: routing)", file=sys.stderr)
+        return 2
+    from daari.eval.routing_eval import main as routing_main
+
+    return routing_main(rest)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="daari", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve", help="run the proxy")
+    serve.add_argument("--host", default=None, help="listen address (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=None, help="listen port (default 8787)")
+    serve.add_argument("--config", default=None, help="daari.yaml path (default ./daari.yaml if present)")
+    serve.add_argument("--data-dir", default=None, help="where the L0 store lives (default .daari)")
+    evals = sub.add_parser("eval", help="run an evaluation against a running daari")
+    evals.add_argument("suite", help="routing")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=os.environ.get("DAARI_LOG_LEVEL", "INFO"),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    parser = build_parser()
+    args, rest = parser.parse_known_args(argv)
+    if args.command == "serve":
+        if rest:
+            parser.error(f"unrecognized arguments: {' '.join(rest)}")
+        return _serve(args)
+    return _eval(args, rest)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,191 @@
+"""The Anthropic Messages executor: POST /v1/messages, decoded into neutral events, passed through natively.
+
+- `base_url` may end with or without `/v1` (`https://api.anthropic.com` and `https://api.anthropic.com/v1`
+  both work).
+- Credentials: with `forward_client_key`, the client's own x-api-key (or else its Authorization) is sent;
+  otherwise, or when the client sent none, `x-api-key` from `api_key_env`. Never both, never logged.
+- For a client that speaks Anthropic, every upstream stream event is emitted first as
+  `NativeEvent("anthropic", name, data)` and then as the neutral events it stands for (pings are not
+  emitted). A non-stream answer emits `NativeEvent("anthropic", "message", body)` before its neutral
+  events, so thinking blocks and server tool results can reach the client untouched.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import time
+from typing import Any
+
+import httpx
+
+from daari.config import TierConfig
+from daari.errors import UpstreamError, UpstreamRateLimited, UpstreamUnavailable
+from daari.executors.base import Emit, Executor
+from daari.protocol.anthropic_render import AnthropicEventDecoder, decode_json, events_from_message
+from daari.protocol.anthropic_wire import to_upstream_body
+from daari.protocol.chat import ChatRequest
+from daari.protocol.events import Event, NativeEvent
+from daari.protocol.sse import SSEDecoder
+
+DEFAULT_ANTHROPIC_VERSION = "2023-06-01"
+_OPENAI_TYPE_BY_STATUS = {401: "authentication_error", 403: "permission_error"}
+
+
+class UpstreamOverloaded(UpstreamError):
+    """The upstream said 529 overloaded: the client sees Anthropic's own overload status."""
+
+    status = 503
+    openai_type = "server_error"
+    anthropic_type = "overloaded_error"
+    code = "upstream_overloaded"
+
+
+class UpstreamRejected(UpstreamError):
+    """The upstream refused the request (a 4xx other than 429): its status and error type pass through."""
+
+    code = "upstream_rejected"
+
+    def __init__(self, message: str, *, status: int, anthropic_type: str, **kw: Any) -> None:
+        super().__init__(message, **kw)
+        self.status = status
+        self.anthropic_type = anthropic_type
+        self.openai_type = _OPENAI_TYPE_BY_STATUS.get(status, "invalid_request_error")
+
+
+def messages_url(base_url: str) -> str:
+    base = base_url.rstrip("/")
+    return f"{base}/messages" if base.endswith("/v1") else f"{base}/v1/messages"
+
+
+def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
+    """Retry-After in seconds: a number of seconds, or an HTTP date."""
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+class AnthropicExecutor(Executor):
+    kind = "anthropic"
+    supports_tools = True
+
+    def __init__(self, tier: str, config: TierConfig) -> None:
+        super().__init__(tier, config)
+        self._client: httpx.AsyncClient | None = None
+
+    async def start(self) -> None:
+        if self._client is None:
+            # Read timeouts (first byte, idle, total) belong to the resilience wrapper around executors.
+            timeout = httpx.Timeout(connect=self.config.timeouts.connect_s, read=None, write=None, pool=None)
+            self._client = httpx.AsyncClient(timeout=timeout)
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    def headers(self, request: ChatRequest) -> dict[str, str]:
+        """Upstream request headers. Holds a credential: never log the result."""
+        client = request.passthrough_headers
+        headers = {"content-type": "application/json",
+                   "anthropic-version": client.get("anthropic-version") or DEFAULT_ANTHROPIC_VERSION}
+        if client.get("anthropic-beta"):
+            headers["anthropic-beta"] = client["anthropic-beta"]
+        if self.config.forward_client_key and client.get("x-api-key"):
+            headers["x-api-key"] = client["x-api-key"]
+        elif self.config.forward_client_key and client.get("authorization"):
+            headers["authorization"] = client["authorization"]
+        elif key := self.config.api_key():
+            headers["x-api-key"] = key
+        return headers
+
+    async def generate(self, request: ChatRequest, emit: Emit) -> None:
+        await self.start()
+        assert self._client is not None
+        body = to_upstream_body(request, self.config.model or request.model, request.stream)
+        headers = self.headers(request)
+        native = request.protocol == "anthropic"
+        emitted = False
+
+        async def send(event: Event) -> None:
+            nonlocal emitted
+            emitted = True
+            await emit(event)
+
+        try:
+            if request.stream:
+                async with self._client.stream("POST", messages_url(self.config.base_url or ""), json=body,
+                                               headers=headers) as response:
+                    if response.status_code != 200:
+                        await response.aread()
+                        raise self._http_error(response, headers)
+                    await self._relay_stream(response, send, native)
+            else:
+                response = await self._client.post(messages_url(self.config.base_url or ""), json=body,
+                                                   headers=headers)
+                if response.status_code != 200:
+                    raise self._http_error(response, headers)
+                message = decode_json(response.text)
+                events = events_from_message(message)
+                if native:
+                    await send(NativeEvent("anthropic", "message", message))
+                for event in events:
+                    await send(event)
+        except UpstreamError as exc:
+            exc.upstream = exc.upstream or self.name
+            raise
+        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+            raise UpstreamUnavailable(f"cannot connect to {self.name}: {type(exc).__name__}",
+                                      upstream=self.name, retryable=True) from None
+        except httpx.TransportError as exc:
+            # Before anything reached the client a retry is safe; after, the failure must show.
+            raise UpstreamError(f"connection to {self.name} failed: {type(exc).__name__}", upstream=self.name,
+                                retryable=not emitted) from None
+
+    async def _relay_stream(self, response: httpx.Response, send: Emit, native: bool) -> None:
+        sse = SSEDecoder()
+        decoder = AnthropicEventDecoder()
+        async for chunk in response.aiter_bytes():
+            for item in sse.feed(chunk):
+                data = decode_json(item.data)
+                name = item.event or str(data.get("type") or "")
+                if native and name not in ("ping", "error"):
+                    await send(NativeEvent("anthropic", name, data))
+                for event in decoder.feed(name, data):
+                    await send(event)
+                if decoder.finished:
+                    return
+        raise UpstreamError(f"truncated stream from {self.name}: it ended without message_stop",
+                            upstream=self.name)
+
+    def _http_error(self, response: httpx.Response, headers: dict[str, str]) -> UpstreamError:
+        status = response.status_code
+        error: dict[str, Any] = {}
+        try:
+            payload = response.json()
+            if isinstance(payload, dict) and isinstance(payload.get("error"), dict):
+                error = payload["error"]
+        except ValueError:
+            pass
+        message = str(error.get("message") or f"HTTP {status}")
+        for secret in (headers.get("x-api-key"), headers.get("authorization")):
+            if secret:  # an upstream that echoes the credential must not make daari leak it
+                message = message.replace(secret, "***")
+        common: dict[str, Any] = {"upstream": self.name, "upstream_status": status}
+        if status == 429:
+            return UpstreamRateLimited(f"{self.name} rate limited: {message}", retryable=True,
+                                       retry_after=parse_retry_after(response.headers.get("retry-after")),
+                                       **common)
+        if status == 529 or error.get("type") == "overloaded_error":
+            return UpstreamOverloaded(f"{self.name} overloaded: {message}", retryable=True, **common)
+        if status >= 500:
+            return UpstreamError(f"{self.name} failed with HTTP {status}: {message}", retryable=True, **common)
+        kind = error.get("type") if isinstance(error.get("type"), str) else "invalid_request_error"
+        return UpstreamRejected(message, status=status, anthropic_type=kind, **common)

@@ -1,0 +1,199 @@
+"""Timeouts, retries and a circuit breaker around any executor, so upstream clients only speak their protocol.
+
+`ResilientExecutor(inner)` is itself an `Executor`: the executor actor wraps every upstream executor in
+one and never talks to the inner executor directly.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import trio
+
+from daari.config import RetryConfig
+from daari.errors import DaariError, UpstreamError, UpstreamTimeout, UpstreamUnavailable
+from daari.executors.base import Emit, Executor
+from daari.executors.breaker import CircuitBreaker
+from daari.protocol.chat import ChatRequest
+from daari.protocol.events import Event, Finish
+
+log = logging.getLogger("daari.upstream")
+
+
+@dataclass
+class _Attempt:
+    """What one attempt has done so far: decides whether a retry is still allowed."""
+
+    emitted: bool = False
+    finished: bool = False
+    downstream_failed: bool = False  # the real emit raised: the client's side, not the upstream's
+
+
+class ResilientExecutor(Executor):
+    """Wraps `inner` with the timeouts, retries and breaker of `inner.config` (a TierConfig).
+
+    Timeouts (per attempt, Trio cancel scopes around `inner.generate`, so the upstream stream is closed):
+      - first_byte: attempt start -> first emitted event.
+      - idle: between two emitted events. Time spent inside the downstream `emit` (a slow client) is not
+        upstream idle time: the deadline is suspended while the real emit runs and re-armed after it.
+      - total: the whole attempt, downstream time included; it bounds how long one upstream call may live.
+    Retries: only while nothing has been emitted, for `UpstreamError(retryable=True)` (5xx, 429, refused
+    connections) and first-byte timeouts; exponential backoff, or the error's `retry_after` (capped).
+    Breaker: checked before every attempt; each failed attempt counts as one failure (a request retried
+    twice against a dead upstream counts three), so a dead upstream is detected in fewer requests. A
+    completed answer (Finish emitted) is a success. Not counted either way: cancellation from outside
+    (client disconnect), a failure of the downstream emit, errors that are not the upstream's fault
+    (its 4xx other than 408/429, or a `DaariError` that is not an `UpstreamError`).
+    """
+
+    def __init__(self, inner: Executor, breaker: CircuitBreaker | None = None) -> None:
+        super().__init__(inner.tier, inner.config)
+        self.inner = inner
+        self.kind = inner.kind
+        self.supports_tools = inner.supports_tools
+        self.breaker = breaker or CircuitBreaker(
+            inner.config.breaker.failure_threshold, inner.config.breaker.cooldown_s)
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    async def start(self) -> None:
+        await self.inner.start()
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    def status(self) -> dict[str, Any]:
+        return {**self.inner.status(), "breaker": self.breaker.snapshot()}
+
+    def model_names(self) -> list[str]:
+        return self.inner.model_names()
+
+    async def list_models(self) -> list[str]:
+        """The inner executor's live model list where it has one (Ollama's /api/tags), else model_names()."""
+        lister = getattr(self.inner, "list_models", None)
+        if lister is None:
+            return self.model_names()
+        return list(await lister())
+
+    async def generate(self, request: ChatRequest, emit: Emit) -> None:
+        retry = self.config.retry
+        failures = 0
+        last_error: Exception | None = None
+        while True:
+            if not self.breaker.allow():
+                if last_error is not None:
+                    # The circuit opened while this request was retrying: report what actually happened.
+                    raise last_error
+                raise UpstreamUnavailable(f"circuit open for {self.name}", upstream=self.name,
+                                          retryable=False)
+            attempt = _Attempt()
+            settled = False
+            try:
+                await self._attempt(request, emit, attempt)
+                if not attempt.finished:
+                    raise UpstreamError(f"{self.name}: upstream stream ended without a finish",
+                                        upstream=self.name)
+                self.breaker.record_success()
+                settled = True
+                return
+            except Exception as exc:
+                settled = True
+                if attempt.downstream_failed or not _is_upstream_fault(exc):
+                    pass
+                else:
+                    self.breaker.record_failure()
+                if attempt.emitted or not _is_retryable(exc) or failures >= retry.max_retries:
+                    raise
+                delay = _retry_delay(exc, failures, self.config.retry)
+                failures += 1
+                last_error = exc
+                log.warning("upstream %s: attempt %d failed (%s), retry %d/%d in %.2fs", self.name,
+                            failures, _describe(exc), failures, retry.max_retries, delay)
+            finally:
+                if not settled:
+                    # Cancelled from outside (client gone, shutdown): neither a success nor a failure.
+                    pass
+            await trio.sleep(delay)
+
+    async def _attempt(self, request: ChatRequest, emit: Emit, attempt: _Attempt) -> None:
+        timeouts = self.config.timeouts
+        start = trio.current_time()
+        total_scope = trio.CancelScope(deadline=start + timeouts.total_s)
+        gap_scope = trio.CancelScope(deadline=start + timeouts.first_byte_s)
+
+        async def timed_emit(event: Event) -> None:
+            attempt.emitted = True
+            gap_scope.deadline = math.inf  # the client's time is not the upstream's idle time
+            delivered = False
+            try:
+                await emit(event)
+                delivered = True
+            finally:
+                if not delivered:
+                    attempt.downstream_failed = True
+            if isinstance(event, Finish):
+                attempt.finished = True
+            gap_scope.deadline = trio.current_time() + timeouts.idle_s
+
+        try:
+            with total_scope, gap_scope:
+                await self.inner.generate(request, timed_emit)
+        except Exception as exc:
+            # An inner executor that turned our cancellation into its own error still timed out.
+            expired = self._expired(gap_scope.cancel_called, total_scope.cancel_called, attempt)
+            if expired is None:
+                raise
+            raise expired from exc
+        expired = self._expired(gap_scope.cancelled_caught, total_scope.cancelled_caught, attempt)
+        if expired is not None:
+            raise expired
+
+    def _expired(self, gap: bool, total: bool, attempt: _Attempt) -> UpstreamTimeout | None:
+        timeouts = self.config.timeouts
+        if gap:
+            if attempt.emitted:
+                return self._timeout("idle", timeouts.idle_s, retryable=False)
+            return self._timeout("first_byte", timeouts.first_byte_s, retryable=True)
+        if total:
+            return self._timeout("total", timeouts.total_s, retryable=False)
+        return None
+
+    def _timeout(self, which: str, value: float, *, retryable: bool) -> UpstreamTimeout:
+        log.warning("upstream %s: %s timeout (%gs)", self.name, which, value)
+        return UpstreamTimeout(f"{self.name}: {which} timeout of {value:g}s exceeded", upstream=self.name,
+                               retryable=retryable)
+
+
+def _is_retryable(exc: Exception) -> bool:
+    return isinstance(exc, UpstreamError) and exc.retryable
+
+
+def _is_upstream_fault(exc: Exception) -> bool:
+    """Whether a failed attempt says something about the upstream's health (counts for the breaker)."""
+    if isinstance(exc, UpstreamError):
+        status = exc.upstream_status
+        # The upstream answered a request it did not like (unknown model, bad parameter): it is alive.
+        return not (status is not None and 400 <= status < 500 and status not in (408, 429))
+    # Another DaariError is raised by daari itself (a request this executor cannot express); anything
+    # else escaped the executor's error mapping and most likely came from the connection.
+    return not isinstance(exc, DaariError)
+
+
+def _retry_delay(exc: Exception, failures: int, retry: RetryConfig) -> float:
+    """Backoff before retry number `failures + 1`; the upstream's retry_after wins, within the cap."""
+    retry_after = getattr(exc, "retry_after", None)
+    if retry_after is not None:
+        return max(0.0, min(float(retry_after), retry.retry_after_cap_s))
+    return min(retry.backoff_initial_s * (2 ** failures), retry.backoff_max_s)
+
+
+def _describe(exc: Exception) -> str:
+    """For logs: our own messages never hold request content or secrets; foreign ones might."""
+    if isinstance(exc, DaariError):
+        return f"{type(exc).__name__}: {exc.message}"
+    return type(exc).__name__

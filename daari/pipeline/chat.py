@@ -1,0 +1,243 @@
+"""One chat request through the pipeline (routing spec steps 2-3 and 9-14).
+
+L0 lookup, classification, the tier plan, execution with confidence-based escalation, the L0 write, and
+the response with daari_meta. The request is a task, not an actor: it asks the CacheActor and the
+ExecutorActor, and every generation it opens lives inside its own cancel scope.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from actors.cache_actor import L0Get, L0Put
+from actors.executor_actor import OpenGeneration
+from daari.cache.l0_key import l0_key
+from daari.cache.l0_store import L0Entry
+from daari.errors import DaariError, NotFound, ToolCallsUnsupportedLocally, UpstreamError
+from daari.pipeline.controls import Controls
+from daari.pipeline.judge import Judgement, judge
+from daari.pipeline.meta import Attempt, Meta
+from daari.pipeline.runtime import Runtime
+from daari.pipeline.sink import Sink
+from daari.protocol.chat import ChatRequest, Completion
+from daari.protocol.events import Event, assemble, replay
+from daari.protocol.wire import StreamRenderer, Wire
+from daari.routing.agent_turn import is_agent_turn
+from daari.routing.classifier import classify
+from daari.routing.plan import plan_tiers
+
+log = logging.getLogger("daari.pipeline")
+
+STORABLE_FINISH = ("stop", "length", "tool_calls", "stop_sequence")
+
+
+class ChatTurn:
+    def __init__(self, rt: Runtime, request: ChatRequest, controls: Controls, wire: Wire, sink: Sink) -> None:
+        self.rt = rt
+        self.request = request
+        self.controls = controls
+        self.wire = wire
+        self.sink = sink
+        self.meta = Meta(agent_turn=is_agent_turn(request))
+        self.started = time.perf_counter()
+        self.renderer: StreamRenderer | None = None
+        self.cache_on = rt.config.cache.l0.enabled and not controls.no_cache
+
+    async def run(self) -> None:
+        try:
+            await self._route()
+        except DaariError as err:
+            await self._fail(err)
+        except Exception:
+            log.exception("pipeline failed")
+            await self._fail(DaariError("internal error in daari; see the server log"))
+
+    async def _route(self) -> None:
+        request, meta = self.request, self.meta
+        classification = classify(request)
+        meta.task_type, meta.rule_id, meta.ceiling = (
+            classification.task_type, classification.rule_id, classification.ceiling)
+        key = l0_key(request, self.controls.tier_override).digest
+        if self.cache_on:
+            entry: L0Entry | None = await self.rt.cache.ask(L0Get(key))
+            if entry is not None:
+                await self._serve_hit(entry)
+                return
+        if self.controls.tier_override == "L0":
+            raise NotFound("X-Daari-Tier-Override: L0 was asked for and there is no L0 entry for this request",
+                           code="l0_miss")
+        chain = plan_tiers(classification.ceiling, self.rt.config.configured_tiers(),
+                           self.controls.tier_override, self.rt.config.routing.escalation)
+        await self._execute(key, self._tool_capable(chain))
+
+    def _tool_capable(self, chain: list[str]) -> list[str]:
+        """An agent turn that defines tools goes only to tiers whose executor can emit tool calls."""
+        if not self.request.tools:
+            return chain
+        capable = [t for t in chain if self.rt.tools_capable.get(t)]
+        for tier in chain:
+            if tier not in capable:
+                self.meta.attempts.append(Attempt(tier, "skipped_no_tools"))
+        frontier = self.rt.config.configured_tiers()
+        if not capable and self.controls.tier_override is None and "L6" in frontier:
+            capable = ["L6"]
+        if not capable:
+            self.meta.error = "tool_calls_unsupported_locally"
+            raise ToolCallsUnsupportedLocally(
+                "this request defines tools and no configured tier can produce tool calls "
+                "(the embedded model cannot); enable frontier (L6) or configure an OpenAI-compatible "
+                "or Ollama tier that supports tools",
+                code="tool_calls_unsupported_locally",
+            )
+        return capable
+
+    async def _execute(self, key: str, chain: list[str]) -> None:
+        meta = self.meta
+        mode = self.rt.config.routing.stream_escalation
+        best: tuple[Judgement, str, Completion, list[Event]] | None = None
+        last_error: DaariError | None = None
+        for index, tier in enumerate(chain):
+            final = index == len(chain) - 1
+            live = self.request.stream and (final or mode == "live")
+            try:
+                events = await (self._stream_live(tier) if live else self._collect(tier))
+                completion = _assemble(events, tier)
+            except DaariError as err:
+                if self.sink.stream_opened:
+                    raise
+                meta.attempts.append(Attempt(tier, "failed", error=err.code or type(err).__name__))
+                self.rt.metrics.inc("tier_failures_total", tier=tier, code=err.code or "error")
+                last_error = err
+                continue
+            verdict = await judge(self.rt, tier, self.request, completion, allow_self_eval=not live)
+            if verdict.passed or final or self.sink.stream_opened:
+                meta.attempts.append(Attempt(tier, "accepted" if verdict.passed else "low_confidence",
+                                             verdict.score))
+                if not verdict.passed:
+                    meta.warning = "below_confidence_threshold"
+                    if best is not None and best[0].score > verdict.score and not self.sink.stream_opened:
+                        verdict, tier, completion, events = best
+                # A weak answer is stored only when no better tier could have been asked.
+                await self._answer(key, tier, completion, events, verdict,
+                                   store=verdict.passed or len(chain) == 1)
+                return
+            meta.attempts.append(Attempt(tier, "low_confidence", verdict.score))
+            self.rt.metrics.inc("escalations_total", tier=tier)
+            if best is None or verdict.score > best[0].score:
+                best = (verdict, tier, completion, events)
+        if best is not None:
+            verdict, tier, completion, events = best
+            meta.warning = "below_confidence_threshold"
+            await self._answer(key, tier, completion, events, verdict, store=False)
+            return
+        assert last_error is not None
+        raise last_error
+
+    async def _open(self, tier: str) -> Any:
+        return await self.rt.executor.ask(OpenGeneration(tier, self.request))
+
+    async def _collect(self, tier: str) -> list[Event]:
+        async with await self._open(tier) as generation:
+            return [event async for event in generation]
+
+    async def _stream_live(self, tier: str) -> list[Event]:
+        """Stream as events arrive; the response starts with the first event, so earlier faults can escalate."""
+        events: list[Event] = []
+        async with await self._open(tier) as generation:
+            async for event in generation:
+                if not self.sink.stream_opened:
+                    self._settle(tier)
+                    await self._open_stream()
+                events.append(event)
+                assert self.renderer is not None
+                chunks = self.renderer.event(event)
+                if chunks:
+                    await self.sink.write(chunks)
+        return events
+
+    def _settle(self, tier: str) -> None:
+        """Record which tier answers; tiers tried before it are what it escalated from."""
+        self.meta.tier = tier
+        self.meta.executor = self.rt.executor_kinds.get(tier, "cache" if tier == "L0" else None)
+        tried = [a.tier for a in self.meta.attempts
+                 if a.outcome in ("failed", "low_confidence") and a.tier != tier]
+        self.meta.escalated_from = tried or None
+
+    async def _open_stream(self) -> None:
+        self.renderer = self.wire.stream_renderer(self.request)
+        await self.sink.open_stream(self.meta.headers(self.controls.no_cache))
+        await self.sink.write(self.renderer.start())
+
+    async def _answer(self, key: str, tier: str, completion: Completion, events: list[Event],
+                      verdict: Judgement, *, store: bool) -> None:
+        meta = self.meta
+        if not self.sink.stream_opened:
+            self._settle(tier)
+        meta.confidence = verdict.score
+        meta.model = completion.model or None
+        if store and self.cache_on and completion.finish_reason in STORABLE_FINISH:
+            entry = L0Entry(completion=completion, tier=tier, agent_turn=meta.agent_turn,
+                            semantic_ok=not (meta.agent_turn or completion.tool_calls),
+                            confidence=verdict.score)
+            # Stored before the last bytes go out, so an identical request right after is a hit.
+            await self.rt.cache.ask(L0Put(key, entry))
+        self.rt.metrics.inc("requests_total", tier=tier, cache="miss")
+        await self._deliver(completion, events)
+
+    async def _serve_hit(self, entry: L0Entry) -> None:
+        meta = self.meta
+        meta.cache_hit = True
+        self._settle("L0")
+        meta.model = entry.completion.model or None
+        meta.confidence = entry.confidence
+        self.rt.metrics.inc("requests_total", tier="L0", cache="hit")
+        await self._deliver(entry.completion, list(replay(entry.completion)))
+
+    async def _deliver(self, completion: Completion, events: list[Event]) -> None:
+        if not self.request.stream:
+            self.meta.latency_ms = self._elapsed_ms()
+            body = self.wire.render(completion, self.request, self.meta.to_json())
+            await self.sink.send_json(200, body, self.meta.headers(self.controls.no_cache))
+            return
+        if not self.sink.stream_opened:
+            await self._open_stream()
+            assert self.renderer is not None
+            chunks = [c for event in events for c in self.renderer.event(event)]
+            await self.sink.write(chunks)
+        assert self.renderer is not None
+        self.meta.latency_ms = self._elapsed_ms()
+        await self.sink.write(self.renderer.finish(self.meta.to_json()))
+        await self.sink.close_stream()
+
+    async def _fail(self, err: DaariError) -> None:
+        self.meta.latency_ms = self._elapsed_ms()
+        if self.meta.error is None:
+            self.meta.error = err.code or type(err).__name__
+        self.rt.metrics.inc("errors_total", code=err.code or type(err).__name__)
+        if self.sink.stream_opened and self.renderer is not None:
+            await self.sink.write(self.renderer.error(err, self.meta.to_json()))
+            await self.sink.close_stream()
+            return
+        status, body = self.wire.render_error(err)
+        body["daari_meta"] = self.meta.to_json()
+        headers = self.meta.headers(self.controls.no_cache)
+        if err.retry_after is not None:
+            headers["retry-after"] = str(int(err.retry_after + 0.999))
+        await self.sink.send_json(status, body, headers)
+
+    def _elapsed_ms(self) -> float:
+        return round((time.perf_counter() - self.started) * 1000, 3)
+
+
+def _assemble(events: list[Event], tier: str) -> Completion:
+    try:
+        return assemble(events)
+    except ValueError:
+        raise UpstreamError(f"tier {tier} ended its answer without finishing it (truncated stream)",
+                            upstream=tier) from None
+
+
+async def handle_chat(rt: Runtime, request: ChatRequest, controls: Controls, wire: Wire, sink: Sink) -> None:
+    await ChatTurn(rt, request, controls, wire, sink).run()

@@ -1,0 +1,34 @@
+"""Per-request control headers: X-Daari-Tier-Override and X-Daari-No-Cache."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from daari.errors import InvalidRequest
+from daari.routing.plan import OVERRIDE_VALUES
+
+TIER_OVERRIDE = "x-daari-tier-override"
+NO_CACHE = "x-daari-no-cache"
+
+
+@dataclass(frozen=True)
+class Controls:
+    tier_override: str | None = None
+    no_cache: bool = False
+
+
+def parse_controls(headers: Mapping[str, str]) -> Controls:
+    override = headers.get(TIER_OVERRIDE)
+    if override is not None:
+        override = override.strip().upper()
+        if override not in OVERRIDE_VALUES:
+            raise InvalidRequest(
+                f"X-Daari-Tier-Override must be one of {', '.join(OVERRIDE_VALUES)}, got {override!r}",
+                param="X-Daari-Tier-Override",
+            )
+    no_cache_value = headers.get(NO_CACHE, "").strip().lower()
+    if no_cache_value not in ("", "true", "false", "1", "0", "yes", "no"):
+        raise InvalidRequest(f"X-Daari-No-Cache must be true or false, got {no_cache_value!r}",
+                             param="X-Daari-No-Cache")
+    return Controls(tier_override=override, no_cache=no_cache_value in ("true", "1", "yes"))

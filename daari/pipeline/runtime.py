@@ -1,0 +1,25 @@
+"""What a request task needs from the running server: config, actor addresses, health and metrics."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from actors import Address, Health
+from daari.config import Config
+from daari.metrics import Metrics
+
+
+@dataclass
+class Runtime:
+    config: Config
+    cache: Address[Any]
+    executor: Address[Any]
+    health: Health
+    metrics: Metrics = field(default_factory=Metrics)
+    # Per tier: whether its executor can produce tool calls (known at start, from the executor classes).
+    tools_capable: dict[str, bool] = field(default_factory=dict)
+    executor_kinds: dict[str, str] = field(default_factory=dict)
+    tier_models: dict[str, list[str]] = field(default_factory=dict)
+    started_at: float = field(default_factory=time.time)

@@ -1,0 +1,18 @@
+"""Where the pipeline writes a response: a JSON body, or a stream of SSE bytes. The server implements it."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+
+class Sink(Protocol):
+    async def send_json(self, status: int, body: dict[str, Any], headers: dict[str, str]) -> None: ...
+
+    async def open_stream(self, headers: dict[str, str]) -> None: ...
+
+    async def write(self, chunks: list[bytes]) -> None: ...
+
+    async def close_stream(self) -> None: ...
+
+    @property
+    def stream_opened(self) -> bool: ...

@@ -1,0 +1,387 @@
+"""Anthropic Messages output: neutral results -> message JSON, SSE events, errors and the models list; and
+upstream Anthropic messages and stream events -> neutral events.
+
+Choices:
+- `model` in what daari renders is the model the client asked for (the answering tier goes in daari_meta).
+- Tool input that is not a JSON object renders as {} (`anthropic_wire.parse_arguments`): Anthropic's
+  `input` must be an object. In a stream, tool input pieces go out as they come (input_json_delta).
+- Pass-through: a `NativeEvent("anthropic", ...)` switches the stream renderer to writing the upstream's
+  own events; from then on neutral text and tool events are ignored (they shadow native ones). The upstream's
+  message_start is not written again (`start()` already wrote daari's), and its message_delta and
+  message_stop are held until `finish`, so daari_meta rides in the message_delta like in neutral mode.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from daari.errors import DaariError, UpstreamError
+from daari.protocol import sse
+from daari.protocol.anthropic_wire import compact_json, parse_arguments
+from daari.protocol.chat import ChatRequest, Completion, FinishReason, Usage
+from daari.protocol.events import Event, Finish, NativeEvent, TextDelta, ToolCallDelta, ToolCallStart
+from daari.routing.tokens import estimate_request_tokens
+
+STOP_REASON_TO_ANTHROPIC: dict[str, str] = {
+    "stop": "end_turn",
+    "tool_calls": "tool_use",
+    "length": "max_tokens",
+    "stop_sequence": "stop_sequence",
+    "content_filter": "refusal",
+}
+STOP_REASON_FROM_ANTHROPIC: dict[str, FinishReason] = {
+    "end_turn": "stop",
+    "tool_use": "tool_calls",
+    "max_tokens": "length",
+    "stop_sequence": "stop_sequence",
+    "refusal": "content_filter",
+    "pause_turn": "stop",
+    "model_context_window_exceeded": "length",
+}
+MODEL_CREATED_AT = "1970-01-01T00:00:00Z"  # daari's models have no release date; Anthropic's field is required
+
+
+# ---------------------------------------------------------------- neutral -> Anthropic JSON
+
+
+def render_message(completion: Completion, request: ChatRequest, meta: dict[str, Any], message_id: str,
+                   native: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A whole Messages response. `native`: an upstream Anthropic body to pass through instead (it keeps
+    thinking blocks and server tool results); only its id and model are set to daari's."""
+    if native is not None:
+        return {**native, "id": message_id, "model": request.model, "daari_meta": meta}
+    content: list[dict[str, Any]] = []
+    if completion.text:
+        content.append({"type": "text", "text": completion.text})
+    for call in completion.tool_calls:
+        content.append({"type": "tool_use", "id": call.id, "name": call.name,
+                        "input": parse_arguments(call.arguments)})
+    return {
+        "id": message_id,
+        "type": "message",
+        "role": "assistant",
+        "model": request.model,
+        "content": content,
+        "stop_reason": STOP_REASON_TO_ANTHROPIC.get(completion.finish_reason, "end_turn"),
+        "stop_sequence": completion.stop_sequence,
+        "usage": {"input_tokens": completion.usage.prompt_tokens,
+                  "output_tokens": completion.usage.completion_tokens},
+        "daari_meta": meta,
+    }
+
+
+def error_body(err: DaariError) -> dict[str, Any]:
+    return {"type": "error", "error": {"type": err.anthropic_type, "message": err.message}}
+
+
+def render_error(err: DaariError) -> tuple[int, dict[str, Any]]:
+    return err.anthropic_status, error_body(err)
+
+
+def render_models(model_ids: list[str]) -> dict[str, Any]:
+    return {
+        "data": [{"type": "model", "id": m, "display_name": m, "created_at": MODEL_CREATED_AT}
+                 for m in model_ids],
+        "has_more": False,
+        "first_id": model_ids[0] if model_ids else None,
+        "last_id": model_ids[-1] if model_ids else None,
+    }
+
+
+# ---------------------------------------------------------------- neutral -> Anthropic SSE
+
+
+def _event(name: str, data: dict[str, Any]) -> bytes:
+    return sse.encode(data, event=name)
+
+
+class AnthropicStreamRenderer:
+    """Writes one Messages stream: `start()`, then `event(ev)` per event, then `finish(meta)` or `error`."""
+
+    def __init__(self, request: ChatRequest, message_id: str) -> None:
+        self.request = request
+        self.message_id = message_id
+        self._next_index = 0  # the next content block's index
+        self._open: str | None = None  # "text" or "tool_use": the block open at index _next_index - 1
+        self._tool_blocks: dict[int, int] = {}  # neutral tool index -> content block index
+        self._finish: Finish | None = None
+        self._native = False
+        self._native_delta: dict[str, Any] | None = None
+
+    def start(self) -> list[bytes]:
+        message = {
+            "id": self.message_id, "type": "message", "role": "assistant", "model": self.request.model,
+            "content": [], "stop_reason": None, "stop_sequence": None,
+            "usage": {"input_tokens": estimate_request_tokens(self.request), "output_tokens": 0},
+        }
+        return [_event("message_start", {"type": "message_start", "message": message}),
+                _event("ping", {"type": "ping"})]
+
+    def event(self, ev: Event) -> list[bytes]:
+        if isinstance(ev, NativeEvent):
+            return self._native_event(ev) if ev.protocol == "anthropic" else []
+        if isinstance(ev, Finish):
+            self._finish = ev
+            return []
+        if self._native:
+            return []  # shadowed by the native events already written
+        if isinstance(ev, TextDelta):
+            return self._text(ev.text)
+        if isinstance(ev, ToolCallStart):
+            out = self._close()
+            index = self._open_block("tool_use")
+            self._tool_blocks[ev.index] = index
+            block = {"type": "tool_use", "id": ev.id, "name": ev.name, "input": {}}
+            return [*out, _event("content_block_start",
+                                 {"type": "content_block_start", "index": index, "content_block": block})]
+        if isinstance(ev, ToolCallDelta):
+            index = self._tool_blocks.get(ev.index)
+            if index is None or not ev.arguments:
+                return []
+            delta = {"type": "input_json_delta", "partial_json": ev.arguments}
+            return [_event("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta})]
+        return []
+
+    def finish(self, meta: dict[str, Any]) -> list[bytes]:
+        out = self._close()
+        if self._native_delta is not None:
+            delta = {**self._native_delta, "daari_meta": meta}
+        else:
+            finish = self._finish or Finish(reason="stop")
+            usage: dict[str, int] = {"output_tokens": finish.usage.completion_tokens}
+            if finish.usage.prompt_tokens:
+                usage["input_tokens"] = finish.usage.prompt_tokens
+            delta = {
+                "type": "message_delta",
+                "delta": {"stop_reason": STOP_REASON_TO_ANTHROPIC.get(finish.reason, "end_turn"),
+                          "stop_sequence": finish.stop_sequence},
+                "usage": usage,
+                "daari_meta": meta,
+            }
+        return [*out, _event("message_delta", delta), _event("message_stop", {"type": "message_stop"})]
+
+    def error(self, err: DaariError, meta: dict[str, Any]) -> list[bytes]:
+        return [_event("error", {**error_body(err), "daari_meta": meta})]
+
+    def _text(self, text: str) -> list[bytes]:
+        if not text:
+            return []
+        out: list[bytes] = []
+        if self._open != "text":
+            out.extend(self._close())
+            index = self._open_block("text")
+            out.append(_event("content_block_start", {"type": "content_block_start", "index": index,
+                                                      "content_block": {"type": "text", "text": ""}}))
+        delta = {"type": "text_delta", "text": text}
+        out.append(_event("content_block_delta",
+                          {"type": "content_block_delta", "index": self._next_index - 1, "delta": delta}))
+        return out
+
+    def _open_block(self, kind: str) -> int:
+        self._open = kind
+        self._next_index += 1
+        return self._next_index - 1
+
+    def _close(self) -> list[bytes]:
+        if self._open is None:
+            return []
+        self._open = None
+        return [_event("content_block_stop", {"type": "content_block_stop", "index": self._next_index - 1})]
+
+    def _native_event(self, ev: NativeEvent) -> list[bytes]:
+        self._native = True
+        if ev.name == "message":
+            return [b for name, data in message_to_events(ev.data) for b in self._native_event(
+                NativeEvent("anthropic", name, data))]
+        if ev.name in ("message_start", "ping", "error"):
+            return []  # start() wrote daari's message_start; errors go through `error()`
+        if ev.name == "message_delta":
+            self._native_delta = ev.data
+            return []
+        if ev.name == "message_stop":
+            return []
+        return [_event(ev.name, ev.data)]
+
+
+def message_to_events(body: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """A whole Anthropic message as the stream events that would have built it (for a native body that
+    must go out as a stream). Blocks other than text, tool_use and thinking start complete."""
+    events: list[tuple[str, dict[str, Any]]] = [
+        ("message_start", {"type": "message_start", "message": {**body, "content": [],
+                                                                "stop_reason": None, "stop_sequence": None}}),
+    ]
+    for index, block in enumerate(body.get("content") or []):
+        kind = block.get("type")
+        deltas: list[dict[str, Any]] = []
+        if kind == "text":
+            start = {**block, "text": ""}
+            deltas.append({"type": "text_delta", "text": block.get("text", "")})
+        elif kind == "tool_use":
+            start = {**block, "input": {}}
+            deltas.append({"type": "input_json_delta", "partial_json": compact_json(block.get("input", {}))})
+        elif kind == "thinking":
+            start = {**block, "thinking": "", "signature": ""}
+            deltas.append({"type": "thinking_delta", "thinking": block.get("thinking", "")})
+            deltas.append({"type": "signature_delta", "signature": block.get("signature", "")})
+        else:
+            start = block
+        events.append(("content_block_start", {"type": "content_block_start", "index": index,
+                                               "content_block": start}))
+        events.extend(("content_block_delta", {"type": "content_block_delta", "index": index, "delta": d})
+                      for d in deltas)
+        events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
+    usage = body.get("usage") or {}
+    events.append(("message_delta", {"type": "message_delta",
+                                     "delta": {"stop_reason": body.get("stop_reason"),
+                                               "stop_sequence": body.get("stop_sequence")},
+                                     "usage": usage}))
+    events.append(("message_stop", {"type": "message_stop"}))
+    return events
+
+
+# ---------------------------------------------------------------- upstream Anthropic -> neutral events
+
+
+def _malformed(what: str) -> UpstreamError:
+    return UpstreamError(f"malformed Anthropic upstream response: {what}")
+
+
+_INPUT_USAGE_FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+
+
+def _usage(usage: object) -> tuple[int, int]:
+    """(prompt, completion) tokens. Anthropic counts cached prompt tokens apart: the prompt is their sum."""
+    if not isinstance(usage, dict):
+        return 0, 0
+    inputs = sum(v for k in _INPUT_USAGE_FIELDS if isinstance(v := usage.get(k), int))
+    outputs = usage.get("output_tokens")
+    return inputs, (outputs if isinstance(outputs, int) else 0)
+
+
+def events_from_message(body: dict[str, Any]) -> list[Event]:
+    """A non-stream upstream Messages response as neutral events, ending with Finish."""
+    if not isinstance(body, dict) or not isinstance(body.get("content"), list):
+        raise _malformed("no content list")
+    events: list[Event] = []
+    tools = 0
+    for block in body["content"]:
+        if not isinstance(block, dict):
+            raise _malformed("content block is not an object")
+        kind = block.get("type")
+        if kind == "text":
+            if not isinstance(block.get("text"), str):
+                raise _malformed("text block without text")
+            if block["text"]:
+                events.append(TextDelta(block["text"]))
+        elif kind == "tool_use":
+            call_id, name = block.get("id"), block.get("name")
+            if not isinstance(call_id, str) or not isinstance(name, str):
+                raise _malformed("tool_use block without id or name")
+            events.append(ToolCallStart(index=tools, id=call_id, name=name))
+            events.append(ToolCallDelta(index=tools, arguments=compact_json(block.get("input") or {})))
+            tools += 1
+    inputs, outputs = _usage(body.get("usage"))
+    events.append(Finish(
+        reason=STOP_REASON_FROM_ANTHROPIC.get(body.get("stop_reason") or "end_turn", "stop"),
+        usage=Usage(prompt_tokens=inputs, completion_tokens=outputs),
+        stop_sequence=body.get("stop_sequence"),
+        model=body.get("model") or "",
+    ))
+    return events
+
+
+def upstream_error(data: object, default: str = "upstream error") -> UpstreamError:
+    """An Anthropic `{"type":"error","error":{...}}` body (or stream event) as an UpstreamError."""
+    error = data.get("error") if isinstance(data, dict) else None
+    kind = error.get("type") if isinstance(error, dict) else None
+    message = error.get("message") if isinstance(error, dict) else None
+    text = f"{kind}: {message}" if kind and message else (message or kind or default)
+    return UpstreamError(f"upstream error: {text}",
+                         retryable=kind in ("overloaded_error", "api_error", "rate_limit_error"))
+
+
+class AnthropicEventDecoder:
+    """Turns an upstream Messages stream, one SSE event at a time, into neutral events."""
+
+    def __init__(self) -> None:
+        self._tools: dict[int, int] = {}  # content block index -> neutral tool index
+        self._model = ""
+        self._input_tokens = 0
+        self._output_tokens = 0
+        self._stop_reason: FinishReason = "stop"
+        self._stop_sequence: str | None = None
+        self.finished = False
+
+    def feed(self, name: str, data: dict[str, Any]) -> list[Event]:
+        if not isinstance(data, dict):
+            raise _malformed(f"{name} event data is not an object")
+        kind = name or data.get("type")
+        try:
+            return self._feed(kind, data)
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise _malformed(f"{kind} event: {exc!r}") from None
+
+    def _feed(self, kind: str | None, data: dict[str, Any]) -> list[Event]:
+        if kind == "message_start":
+            message = data["message"]
+            self._model = message.get("model") or ""
+            self._input_tokens, self._output_tokens = _usage(message.get("usage"))
+            return []
+        if kind == "content_block_start":
+            return self._block_start(int(data["index"]), data["content_block"])
+        if kind == "content_block_delta":
+            return self._block_delta(int(data["index"]), data["delta"])
+        if kind == "message_delta":
+            delta = data["delta"]
+            if delta.get("stop_reason"):
+                self._stop_reason = STOP_REASON_FROM_ANTHROPIC.get(delta["stop_reason"], "stop")
+            self._stop_sequence = delta.get("stop_sequence")
+            usage = data.get("usage") or {}
+            # message_delta usage is cumulative; its input counts, when present, replace message_start's.
+            if isinstance(usage.get("output_tokens"), int):
+                self._output_tokens = usage["output_tokens"]
+            if any(isinstance(usage.get(k), int) for k in _INPUT_USAGE_FIELDS):
+                self._input_tokens = _usage(usage)[0]
+            return []
+        if kind == "message_stop":
+            self.finished = True
+            return [Finish(reason=self._stop_reason,
+                           usage=Usage(prompt_tokens=self._input_tokens, completion_tokens=self._output_tokens),
+                           stop_sequence=self._stop_sequence, model=self._model)]
+        if kind == "error":
+            raise upstream_error(data)
+        return []  # ping, content_block_stop, and event types added after this was written
+
+    def _block_start(self, index: int, block: dict[str, Any]) -> list[Event]:
+        kind = block["type"]
+        if kind == "text":
+            return [TextDelta(block["text"])] if block.get("text") else []
+        if kind == "tool_use":
+            tool_index = len(self._tools)
+            self._tools[index] = tool_index
+            events: list[Event] = [ToolCallStart(index=tool_index, id=block["id"], name=block["name"])]
+            if block.get("input"):
+                events.append(ToolCallDelta(index=tool_index, arguments=compact_json(block["input"])))
+            return events
+        return []  # thinking, server tool blocks: only the native stream carries them
+
+    def _block_delta(self, index: int, delta: dict[str, Any]) -> list[Event]:
+        kind = delta["type"]
+        if kind == "text_delta":
+            return [TextDelta(delta["text"])] if delta["text"] else []
+        if kind == "input_json_delta" and index in self._tools:
+            piece = delta["partial_json"]
+            return [ToolCallDelta(index=self._tools[index], arguments=piece)] if piece else []
+        return []
+
+
+def decode_json(text: str) -> dict[str, Any]:
+    """Upstream JSON that must be an object; anything else is an UpstreamError, never a KeyError."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        raise _malformed("invalid JSON") from None
+    if not isinstance(value, dict):
+        raise _malformed("JSON is not an object")
+    return value

@@ -1,0 +1,14 @@
+"""ADR-0004: a request is an agent turn when it defines tools, or its history holds tool calls or results.
+
+Agent turns are served only by exact L0 hits or by executing a tier; no semantic or rule tier answers them.
+"""
+
+from __future__ import annotations
+
+from daari.protocol.chat import ChatRequest
+
+
+def is_agent_turn(request: ChatRequest) -> bool:
+    if request.tools:
+        return True
+    return any(m.role == "tool" or m.tool_calls for m in request.messages)

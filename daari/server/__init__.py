@@ -1,0 +1,1 @@
+"""The HTTP front end: an ASGI app served by Hypercorn's Trio worker."""

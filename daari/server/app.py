@@ -1,0 +1,158 @@
+"""The ASGI app: routes, protocol-shaped errors, and the per-request disconnect scope.
+
+Every route answers in its protocol's own error shape (Anthropic for /v1/messages*, OpenAI elsewhere);
+nothing escapes as a 500 with a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import trio
+
+from actors.executor_actor import TierStatus
+from daari.config import redacted
+from daari.errors import DaariError, InvalidRequest, MethodNotAllowed, NotFound
+from daari.pipeline.chat import handle_chat
+from daari.pipeline.controls import parse_controls
+from daari.pipeline.runtime import Runtime
+from daari.protocol import anthropic_render, anthropic_wire, openai_render
+from daari.protocol.wire import ANTHROPIC, OPENAI, Wire
+from daari.server.asgi_io import (
+    AsgiSink,
+    ClientDisconnected,
+    Receive,
+    Scope,
+    Send,
+    header_map,
+    read_body,
+    send_json,
+    send_text,
+    watch_disconnect,
+)
+
+log = logging.getLogger("daari.server")
+
+Handler = Callable[["Request"], Awaitable[None]]
+
+
+class Request:
+    def __init__(self, rt: Runtime, scope: Scope, receive: Receive, send: Send) -> None:
+        self.rt = rt
+        self.scope = scope
+        self.receive = receive
+        self.send = send
+        self.headers = header_map(scope)
+        self.path: str = scope["path"]
+        self.wire: Wire = ANTHROPIC if self.path.startswith("/v1/messages") else OPENAI
+
+    async def json_body(self) -> Any:
+        body = await read_body(self.receive, self.headers, self.rt.config.server.max_body_bytes)
+        try:
+            return json.loads(body)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise InvalidRequest(f"request body is not valid JSON: {exc}") from None
+
+    async def error(self, err: DaariError) -> None:
+        status, body = self.wire.render_error(err)
+        await send_json(self.send, status, body)
+
+
+async def chat(req: Request) -> None:
+    body = await req.json_body()
+    request = req.wire.parse(body, req.headers)
+    controls = parse_controls(req.headers)
+    sink = AsgiSink(req.send)
+    # The body is read: from here a client that leaves cancels everything the request started.
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(watch_disconnect, req.receive, nursery.cancel_scope)
+        await handle_chat(req.rt, request, controls, req.wire, sink)
+        nursery.cancel_scope.cancel()
+
+
+async def count_tokens(req: Request) -> None:
+    body = await req.json_body()
+    await send_json(req.send, 200, anthropic_wire.count_tokens(body, req.headers))
+
+
+async def models(req: Request) -> None:
+    ids = ["daari", *sorted({m for ex in req.rt.tier_models.values() for m in ex})]
+    if "anthropic-version" in req.headers or "x-api-key" in req.headers:
+        await send_json(req.send, 200, anthropic_render.render_models(ids))
+    else:
+        await send_json(req.send, 200, openai_render.render_models(ids, int(req.rt.started_at)))
+
+
+async def healthz(req: Request) -> None:
+    health = req.rt.health
+    tiers = await req.rt.executor.ask(TierStatus()) if health.actors.get("executor") else {}
+    actors = {name: {"state": s.state, "restarts": s.restarts, "last_error": s.last_error}
+              for name, s in health.actors.items()}
+    models_loaded = all(t.get("loaded", True) for t in tiers.values())
+    body = {"status": "ok" if health.healthy else "unhealthy", "actors": actors, "tiers": tiers,
+            "models_loaded": models_loaded}
+    await send_json(req.send, 200 if health.healthy else 503, body)
+
+
+async def config(req: Request) -> None:
+    await send_json(req.send, 200, redacted(req.rt.config))
+
+
+async def metrics(req: Request) -> None:
+    gauges = {f'actor_restarts_total{{actor="{n}"}}': s.restarts for n, s in req.rt.health.actors.items()}
+    await send_text(req.send, 200, req.rt.metrics.render(gauges), "text/plain; version=0.0.4")
+
+
+ROUTES: dict[str, dict[str, Handler]] = {
+    "/v1/chat/completions": {"POST": chat},
+    "/chat/completions": {"POST": chat},
+    "/v1/messages": {"POST": chat},
+    "/v1/messages/count_tokens": {"POST": count_tokens},
+    "/v1/models": {"GET": models},
+    "/models": {"GET": models},
+    "/healthz": {"GET": healthz},
+    "/v1/daari/config": {"GET": config},
+    "/metrics": {"GET": metrics},
+}
+
+
+class DaariApp:
+    def __init__(self, rt: Runtime) -> None:
+        self.rt = rt
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await _lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            return
+        req = Request(self.rt, scope, receive, send)
+        try:
+            methods = ROUTES.get(req.path.rstrip("/") or "/")
+            if methods is None:
+                raise NotFound(f"no route for {scope['method']} {req.path}")
+            handler = methods.get(scope["method"])
+            if handler is None:
+                raise MethodNotAllowed(f"{scope['method']} is not allowed on {req.path}; "
+                                       f"use {', '.join(methods)}")
+            await handler(req)
+        except ClientDisconnected:
+            return
+        except DaariError as err:
+            await req.error(err)
+        except Exception:
+            log.exception("unhandled error on %s %s", scope["method"], req.path)
+            await req.error(DaariError("internal error in daari; see the server log"))
+
+
+async def _lifespan(receive: Receive, send: Send) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return

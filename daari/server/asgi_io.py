@@ -1,0 +1,100 @@
+"""ASGI I/O kept apart from routing: read a bounded body, send JSON, stream SSE, notice a disconnect."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import trio
+
+from daari.errors import PayloadTooLarge
+
+Scope = dict[str, Any]
+Receive = Any
+Send = Any
+
+
+class ClientDisconnected(Exception):
+    """The client left before its request body arrived: nothing to answer."""
+
+
+def header_map(scope: Scope) -> dict[str, str]:
+    """Request headers, lower-cased names; a repeated header keeps its last value."""
+    return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+
+
+async def read_body(receive: Receive, headers: dict[str, str], limit: int) -> bytes:
+    declared = headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise PayloadTooLarge(f"request body is {declared} bytes; the limit is {limit} (server.max_body_bytes)")
+    parts: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise ClientDisconnected
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            raise PayloadTooLarge(f"request body is over {limit} bytes (server.max_body_bytes)")
+        parts.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(parts)
+
+
+def _raw_headers(headers: dict[str, str], content_type: str) -> list[tuple[bytes, bytes]]:
+    raw = [(b"content-type", content_type.encode())]
+    raw.extend((k.encode("latin-1"), v.encode("latin-1")) for k, v in headers.items())
+    return raw
+
+
+async def send_json(send: Send, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
+    payload = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": _raw_headers(headers or {}, "application/json")})
+    await send({"type": "http.response.body", "body": payload, "more_body": False})
+
+
+async def send_text(send: Send, status: int, text: str, content_type: str = "text/plain; charset=utf-8") -> None:
+    await send({"type": "http.response.start", "status": status, "headers": _raw_headers({}, content_type)})
+    await send({"type": "http.response.body", "body": text.encode(), "more_body": False})
+
+
+async def watch_disconnect(receive: Receive, scope: trio.CancelScope) -> None:
+    """Hypercorn does not raise in the app when a client leaves: wait for http.disconnect and cancel."""
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            scope.cancel()
+            return
+
+
+class AsgiSink:
+    """The pipeline's `Sink` over ASGI `send`."""
+
+    def __init__(self, send: Send) -> None:
+        self._send = send
+        self._stream_opened = False
+        self.finished = False
+
+    @property
+    def stream_opened(self) -> bool:
+        return self._stream_opened
+
+    async def send_json(self, status: int, body: dict[str, Any], headers: dict[str, str]) -> None:
+        await send_json(self._send, status, body, headers)
+        self.finished = True
+
+    async def open_stream(self, headers: dict[str, str]) -> None:
+        raw = _raw_headers({**headers, "cache-control": "no-cache", "x-accel-buffering": "no"},
+                           "text/event-stream; charset=utf-8")
+        await self._send({"type": "http.response.start", "status": 200, "headers": raw})
+        self._stream_opened = True
+
+    async def write(self, chunks: list[bytes]) -> None:
+        if chunks:
+            await self._send({"type": "http.response.body", "body": b"".join(chunks), "more_body": True})
+
+    async def close_stream(self) -> None:
+        await self._send({"type": "http.response.body", "body": b"", "more_body": False})
+        self.finished = True

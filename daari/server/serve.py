@@ -1,0 +1,100 @@
+"""Start daari: actors first (with `nursery.start`, so we listen only once they are ready), then Hypercorn.
+
+SIGINT/SIGTERM stop accepting connections; in-flight requests get `server.grace_period_s`, then are
+cancelled; then the actors stop.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+
+import trio
+from hypercorn.config import Config as HypercornConfig
+from hypercorn.trio import serve as hypercorn_serve
+
+from actors import Health, RestartPolicy, open_mailbox, supervise
+from actors.cache_actor import CacheActor
+from actors.executor_actor import ExecutorActor
+from daari.config import Config
+from daari.executors.base import Executor
+from daari.executors.registry import make_executors
+from daari.pipeline.runtime import Runtime
+from daari.server.app import DaariApp
+
+log = logging.getLogger("daari")
+
+
+@dataclass
+class RunningServer:
+    url: str
+    runtime: Runtime
+    shutdown: trio.Event
+
+
+def _hypercorn_config(config: Config) -> HypercornConfig:
+    hc = HypercornConfig()
+    hc.bind = [f"{config.server.host}:{config.server.port}"]
+    hc.accesslog = None
+    hc.errorlog = logging.getLogger("hypercorn.error")
+    hc.graceful_timeout = config.server.grace_period_s
+    hc.keep_alive_timeout = 75
+    hc.h11_max_incomplete_size = 64 * 1024
+    return hc
+
+
+def tier_table(config: Config, executors: dict[str, Executor]) -> str:
+    lines = ["tier  executor   model / upstream"]
+    for tier in ("L3", "L4", "L5", "L6"):
+        tc = config.tiers.get(tier)
+        if tc is None:
+            lines.append(f"{tier:<5} -          (not configured)")
+            continue
+        where = tc.base_url or "in-process"
+        model = tc.model or ("SmolLM2-135M-Instruct" if tc.executor == "embedded" else "(client's model)")
+        state = "" if tier in executors else "  [disabled: frontier.enabled is false]"
+        lines.append(f"{tier:<5} {tc.executor:<10} {model} @ {where}{state}")
+    return "\n".join(lines)
+
+
+async def run_server(config: Config, *, handle_signals: bool = False,
+                     task_status: trio.TaskStatus[RunningServer] = trio.TASK_STATUS_IGNORED) -> None:
+    health = Health()
+    executors = make_executors(config)
+    policy = RestartPolicy(config.actors.max_restarts, config.actors.restart_window_s,
+                           config.actors.backoff_initial_s, config.actors.backoff_max_s)
+    cache, cache_inbox = open_mailbox("cache", config.actors.mailbox_size)
+    executor, executor_inbox = open_mailbox("executor", config.actors.mailbox_size)
+    rt = Runtime(
+        config=config, cache=cache, executor=executor, health=health,
+        tools_capable={t: ex.supports_tools for t, ex in executors.items()},
+        executor_kinds={t: ex.kind for t, ex in executors.items()},
+        tier_models={t: ex.model_names() for t, ex in executors.items()},
+    )
+    db_path = Path(config.data_dir) / "l0.sqlite"
+    shutdown = trio.Event()
+    async with trio.open_nursery() as actors:
+        await actors.start(supervise, lambda: CacheActor(db_path, config.cache.l0.lru_entries),
+                           cache_inbox, health, policy)
+        await actors.start(supervise, lambda: ExecutorActor(executors), executor_inbox, health, policy)
+        if handle_signals:
+            actors.start_soon(_stop_on_signal, shutdown)
+        async with trio.open_nursery() as front:
+            binds = await front.start(lambda task_status: hypercorn_serve(
+                DaariApp(rt), _hypercorn_config(config), shutdown_trigger=shutdown.wait,
+                task_status=task_status))
+            url = binds[0]
+            log.info("daari listening on %s\n%s", url, tier_table(config, executors))
+            task_status.started(RunningServer(url, rt, shutdown))
+        log.info("daari stopped accepting requests; stopping actors")
+        actors.cancel_scope.cancel()
+
+
+async def _stop_on_signal(shutdown: trio.Event) -> None:
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async for signum in signals:
+            log.info("received %s: finishing in-flight requests, then stopping", signal.Signals(signum).name)
+            shutdown.set()
+            return
