@@ -39,6 +39,7 @@ class CacheActor(Actor):
         self.store: L0Store | None = None
         self._sqlite = trio.CapacityLimiter(1)
         self._writes: trio.MemorySendChannel[L0Put]
+        self._writer_scope = trio.CancelScope()
 
     @asynccontextmanager
     async def lifespan(self) -> AsyncIterator[None]:
@@ -51,14 +52,17 @@ class CacheActor(Actor):
                 try:
                     yield
                 finally:
-                    writes_send.close()  # the writer drains what is queued, then ends
+                    # Stopping or crashing: the writer drains what is queued (bounded), then ends.
+                    writes_send.close()
+                    self._writer_scope.deadline = trio.current_time() + 5
         finally:
             store, self.store = self.store, None
             store.close()
 
     async def _writer(self, writes: trio.MemoryReceiveChannel[L0Put]) -> None:
         """Disk writes happen after the reply: a put is visible (from the LRU) before it is durable."""
-        async with writes:
+        # Shielded so that a shutdown does not lose answers already acknowledged to the pipeline.
+        with trio.CancelScope(shield=True) as self._writer_scope, writes:
             async for put in writes:
                 assert self.store is not None
                 await trio.to_thread.run_sync(self.store.put, put.key, put.entry, limiter=self._sqlite)

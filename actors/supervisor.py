@@ -56,7 +56,7 @@ async def supervise(
                 return
             except Exception as exc:
                 # An ExceptionGroup from the actor's own nursery is a crash like any other.
-                status.last_error = f"{type(exc).__name__}: {exc}"[:200]
+                status.last_error = _describe(exc)
                 log.warning("actor %s crashed: %s", actor.name, status.last_error)
                 if not started:
                     raise  # an actor that cannot start at all is a start-up error, not a restart
@@ -75,3 +75,10 @@ async def supervise(
             backoff = min(policy.backoff_max_s, backoff * 2)
             actor = factory()
 
+
+
+def _describe(exc: BaseException) -> str:
+    """The crash's root cause, out of the nursery's exception group, for /healthz and the log."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return f"{type(exc).__name__}: {exc}"[:200]

@@ -85,7 +85,7 @@ def locate(package: ModelPackage) -> Path:
 
 
 def smollm2_gguf() -> Path:
-    """SmolLM2-135M-Instruct as a GGUF file (load with `from_pretrained(path.parent, gguf_file=path.name)`)."""
+    """SmolLM2-135M-Instruct as GGUF: load with `from_pretrained(path.parent, gguf_file=path.name)`."""
     return locate(SMOLLM2_PACKAGE)
 
 

@@ -14,42 +14,24 @@ from __future__ import annotations
 
 import email.utils
 import time
-from typing import Any
 
 import httpx
 
 from daari.config import TierConfig
-from daari.errors import UpstreamError, UpstreamRateLimited, UpstreamUnavailable
+from daari.errors import UpstreamError, UpstreamUnavailable
 from daari.executors.base import Emit, Executor
-from daari.protocol.anthropic_render import AnthropicEventDecoder, decode_json, events_from_message
+from daari.protocol.anthropic_render import (
+    AnthropicEventDecoder,
+    decode_json,
+    events_from_message,
+    upstream_error,
+)
 from daari.protocol.anthropic_wire import to_upstream_body
 from daari.protocol.chat import ChatRequest
 from daari.protocol.events import Event, NativeEvent
 from daari.protocol.sse import SSEDecoder
 
 DEFAULT_ANTHROPIC_VERSION = "2023-06-01"
-_OPENAI_TYPE_BY_STATUS = {401: "authentication_error", 403: "permission_error"}
-
-
-class UpstreamOverloaded(UpstreamError):
-    """The upstream said 529 overloaded: the client sees Anthropic's own overload status."""
-
-    status = 503
-    openai_type = "server_error"
-    anthropic_type = "overloaded_error"
-    code = "upstream_overloaded"
-
-
-class UpstreamRejected(UpstreamError):
-    """The upstream refused the request (a 4xx other than 429): its status and error type pass through."""
-
-    code = "upstream_rejected"
-
-    def __init__(self, message: str, *, status: int, anthropic_type: str, **kw: Any) -> None:
-        super().__init__(message, **kw)
-        self.status = status
-        self.anthropic_type = anthropic_type
-        self.openai_type = _OPENAI_TYPE_BY_STATUS.get(status, "invalid_request_error")
 
 
 def messages_url(base_url: str) -> str:
@@ -166,26 +148,15 @@ class AnthropicExecutor(Executor):
                             upstream=self.name)
 
     def _http_error(self, response: httpx.Response, headers: dict[str, str]) -> UpstreamError:
-        status = response.status_code
-        error: dict[str, Any] = {}
         try:
-            payload = response.json()
-            if isinstance(payload, dict) and isinstance(payload.get("error"), dict):
-                error = payload["error"]
+            payload: object = response.json()
         except ValueError:
-            pass
-        message = str(error.get("message") or f"HTTP {status}")
+            payload = None
+        err = upstream_error(payload, status=response.status_code,
+                             retry_after=parse_retry_after(response.headers.get("retry-after")))
         for secret in (headers.get("x-api-key"), headers.get("authorization")):
-            if secret:  # an upstream that echoes the credential must not make daari leak it
-                message = message.replace(secret, "***")
-        common: dict[str, Any] = {"upstream": self.name, "upstream_status": status}
-        if status == 429:
-            return UpstreamRateLimited(f"{self.name} rate limited: {message}", retryable=True,
-                                       retry_after=parse_retry_after(response.headers.get("retry-after")),
-                                       **common)
-        if status == 529 or error.get("type") == "overloaded_error":
-            return UpstreamOverloaded(f"{self.name} overloaded: {message}", retryable=True, **common)
-        if status >= 500:
-            return UpstreamError(f"{self.name} failed with HTTP {status}: {message}", retryable=True, **common)
-        kind = error.get("type") if isinstance(error.get("type"), str) else "invalid_request_error"
-        return UpstreamRejected(message, status=status, anthropic_type=kind, **common)
+            if secret and secret in err.message:  # an upstream that echoes the credential must not leak it
+                err.message = err.message.replace(secret, "***")
+                err.args = (err.message,)
+        err.upstream = self.name
+        return err

@@ -104,7 +104,7 @@ class ResilientExecutor(Executor):
             except Exception as exc:
                 settled = True
                 if attempt.downstream_failed or not _is_upstream_fault(exc):
-                    pass
+                    self.breaker.release()
                 else:
                     self.breaker.record_failure()
                 if attempt.emitted or not _is_retryable(exc) or failures >= retry.max_retries:
@@ -117,7 +117,7 @@ class ResilientExecutor(Executor):
             finally:
                 if not settled:
                     # Cancelled from outside (client gone, shutdown): neither a success nor a failure.
-                    pass
+                    self.breaker.release()
             await trio.sleep(delay)
 
     async def _attempt(self, request: ChatRequest, emit: Emit, attempt: _Attempt) -> None:

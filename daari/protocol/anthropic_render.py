@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from daari.errors import DaariError, UpstreamError
+from daari.errors import DaariError, UpstreamError, UpstreamRateLimited
 from daari.protocol import sse
 from daari.protocol.anthropic_wire import compact_json, parse_arguments
 from daari.protocol.chat import ChatRequest, Completion, FinishReason, Usage
@@ -39,7 +39,8 @@ STOP_REASON_FROM_ANTHROPIC: dict[str, FinishReason] = {
     "pause_turn": "stop",
     "model_context_window_exceeded": "length",
 }
-MODEL_CREATED_AT = "1970-01-01T00:00:00Z"  # daari's models have no release date; Anthropic's field is required
+# daari's models have no release date, but Anthropic's field is required.
+MODEL_CREATED_AT = "1970-01-01T00:00:00Z"
 
 
 # ---------------------------------------------------------------- neutral -> Anthropic JSON
@@ -108,6 +109,7 @@ class AnthropicStreamRenderer:
         self._finish: Finish | None = None
         self._native = False
         self._native_delta: dict[str, Any] | None = None
+        self._native_input_usage: dict[str, Any] = {}  # the upstream message_start's prompt counts
 
     def start(self) -> list[bytes]:
         message = {
@@ -140,13 +142,17 @@ class AnthropicStreamRenderer:
             if index is None or not ev.arguments:
                 return []
             delta = {"type": "input_json_delta", "partial_json": ev.arguments}
-            return [_event("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta})]
+            return [_event("content_block_delta",
+                           {"type": "content_block_delta", "index": index, "delta": delta})]
         return []
 
     def finish(self, meta: dict[str, Any]) -> list[bytes]:
         out = self._close()
         if self._native_delta is not None:
-            delta = {**self._native_delta, "daari_meta": meta}
+            # daari's message_start held an estimate; the upstream's real prompt counts replace it here,
+            # as Anthropic's own cumulative message_delta usage does.
+            usage = {**self._native_input_usage, **(self._native_delta.get("usage") or {})}
+            delta = {**self._native_delta, "usage": usage, "daari_meta": meta}
         else:
             finish = self._finish or Finish(reason="stop")
             usage: dict[str, int] = {"output_tokens": finish.usage.completion_tokens}
@@ -194,8 +200,12 @@ class AnthropicStreamRenderer:
         if ev.name == "message":
             return [b for name, data in message_to_events(ev.data) for b in self._native_event(
                 NativeEvent("anthropic", name, data))]
-        if ev.name in ("message_start", "ping", "error"):
-            return []  # start() wrote daari's message_start; errors go through `error()`
+        if ev.name == "message_start":
+            usage = (ev.data.get("message") or {}).get("usage") or {}
+            self._native_input_usage = {k: v for k, v in usage.items() if k in _INPUT_USAGE_FIELDS}
+            return []  # start() wrote daari's message_start already
+        if ev.name in ("ping", "error"):
+            return []  # daari writes its own ping; errors go out through `error()`
         if ev.name == "message_delta":
             self._native_delta = ev.data
             return []
@@ -291,14 +301,48 @@ def events_from_message(body: dict[str, Any]) -> list[Event]:
     return events
 
 
-def upstream_error(data: object, default: str = "upstream error") -> UpstreamError:
-    """An Anthropic `{"type":"error","error":{...}}` body (or stream event) as an UpstreamError."""
+class UpstreamOverloaded(UpstreamError):
+    """The upstream said overloaded (HTTP 529 or a mid-stream overloaded_error): the client sees the same."""
+
+    status = 503
+    openai_type = "server_error"
+    anthropic_type = "overloaded_error"
+    code = "upstream_overloaded"
+
+
+class UpstreamRejected(UpstreamError):
+    """The upstream refused the request (a 4xx other than 429): its status and error type pass through."""
+
+    code = "upstream_rejected"
+
+    def __init__(self, message: str, *, status: int, anthropic_type: str, **kw: Any) -> None:
+        super().__init__(message, **kw)
+        self.status = status
+        self.anthropic_type = anthropic_type
+        self.openai_type = _OPENAI_TYPE_BY_STATUS.get(status, "invalid_request_error")
+
+
+_OPENAI_TYPE_BY_STATUS = {401: "authentication_error", 403: "permission_error", 404: "not_found_error"}
+
+
+def upstream_error(data: object, status: int | None = None,
+                   retry_after: float | None = None) -> UpstreamError:
+    """An Anthropic error body `{"type":"error","error":{"type","message"}}` (an HTTP error's body, with its
+    status, or an `event: error` in a stream, without) as the matching UpstreamError."""
     error = data.get("error") if isinstance(data, dict) else None
-    kind = error.get("type") if isinstance(error, dict) else None
-    message = error.get("message") if isinstance(error, dict) else None
-    text = f"{kind}: {message}" if kind and message else (message or kind or default)
-    return UpstreamError(f"upstream error: {text}",
-                         retryable=kind in ("overloaded_error", "api_error", "rate_limit_error"))
+    error = error if isinstance(error, dict) else {}
+    kind = error.get("type") if isinstance(error.get("type"), str) else None
+    message = str(error.get("message") or kind or (f"HTTP {status}" if status else "upstream error"))
+    common: dict[str, Any] = {"upstream_status": status}
+    if status == 429 or kind == "rate_limit_error":
+        return UpstreamRateLimited(f"rate limited: {message}", retryable=True, retry_after=retry_after,
+                                   **common)
+    if status == 529 or kind == "overloaded_error":
+        return UpstreamOverloaded(f"overloaded: {message}", retryable=True, **common)
+    if status is None or status >= 500:
+        label = f"HTTP {status}" if status else kind or "error event"
+        return UpstreamError(f"upstream failed ({label}): {message}", retryable=True, **common)
+    return UpstreamRejected(message, status=status, anthropic_type=kind or "invalid_request_error", **common)
 
 
 class AnthropicEventDecoder:
@@ -346,9 +390,9 @@ class AnthropicEventDecoder:
             return []
         if kind == "message_stop":
             self.finished = True
-            return [Finish(reason=self._stop_reason,
-                           usage=Usage(prompt_tokens=self._input_tokens, completion_tokens=self._output_tokens),
-                           stop_sequence=self._stop_sequence, model=self._model)]
+            totals = Usage(prompt_tokens=self._input_tokens, completion_tokens=self._output_tokens)
+            return [Finish(reason=self._stop_reason, usage=totals, stop_sequence=self._stop_sequence,
+                           model=self._model)]
         if kind == "error":
             raise upstream_error(data)
         return []  # ping, content_block_stop, and event types added after this was written

@@ -34,7 +34,7 @@ _TOOL_CHOICE_TO_NEUTRAL = {"auto": "auto", "any": "required", "none": "none"}
 
 
 class SecretStr(str):
-    """A credential: behaves as its text (httpx sends it) but never shows in a repr, so logs cannot leak it."""
+    """A credential: works as its text (httpx sends it) but never shows in a repr, so logs cannot leak it."""
 
     def __repr__(self) -> str:
         return "'***'"
@@ -107,7 +107,8 @@ def _parse_message(raw: object, param: str) -> list[Message]:
         raise InvalidRequest(f"{param}: expected an object", param=param)
     role = raw.get("role")
     if role not in ("user", "assistant"):
-        raise InvalidRequest(f"{param}.role: expected 'user' or 'assistant', got {role!r}", param=f"{param}.role")
+        raise InvalidRequest(f"{param}.role: expected 'user' or 'assistant', got {role!r}",
+                             param=f"{param}.role")
     content = raw.get("content")
     if isinstance(content, str):
         return [Message(role=role, content=content)]

@@ -1,0 +1,238 @@
+"""The executor for OpenAI-compatible upstreams (OpenAI, vLLM, llama.cpp, Ollama's /v1, LM Studio...).
+
+HTTP failures map onto daari's errors: 429 -> UpstreamRateLimited, 5xx and 408 -> UpstreamError (both
+retryable), 401/403 -> UpstreamError 502 (daari's own key is wrong: passing 401 on would tell the client its
+key is bad), other 4xx -> UpstreamRejected carrying the upstream's status and message, connection refused ->
+UpstreamUnavailable. Read timeouts belong to the generic wrapper around executors; only connect is bounded.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+import httpx
+
+from daari.config import TierConfig
+from daari.errors import UpstreamError, UpstreamRateLimited, UpstreamTimeout, UpstreamUnavailable
+from daari.executors.base import Emit, Executor
+from daari.protocol.chat import ChatRequest
+from daari.protocol.openai_render import ChunkDecoder, events_from_response
+from daari.protocol.openai_wire import to_upstream_body
+from daari.protocol.sse import SSEDecoder
+
+_KEY_LIKE = re.compile(r"\b(sk-|sk_|key-)[A-Za-z0-9_\-*.]{6,}")
+_MESSAGE_LIMIT = 500
+
+
+class UpstreamRejected(UpstreamError):
+    """The upstream refused the request with a 4xx: its status goes back to the client, with its message."""
+
+    openai_type = "invalid_request_error"
+    anthropic_type = "invalid_request_error"
+    code = "upstream_rejected"
+
+    def __init__(self, message: str, *, status: int, **kw: Any) -> None:
+        super().__init__(message, upstream_status=status, **kw)
+        self.status = status
+
+
+def parse_retry_after(headers: httpx.Headers, now: float) -> float | None:
+    """Seconds to wait from retry-after-ms, or Retry-After as seconds or an HTTP-date; None if absent."""
+    millis = headers.get("retry-after-ms")
+    if millis:
+        try:
+            return max(0.0, float(millis) / 1000)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        return max(0.0, parsedate_to_datetime(value).timestamp() - now)
+    except (TypeError, ValueError):
+        return None
+
+
+def redact(text: str, key: str | None) -> str:
+    """The text without the key, nor anything shaped like one (upstreams echo keys in 401 messages)."""
+    if key:
+        text = text.replace(key, "***")
+    return _KEY_LIKE.sub(r"\1***", text)
+
+
+def upstream_message(body: bytes) -> str:
+    """The human message of an upstream error body: OpenAI's error.message, Ollama's error, or the text."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        data = None
+    if isinstance(data, dict):
+        error = data.get("error")
+        if isinstance(error, dict) and isinstance(error.get("message"), str):
+            return error["message"][:_MESSAGE_LIMIT]
+        for value in (error, data.get("message"), data.get("detail")):
+            if isinstance(value, str):
+                return value[:_MESSAGE_LIMIT]
+    text = body.decode("utf-8", "replace").strip()
+    return text[:_MESSAGE_LIMIT] or "no message"
+
+
+class OpenAIExecutor(Executor):
+    kind = "openai"
+    supports_tools = True
+
+    def __init__(self, tier: str, config: TierConfig) -> None:
+        super().__init__(tier, config)
+        self._client: httpx.AsyncClient | None = None
+
+    @property
+    def url(self) -> str:
+        return f"{(self.config.base_url or '').rstrip('/')}/chat/completions"
+
+    async def start(self) -> None:
+        concurrency = max(1, self.config.max_concurrency)
+        self._client = httpx.AsyncClient(
+            timeout=httpx.Timeout(connect=self.config.timeouts.connect_s, read=None, write=None, pool=None),
+            limits=httpx.Limits(max_connections=concurrency * 2, max_keepalive_connections=concurrency),
+        )
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    def status(self) -> dict[str, Any]:
+        return {"base_url": self.config.base_url, "model": self.config.model,
+                "started": self._client is not None, "api_key_set": bool(self.config.api_key())}
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+        key = self.config.api_key()
+        if key:
+            headers["authorization"] = f"Bearer {key}"
+        return headers
+
+    def _error(self, cls: type[UpstreamError], message: str, **kw: Any) -> UpstreamError:
+        return cls(redact(message, self.config.api_key()), upstream=self.name, **kw)
+
+    def _http_error(self, response: httpx.Response) -> UpstreamError:
+        status = response.status_code
+        head = f"upstream {self.name}"
+        detail = upstream_message(response.content)
+        if status == 429:
+            return self._error(UpstreamRateLimited, f"{head} rate limited the request: {detail}",
+                               upstream_status=status, retryable=True,
+                               retry_after=parse_retry_after(response.headers, time.time()))
+        if status >= 500 or status == 408:
+            return self._error(UpstreamError, f"{head} failed with HTTP {status}: {detail}",
+                               upstream_status=status, retryable=True)
+        if status in (401, 403):
+            return self._error(UpstreamError, f"{head} refused daari's credentials (HTTP {status}; check the "
+                               f"tier's api_key_env): {detail}", upstream_status=status)
+        if 400 <= status < 500:
+            return self._error(UpstreamRejected, f"{head} rejected the request: {detail}", status=status)
+        return self._error(UpstreamError, f"{head} answered HTTP {status}", upstream_status=status)
+
+    def _transport_error(self, exc: httpx.TransportError, started: bool) -> UpstreamError:
+        """A network failure: before any response it may be retried; mid-body it may not."""
+        what = type(exc).__name__
+        if isinstance(exc, httpx.ConnectTimeout):
+            return self._error(UpstreamTimeout, f"upstream {self.name}: connect timed out", retryable=True)
+        if isinstance(exc, httpx.ConnectError):
+            return self._error(UpstreamUnavailable, f"upstream {self.name} is unreachable ({what})",
+                               retryable=True)
+        if started:
+            return self._error(UpstreamError, f"upstream {self.name} broke off the response ({what})")
+        return self._error(UpstreamError, f"upstream {self.name} failed before answering ({what})",
+                           retryable=True)
+
+    def _named(self, err: UpstreamError) -> UpstreamError:
+        err.upstream = err.upstream or self.name
+        err.message = f"upstream {self.name}: {redact(err.message, self.config.api_key())}"
+        err.args = (err.message,)
+        return err
+
+    async def generate(self, request: ChatRequest, emit: Emit) -> None:
+        if self._client is None:
+            raise RuntimeError("OpenAIExecutor.generate called before start()")
+        body = to_upstream_body(request, self.config.model or request.model, request.stream)
+        try:
+            if request.stream:
+                await self._generate_stream(body, emit)
+            else:
+                await self._generate_whole(body, emit)
+        except UpstreamError as err:
+            if err.upstream:
+                raise
+            raise self._named(err) from None
+
+    async def _generate_whole(self, body: dict[str, Any], emit: Emit) -> None:
+        assert self._client is not None
+        started = False
+        try:
+            async with self._client.stream("POST", self.url, json=body, headers=self._headers()) as response:
+                started = True
+                await response.aread()
+        except httpx.TransportError as exc:
+            raise self._transport_error(exc, started) from None
+        if response.status_code != 200:
+            raise self._http_error(response)
+        try:
+            data = json.loads(response.content)
+        except ValueError:
+            raise self._error(UpstreamError, f"upstream {self.name} sent a body that is not JSON",
+                              upstream_status=200) from None
+        for event in events_from_response(data):
+            await emit(event)
+
+    async def _generate_stream(self, body: dict[str, Any], emit: Emit) -> None:
+        assert self._client is not None
+        started = False
+        try:
+            async with self._client.stream("POST", self.url, json=body, headers=self._headers()) as response:
+                started = True
+                if response.status_code != 200:
+                    await response.aread()
+                    raise self._http_error(response)
+                if response.headers.get("content-type", "").startswith("application/json"):
+                    # A server that ignores "stream": the whole answer in one JSON body.
+                    await response.aread()
+                    try:
+                        data = json.loads(response.content)
+                    except ValueError:
+                        raise self._error(UpstreamError, f"upstream {self.name} sent a body that is not JSON",
+                                          upstream_status=200) from None
+                    for event in events_from_response(data):
+                        await emit(event)
+                    return
+                await self._relay(response, emit)
+        except httpx.TransportError as exc:
+            raise self._transport_error(exc, started) from None
+
+    async def _relay(self, response: httpx.Response, emit: Emit) -> None:
+        """Decode the SSE body as it arrives and emit its events; require a finish_reason."""
+        sse = SSEDecoder()
+        chunks = ChunkDecoder()
+        async for raw in response.aiter_bytes():
+            for event in sse.feed(raw):
+                if event.data.strip() == "[DONE]":
+                    for ev in chunks.end():
+                        await emit(ev)
+                    return
+                try:
+                    data = json.loads(event.data)
+                except ValueError:
+                    raise self._error(UpstreamError, f"upstream {self.name} sent a stream event that is not "
+                                      "JSON") from None
+                for ev in chunks.feed(data):
+                    await emit(ev)
+        for ev in chunks.end():
+            await emit(ev)

@@ -1,0 +1,179 @@
+"""A fake Ollama server (ASGI): POST /api/chat as NDJSON (stream or one object) and GET /api/tags.
+
+The behaviour is picked by the request's model name: good, refuse, short, tools, hang, error500, drop,
+malformed, stream_error, missing, flaky (500 on its first request, then good). Shapes follow Ollama's
+docs/api.md: `message.content` pieces, `message.tool_calls[].function.arguments` as an object, a final
+line with `done: true`, `done_reason`, `prompt_eval_count`, `eval_count`; `logprobs` per chunk when the
+request asked for them.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import trio
+import trio.lowlevel
+
+Scope = dict[str, Any]
+
+MODELS = ["good:latest", "tools:latest"]
+CREATED_AT = "2025-01-01T00:00:00.000000Z"
+
+
+class FakeOllama:
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []  # /api/chat bodies, as parsed JSON
+        self.streams_opened = 0
+        self.streams_closed_by_client = 0  # streams the client cut before their end
+        self.hanging = trio.Event()  # set once a "hang" request is waiting
+        self._seen: dict[str, int] = {}
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            while True:
+                message = await receive()
+                if message["type"] == "lifespan.startup":
+                    await send({"type": "lifespan.startup.complete"})
+                elif message["type"] == "lifespan.shutdown":
+                    await send({"type": "lifespan.shutdown.complete"})
+                    return
+        if scope["type"] != "http":
+            return
+        body = await _read_body(receive)
+        path, method = scope["path"], scope["method"]
+        if path == "/api/tags" and method == "GET":
+            await _json(send, 200, {"models": [_tag(name) for name in MODELS]})
+        elif path == "/api/chat" and method == "POST":
+            await self._chat(json.loads(body), receive, send)
+        else:
+            await _json(send, 404, {"error": "404 page not found"}, content_type="text/plain")
+
+    async def _chat(self, request: dict[str, Any], receive: Any, send: Any) -> None:
+        self.requests.append(request)
+        model = request.get("model", "")
+        behaviour = model.split(":")[0]
+        self._seen[behaviour] = self._seen.get(behaviour, 0) + 1
+        if behaviour == "missing":
+            await _json(send, 404, {"error": f"model '{model}' not found"})
+            return
+        if behaviour == "error500" or (behaviour == "flaky" and self._seen[behaviour] == 1):
+            await _json(send, 500, {"error": "llama runner process has terminated"})
+            return
+        self.streams_opened += 1
+        progress = _Progress()
+        async with trio.open_nursery() as nursery:
+            # Hypercorn does not raise in the app when the client goes away: watch for http.disconnect.
+            nursery.start_soon(_watch_disconnect, receive, nursery.cancel_scope)
+            await self._respond(behaviour, model, request, send, progress)
+            nursery.cancel_scope.cancel()
+        if not progress.sent_all:
+            self.streams_closed_by_client += 1
+
+    async def _respond(self, behaviour: str, model: str, request: dict[str, Any], send: Any,
+                       progress: _Progress) -> None:
+        if behaviour == "hang":
+            self.hanging.set()
+            await trio.sleep_forever()
+        stream = request.get("stream", True)
+        logprobs = bool(request.get("logprobs"))
+        lines = _script(behaviour, model, logprobs)
+        if not stream:
+            progress.sent_all = True
+            await _json(send, 200, _merge(lines))
+            return
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", b"application/x-ndjson")]})
+        for line in lines:
+            await send({"type": "http.response.body", "more_body": True,
+                        "body": line if isinstance(line, bytes) else json.dumps(line).encode() + b"\n"})
+            await trio.lowlevel.checkpoint()
+        if behaviour == "drop":
+            # Hypercorn closes the connection without the chunked terminator when the app fails here.
+            raise RuntimeError("fake ollama: dropping the connection mid-stream")
+        # Hypercorn reports http.disconnect as soon as the last body is sent: mark the stream whole first.
+        progress.sent_all = True
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+class _Progress:
+    sent_all = False
+
+
+async def _watch_disconnect(receive: Any, scope: trio.CancelScope) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            scope.cancel()
+            return
+
+
+def _chunk(model: str, content: str, logprobs: bool, **message: Any) -> dict[str, Any]:
+    chunk: dict[str, Any] = {"model": model, "created_at": CREATED_AT,
+                             "message": {"role": "assistant", "content": content, **message}, "done": False}
+    if logprobs and content:
+        chunk["logprobs"] = [{"token": content, "logprob": -0.5, "bytes": list(content.encode()),
+                              "top_logprobs": []}]
+    return chunk
+
+
+def _done(model: str, reason: str, prompt: int = 12, completion: int = 3) -> dict[str, Any]:
+    return {"model": model, "created_at": CREATED_AT, "message": {"role": "assistant", "content": ""},
+            "done": True, "done_reason": reason, "total_duration": 1_000_000, "load_duration": 10_000,
+            "prompt_eval_count": prompt, "prompt_eval_duration": 100_000, "eval_count": completion,
+            "eval_duration": 800_000}
+
+
+def _script(behaviour: str, model: str, logprobs: bool) -> list[dict[str, Any] | bytes]:
+    if behaviour in ("good", "flaky"):
+        return [_chunk(model, "Hello", logprobs), _chunk(model, " there", logprobs),
+                _chunk(model, "!", logprobs), _done(model, "stop")]
+    if behaviour == "refuse":
+        return [_chunk(model, "I can't help with that.", logprobs), _done(model, "stop", completion=7)]
+    if behaviour == "short":
+        return [_chunk(model, "Once upon", logprobs), _done(model, "length", completion=2)]
+    if behaviour == "tools":
+        call = {"function": {"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}}}
+        return [_chunk(model, "", logprobs, tool_calls=[call]), _done(model, "stop", completion=20)]
+    if behaviour == "drop":
+        return [_chunk(model, "Hel", logprobs)]
+    if behaviour == "malformed":
+        return [_chunk(model, "Hel", logprobs), b"this is not json\n"]
+    if behaviour == "stream_error":
+        return [_chunk(model, "Hel", logprobs), {"error": "an error was encountered while running the model"}]
+    raise ValueError(f"fake ollama has no behaviour for model {model!r}")
+
+
+def _merge(lines: list[dict[str, Any] | bytes]) -> dict[str, Any]:
+    """The `stream: false` answer: one object with the whole message and the final counts."""
+    chunks = [line for line in lines if isinstance(line, dict)]
+    final = dict(chunks[-1])
+    message = {"role": "assistant", "content": "".join(c["message"]["content"] for c in chunks)}
+    calls = [call for c in chunks for call in c["message"].get("tool_calls", [])]
+    if calls:
+        message["tool_calls"] = calls
+    final["message"] = message
+    return final
+
+
+def _tag(name: str) -> dict[str, Any]:
+    return {"name": name, "model": name, "modified_at": CREATED_AT, "size": 1_000, "digest": "0" * 64,
+            "details": {"format": "gguf", "family": "llama", "parameter_size": "1B",
+                        "quantization_level": "Q4_0"}}
+
+
+async def _read_body(receive: Any) -> bytes:
+    body = b""
+    while True:
+        message = await receive()
+        body += message.get("body", b"")
+        if not message.get("more_body"):
+            return body
+
+
+async def _json(send: Any, status: int, data: dict[str, Any], content_type: str = "application/json") -> None:
+    payload = json.dumps(data).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", content_type.encode()),
+                            (b"content-length", str(len(payload)).encode())]})
+    await send({"type": "http.response.body", "body": payload})

@@ -1,0 +1,282 @@
+"""A fake OpenAI-compatible upstream: an ASGI app serving POST /v1/chat/completions and GET /v1/models.
+
+Usage:
+    fake = FakeOpenAI()
+    async with serve_app(fake) as base_url:        # base_url like "http://127.0.0.1:PORT"
+        ... point an executor at base_url + "/v1" ...
+    fake.requests[-1].body, fake.requests[-1].headers  # what the client sent (headers lower-cased)
+
+Behaviour is chosen per request by its `model` (unknown names behave as "good"), unless `fake.script`
+holds behaviours: then each request pops the first one (e.g. `fake.script = ["error500", "good"]`).
+
+    good        an echo-ish answer of 40+ characters about the last user message
+    refuse      "I cannot help with that."
+    short       "ok"
+    tools       a tool call to the request's first tool (arguments filled from its required properties);
+                when the last message is a tool result: a text answer quoting it; without tools: as good
+    length      as good, finish_reason "length"
+    hang        never sends response headers (waits until the client goes away)
+    hang_stream sends headers and the first chunk, then waits until the client goes away
+    drop        streams two chunks, then breaks the connection (no [DONE], incomplete body)
+    truncate    streams two chunks, then ends the body cleanly without finish_reason or [DONE]
+    malformed   200 with a body that is not JSON (stream: an SSE event whose data is not JSON)
+    error500    500 with an OpenAI error body
+    error429    429 with Retry-After: 1
+    error400    400 invalid_request_error
+    error401    401 whose message echoes the presented bearer token, as a careless server might
+
+Streams use real `chat.completion.chunk` shapes: a role chunk, content or tool_calls deltas, a finish chunk,
+then a usage chunk (choices: []) when `stream_options.include_usage`, then `data: [DONE]`. With
+`"logprobs": true` choices carry `logprobs.content` (-0.25 per token). Every chat request handler counts in
+`active_streams` while it runs and in `closed_streams` once it ended, finished or cancelled by a client
+disconnect (stream or not), so a test can check that a client going away closed the upstream request.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import trio
+
+BEHAVIOURS = ("good", "refuse", "short", "tools", "length", "hang", "hang_stream", "drop", "truncate",
+              "malformed", "error500", "error429", "error400", "error401")
+CREATED = 1_700_000_000
+TOKEN_LOGPROB = -0.25
+
+
+@dataclass
+class RecordedRequest:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any  # parsed JSON, or the raw text when it was not JSON
+
+
+class _Drop(Exception):
+    """Raised inside the app to make Hypercorn break the connection mid-body."""
+
+
+def _tokens(text: str) -> list[str]:
+    return re.findall(r"\S+\s*|\s+", text)
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return " ".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return ""
+
+
+def _sample(schema: Any) -> Any:
+    kind = schema.get("type") if isinstance(schema, dict) else None
+    return {"integer": 1, "number": 1, "boolean": True, "array": [], "object": {}}.get(kind, "example")
+
+
+class FakeOpenAI:
+    def __init__(self) -> None:
+        self.requests: list[RecordedRequest] = []
+        self.script: list[str] = []
+        self.active_streams = 0
+        self.closed_streams = 0
+        self._ids = 0
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            while True:
+                message = await receive()
+                if message["type"] == "lifespan.startup":
+                    await send({"type": "lifespan.startup.complete"})
+                elif message["type"] == "lifespan.shutdown":
+                    await send({"type": "lifespan.shutdown.complete"})
+                    return
+        if scope["type"] != "http":
+            return
+        raw = b""
+        while True:
+            message = await receive()
+            raw += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        try:
+            body: Any = json.loads(raw) if raw else None
+        except ValueError:
+            body = raw.decode("utf-8", "replace")
+        self.requests.append(RecordedRequest(scope["method"], scope["path"], headers, body))
+        if scope["method"] == "GET" and scope["path"] == "/v1/models":
+            data = [{"id": b, "object": "model", "created": CREATED, "owned_by": "fake"} for b in BEHAVIOURS]
+            await _json(send, 200, {"object": "list", "data": data})
+        elif scope["method"] == "POST" and scope["path"] == "/v1/chat/completions" and isinstance(body, dict):
+            await self._chat(body, headers, receive, send)
+        else:
+            await _json(send, 404, _error("not found", "invalid_request_error"))
+
+    async def _chat(self, body: dict[str, Any], headers: dict[str, str], receive: Any, send: Any) -> None:
+        behaviour = self.script.pop(0) if self.script else str(body.get("model"))
+        self.active_streams += 1
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(_cancel_on_disconnect, receive, nursery.cancel_scope)
+                await self._respond(behaviour, body, headers, send)
+                nursery.cancel_scope.cancel()
+        finally:
+            self.active_streams -= 1
+            self.closed_streams += 1
+
+    async def _respond(self, behaviour: str, body: dict[str, Any], headers: dict[str, str],
+                       send: Any) -> None:
+        stream = bool(body.get("stream"))
+        if behaviour == "hang":
+            await trio.sleep_forever()
+        if behaviour == "error500":
+            return await _json(send, 500, _error("The server had an error while processing your request.",
+                                                 "server_error"))
+        if behaviour == "error429":
+            return await _json(send, 429, _error("Rate limit reached for requests", "requests",
+                                                 "rate_limit_exceeded"), [(b"retry-after", b"1")])
+        if behaviour == "error400":
+            return await _json(send, 400, _error("Invalid value for 'messages': bad.",
+                                                 "invalid_request_error", param="messages"))
+        if behaviour == "error401":
+            token = headers.get("authorization", "").removeprefix("Bearer ")
+            return await _json(send, 401, _error(f"Incorrect API key provided: {token}.",
+                                                 "invalid_request_error", "invalid_api_key"))
+        if behaviour == "malformed":
+            kind = b"text/event-stream" if stream else b"application/json"
+            payload = b"data: {not json\n\n" if stream else b'{"id": "chatcmpl-broken", "choices": ['
+            return await _raw(send, 200, kind, payload)
+        text, calls, reason = self._answer(behaviour, body)
+        if stream:
+            await self._stream(behaviour, body, text, calls, reason, send)
+        else:
+            await _json(send, 200, self._completion(body, text, calls, reason))
+
+    def _answer(self, behaviour: str, body: dict[str, Any]) -> tuple[str, list[dict[str, Any]], str]:
+        messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
+        users = [_text_of(m.get("content")) for m in messages if m.get("role") == "user"]
+        last_user = users[-1] if users else ""
+        tools = body.get("tools") or []
+        if behaviour == "refuse":
+            return "I cannot help with that.", [], "stop"
+        if behaviour == "short":
+            return "ok", [], "stop"
+        if behaviour == "tools" and messages and messages[-1].get("role") == "tool":
+            return f"The tool returned: {_text_of(messages[-1].get('content'))}", [], "stop"
+        if behaviour == "tools" and tools:
+            function = tools[0].get("function", {})
+            schema = function.get("parameters") or {}
+            props = schema.get("properties") or {}
+            arguments = {name: _sample(props.get(name)) for name in schema.get("required") or []}
+            self._ids += 1
+            call = {"id": f"call_fake{self._ids}", "type": "function",
+                    "function": {"name": function.get("name", ""), "arguments": json.dumps(arguments)}}
+            return "", [call], "tool_calls"
+        text = f"Here is a careful answer about your request: {last_user or 'nothing was asked'}."
+        return text, [], "length" if behaviour == "length" else "stop"
+
+    def _usage(self, body: dict[str, Any], text: str, calls: list[dict[str, Any]]) -> dict[str, int]:
+        prompt = sum(len(_tokens(_text_of(m.get("content")))) for m in body.get("messages") or []
+                     if isinstance(m, dict))
+        completion = len(_tokens(text)) + sum(len(_tokens(c["function"]["arguments"])) for c in calls)
+        return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+
+    def _next_id(self) -> str:
+        self._ids += 1
+        return f"chatcmpl-fake{self._ids}"
+
+    def _completion(self, body: dict[str, Any], text: str, calls: list[dict[str, Any]],
+                    reason: str) -> dict[str, Any]:
+        message: dict[str, Any] = {"role": "assistant", "content": text or None, "refusal": None,
+                                   "annotations": []}
+        if calls:
+            message["tool_calls"] = calls
+        logprobs = {"content": [_logprob(t) for t in _tokens(text)], "refusal": None} \
+            if body.get("logprobs") and text else None
+        return {"id": self._next_id(), "object": "chat.completion", "created": CREATED,
+                "model": body.get("model"), "system_fingerprint": "fp_fake",
+                "choices": [{"index": 0, "message": message, "logprobs": logprobs, "finish_reason": reason}],
+                "usage": self._usage(body, text, calls)}
+
+    async def _stream(self, behaviour: str, body: dict[str, Any], text: str, calls: list[dict[str, Any]],
+                      reason: str, send: Any) -> None:
+        include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        response_id = self._next_id()
+
+        def chunk(delta: dict[str, Any], finish: str | None = None, logprobs: Any = None) -> bytes:
+            data: dict[str, Any] = {
+                "id": response_id, "object": "chat.completion.chunk", "created": CREATED,
+                "model": body.get("model"), "system_fingerprint": "fp_fake",
+                "choices": [{"index": 0, "delta": delta, "logprobs": logprobs, "finish_reason": finish}]}
+            if include_usage:
+                data["usage"] = None
+            return _sse(data)
+
+        chunks = [chunk({"role": "assistant", "content": None if calls else "", "refusal": None})]
+        for token in _tokens(text):
+            logprobs = {"content": [_logprob(token)], "refusal": None} if body.get("logprobs") else None
+            chunks.append(chunk({"content": token}, logprobs=logprobs))
+        for index, call in enumerate(calls):
+            head = {"index": index, "id": call["id"], "type": "function",
+                    "function": {"name": call["function"]["name"], "arguments": ""}}
+            chunks.append(chunk({"tool_calls": [head]}))
+            arguments = call["function"]["arguments"]
+            third = max(1, len(arguments) // 3)
+            for start in range(0, len(arguments), third):
+                piece = {"index": index, "function": {"arguments": arguments[start:start + third]}}
+                chunks.append(chunk({"tool_calls": [piece]}))
+        chunks.append(chunk({}, finish=reason))
+        if include_usage:
+            chunks.append(_sse({"id": response_id, "object": "chat.completion.chunk", "created": CREATED,
+                                "model": body.get("model"), "system_fingerprint": "fp_fake", "choices": [],
+                                "usage": self._usage(body, text, calls)}))
+        chunks.append(b"data: [DONE]\n\n")
+
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", b"text/event-stream; charset=utf-8")]})
+        if behaviour in ("hang_stream", "drop", "truncate"):
+            cut = 1 if behaviour == "hang_stream" else 2
+            for data in chunks[:cut]:
+                await send({"type": "http.response.body", "body": data, "more_body": True})
+            if behaviour == "hang_stream":
+                await trio.sleep_forever()
+            if behaviour == "drop":
+                raise _Drop("connection dropped on purpose")
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+            return
+        for data in chunks:
+            await send({"type": "http.response.body", "body": data, "more_body": True})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+def _logprob(token: str) -> dict[str, Any]:
+    return {"token": token, "logprob": TOKEN_LOGPROB, "bytes": list(token.encode()), "top_logprobs": []}
+
+
+def _sse(data: dict[str, Any]) -> bytes:
+    return f"data: {json.dumps(data)}\n\n".encode()
+
+
+def _error(message: str, kind: str, code: str | None = None, param: str | None = None) -> dict[str, Any]:
+    return {"error": {"message": message, "type": kind, "param": param, "code": code}}
+
+
+async def _cancel_on_disconnect(receive: Any, scope: trio.CancelScope) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
+    scope.cancel()
+
+
+async def _raw(send: Any, status: int, content_type: bytes, payload: bytes,
+               headers: list[tuple[bytes, bytes]] | None = None) -> None:
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", content_type), *(headers or [])]})
+    await send({"type": "http.response.body", "body": payload, "more_body": False})
+
+
+async def _json(send: Any, status: int, data: dict[str, Any],
+                headers: list[tuple[bytes, bytes]] | None = None) -> None:
+    await _raw(send, status, b"application/json", json.dumps(data).encode(), headers)
