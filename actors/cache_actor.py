@@ -40,6 +40,8 @@ class CacheActor(Actor):
         self._sqlite = trio.CapacityLimiter(1)
         self._writes: trio.MemorySendChannel[L0Put]
         self._writer_scope = trio.CancelScope()
+        # Acknowledged but not yet on disk: read before SQLite so a get never misses a fresh put.
+        self._pending: dict[str, L0Entry] = {}
 
     @asynccontextmanager
     async def lifespan(self) -> AsyncIterator[None]:
@@ -66,11 +68,13 @@ class CacheActor(Actor):
             async for put in writes:
                 assert self.store is not None
                 await trio.to_thread.run_sync(self.store.put, put.key, put.entry, limiter=self._sqlite)
+                if self._pending.get(put.key) is put.entry:
+                    del self._pending[put.key]
 
     async def handle(self, request: object) -> object:
         assert self.store is not None
         if isinstance(request, L0Get):
-            entry = self.lru.get(request.key)
+            entry = self.lru.get(request.key) or self._pending.get(request.key)
             if entry is None:
                 entry = await trio.to_thread.run_sync(self.store.get, request.key, limiter=self._sqlite)
                 if entry is not None:
@@ -78,6 +82,7 @@ class CacheActor(Actor):
             return entry
         if isinstance(request, L0Put):
             self.lru.put(request.key, request.entry)
+            self._pending[request.key] = request.entry
             await self._writes.send(request)
             return None
         if isinstance(request, L0Count):
