@@ -1,0 +1,293 @@
+"""The Ollama executor: native POST /api/chat, always streamed as NDJSON, turned into neutral events.
+
+Only the wire mapping lives here; timeouts, retries and the breaker come from `ResilientExecutor`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import secrets
+from typing import Any
+
+import httpx
+
+from daari.config import TierConfig
+from daari.errors import InvalidRequest, UpstreamError, UpstreamRateLimited, UpstreamUnavailable
+from daari.executors.base import Emit, Executor
+from daari.protocol.chat import ChatRequest, FinishReason, Message, Tool, Usage
+from daari.protocol.events import Finish, TextDelta, ToolCallDelta, ToolCallStart
+
+log = logging.getLogger("daari.upstream")
+
+# OpenAI-named sampling parameters that Ollama takes under the same name in `options`.
+SAME_NAME_OPTIONS = ("top_p", "top_k", "seed", "presence_penalty", "frequency_penalty")
+
+
+class OllamaExecutor(Executor):
+    kind = "ollama"
+    supports_tools = True
+
+    def __init__(self, tier: str, config: TierConfig, transport: httpx.AsyncBaseTransport | None = None) -> None:
+        super().__init__(tier, config)
+        if not config.base_url:
+            raise ValueError(f"{tier}: the ollama executor needs base_url")
+        self.base_url = config.base_url.rstrip("/")
+        self._transport = transport
+        self._client: httpx.AsyncClient | None = None
+
+    async def start(self) -> None:
+        self._http()
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            client, self._client = self._client, None
+            await client.aclose()
+
+    def status(self) -> dict[str, Any]:
+        return {"model": self.config.model}
+
+    async def list_models(self) -> list[str]:
+        """Model names from GET /api/tags, for GET /v1/models; any failure gives []."""
+        timeout = httpx.Timeout(self.config.timeouts.first_byte_s, connect=self.config.timeouts.connect_s)
+        try:
+            response = await self._http().get(f"{self.base_url}/api/tags", timeout=timeout)
+            response.raise_for_status()
+            models = response.json().get("models") or []
+            return [m.get("name") or m["model"] for m in models]
+        except (httpx.HTTPError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            log.warning("upstream %s: listing models failed (%s)", self.name, type(exc).__name__)
+            return []
+
+    async def generate(self, request: ChatRequest, emit: Emit) -> None:
+        model = self.config.model or request.model
+        body = chat_body(request, self.config)
+        try:
+            async with self._http().stream("POST", f"{self.base_url}/api/chat", json=body) as response:
+                if response.status_code >= 400:
+                    await response.aread()
+                    raise self._status_error(response, model)
+                await self._relay(response, emit)
+        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+            raise UpstreamUnavailable(f"{self.name}: cannot connect to Ollama at {_where(self.base_url)}",
+                                      upstream=self.name, retryable=True) from exc
+        except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
+            raise UpstreamError(f"{self.name}: truncated stream (Ollama closed the connection before done)",
+                                upstream=self.name, retryable=True) from exc
+        except httpx.TransportError as exc:
+            raise UpstreamError(f"{self.name}: transport error talking to Ollama ({type(exc).__name__})",
+                                upstream=self.name, retryable=True) from exc
+
+    async def _relay(self, response: httpx.Response, emit: Emit) -> None:
+        """NDJSON lines -> events. Ollama gives no tool call ids, so they are made here."""
+        tool_calls = 0
+        async for line in response.aiter_lines():
+            if not line.strip():
+                continue
+            chunk = _parse_line(line, self.name)
+            if "error" in chunk:
+                raise UpstreamError(f"{self.name}: Ollama error mid-stream: {chunk['error']}", upstream=self.name)
+            message = chunk.get("message") or {}
+            content = message.get("content") or ""
+            if content:
+                logprob, tokens = _logprob_sum(chunk.get("logprobs"))
+                await emit(TextDelta(content, logprob=logprob, tokens=tokens))
+            for call in message.get("tool_calls") or []:
+                function = call.get("function") or {}
+                arguments = function.get("arguments")
+                if not isinstance(arguments, str):
+                    arguments = json.dumps(arguments if arguments is not None else {})
+                call_id = call.get("id") or f"call_{secrets.token_hex(6)}"
+                await emit(ToolCallStart(index=tool_calls, id=call_id, name=function.get("name", "")))
+                await emit(ToolCallDelta(index=tool_calls, arguments=arguments))
+                tool_calls += 1
+            if chunk.get("done"):
+                await emit(Finish(
+                    reason=_finish_reason(chunk.get("done_reason"), tool_calls > 0),
+                    usage=Usage(prompt_tokens=int(chunk.get("prompt_eval_count") or 0),
+                                completion_tokens=int(chunk.get("eval_count") or 0)),
+                    model=chunk.get("model") or "",
+                ))
+                return
+        raise UpstreamError(f"{self.name}: truncated stream (ended without done)", upstream=self.name,
+                            retryable=True)
+
+    def _status_error(self, response: httpx.Response, model: str) -> UpstreamError:
+        status = response.status_code
+        detail = _error_text(response)
+        retry_after = _retry_after(response)
+        if status == 404 and "model" in detail.lower():
+            return UpstreamError(f"{self.name}: {detail} (run `ollama pull {model}` on the Ollama host)",
+                                 upstream=self.name, upstream_status=status)
+        if status == 404:
+            return UpstreamError(f"{self.name}: Ollama has no /api/chat at {_where(self.base_url)} ({detail}); "
+                                 "check the tier's base_url", upstream=self.name, upstream_status=status)
+        if status == 429:
+            return UpstreamRateLimited(f"{self.name}: Ollama is rate limiting: {detail}", upstream=self.name,
+                                       upstream_status=status, retryable=True, retry_after=retry_after)
+        if status >= 500:
+            return UpstreamError(f"{self.name}: Ollama returned {status}: {detail}", upstream=self.name,
+                                 upstream_status=status, retryable=True, retry_after=retry_after)
+        return UpstreamError(f"{self.name}: Ollama rejected the request ({status}): {detail}",
+                             upstream=self.name, upstream_status=status)
+
+    def _http(self) -> httpx.AsyncClient:
+        if self._client is None:
+            # Only the connect timeout is httpx's: first-byte, idle and total are the wrapper's cancel scopes.
+            self._client = httpx.AsyncClient(
+                timeout=httpx.Timeout(None, connect=self.config.timeouts.connect_s),
+                transport=self._transport,
+            )
+        return self._client
+
+
+def chat_body(request: ChatRequest, config: TierConfig) -> dict[str, Any]:
+    """The /api/chat body for `request`: always streamed; logprobs asked for, they feed confidence."""
+    body: dict[str, Any] = {
+        "model": config.model or request.model,
+        "messages": ollama_messages(request.messages),
+        "stream": True,
+        "options": ollama_options(request, config),
+        # Ollama servers older than logprobs support ignore the unknown field.
+        "logprobs": True,
+    }
+    if request.sampling.get("top_logprobs") is not None:
+        body["top_logprobs"] = int(request.sampling["top_logprobs"])
+    if request.tools and request.sampling.get("tool_choice") != "none":
+        body["tools"] = [ollama_tool(tool) for tool in request.tools]
+    response_format = _format(request.sampling.get("response_format"))
+    if response_format is not None:
+        body["format"] = response_format
+    if config.keep_alive:
+        body["keep_alive"] = config.keep_alive
+    return body
+
+
+def ollama_options(request: ChatRequest, config: TierConfig) -> dict[str, Any]:
+    options: dict[str, Any] = {}
+    if request.temperature is not None:
+        options["temperature"] = request.temperature
+    for key in SAME_NAME_OPTIONS:
+        if request.sampling.get(key) is not None:
+            options[key] = request.sampling[key]
+    options["num_predict"] = request.max_tokens if request.max_tokens is not None else config.max_tokens
+    if request.stop:
+        options["stop"] = request.stop
+    return options
+
+
+def ollama_messages(messages: list[Message]) -> list[dict[str, Any]]:
+    """Neutral messages -> Ollama's: tool arguments as objects, images as base64, tool results named."""
+    names_by_call_id: dict[str, str] = {}
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        item: dict[str, Any] = {"role": message.role, "content": message.text()}
+        images = _images(message)
+        if images:
+            item["images"] = images
+        if message.tool_calls:
+            item["tool_calls"] = []
+            for call in message.tool_calls:
+                names_by_call_id[call.id] = call.name
+                item["tool_calls"].append(
+                    {"id": call.id, "function": {"name": call.name, "arguments": _arguments(call.arguments)}})
+        if message.role == "tool":
+            tool_name = message.name or names_by_call_id.get(message.tool_call_id or "")
+            if tool_name:
+                item["tool_name"] = tool_name
+        out.append(item)
+    return out
+
+
+def ollama_tool(tool: Tool) -> dict[str, Any]:
+    function: dict[str, Any] = {"name": tool.name, "parameters": tool.parameters}
+    if tool.description:
+        function["description"] = tool.description
+    return {"type": "function", "function": function}
+
+
+def _images(message: Message) -> list[str]:
+    if not isinstance(message.content, list):
+        return []
+    images: list[str] = []
+    for part in message.content:
+        if part.get("type") != "image":
+            continue
+        if part.get("data"):
+            images.append(part["data"])
+        elif str(part.get("url", "")).startswith("data:") and ";base64," in part["url"]:
+            images.append(part["url"].split(";base64,", 1)[1])
+        else:
+            raise InvalidRequest("Ollama takes images only as inline base64 data, not as URLs",
+                                 param="messages")
+    return images
+
+
+def _arguments(text: str) -> dict[str, Any]:
+    """Ollama wants tool call arguments as a JSON object; text that is not one becomes {}."""
+    try:
+        value = json.loads(text) if text else {}
+    except json.JSONDecodeError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _format(response_format: Any) -> str | dict[str, Any] | None:
+    if not isinstance(response_format, dict):
+        return None
+    kind = response_format.get("type")
+    if kind == "json_object":
+        return "json"
+    if kind == "json_schema":
+        schema = (response_format.get("json_schema") or {}).get("schema")
+        return schema if isinstance(schema, dict) else "json"
+    return None
+
+
+def _finish_reason(done_reason: str | None, had_tool_calls: bool) -> FinishReason:
+    if had_tool_calls:
+        return "tool_calls"
+    return "length" if done_reason == "length" else "stop"
+
+
+def _parse_line(line: str, name: str) -> dict[str, Any]:
+    try:
+        chunk = json.loads(line)
+    except json.JSONDecodeError:
+        chunk = None
+    if not isinstance(chunk, dict):
+        raise UpstreamError(f"{name}: malformed NDJSON from Ollama", upstream=name)
+    return chunk
+
+
+def _logprob_sum(entries: Any) -> tuple[float | None, int]:
+    if not isinstance(entries, list) or not entries:
+        return None, 0
+    try:
+        return sum(float(e["logprob"]) for e in entries), len(entries)
+    except (KeyError, TypeError, ValueError):
+        return None, 0
+
+
+def _error_text(response: httpx.Response) -> str:
+    try:
+        data = response.json()
+    except ValueError:
+        data = None
+    if isinstance(data, dict) and isinstance(data.get("error"), str):
+        return data["error"]
+    return response.text[:200].strip() or response.reason_phrase
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    value = response.headers.get("retry-after")
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None  # an HTTP date: leave the delay to the backoff
+
+
+def _where(base_url: str) -> str:
+    """host:port for messages: a base URL may carry credentials in its userinfo."""
+    url = httpx.URL(base_url)
+    return f"{url.host}:{url.port}" if url.port else url.host
