@@ -28,12 +28,11 @@ class OllamaExecutor(Executor):
     kind = "ollama"
     supports_tools = True
 
-    def __init__(self, tier: str, config: TierConfig, transport: httpx.AsyncBaseTransport | None = None) -> None:
+    def __init__(self, tier: str, config: TierConfig) -> None:
         super().__init__(tier, config)
         if not config.base_url:
             raise ValueError(f"{tier}: the ollama executor needs base_url")
         self.base_url = config.base_url.rstrip("/")
-        self._transport = transport
         self._client: httpx.AsyncClient | None = None
 
     async def start(self) -> None:
@@ -86,7 +85,8 @@ class OllamaExecutor(Executor):
                 continue
             chunk = _parse_line(line, self.name)
             if "error" in chunk:
-                raise UpstreamError(f"{self.name}: Ollama error mid-stream: {chunk['error']}", upstream=self.name)
+                raise UpstreamError(f"{self.name}: Ollama error mid-stream: {chunk['error']}",
+                                    upstream=self.name)
             message = chunk.get("message") or {}
             content = message.get("content") or ""
             if content:
@@ -120,7 +120,7 @@ class OllamaExecutor(Executor):
             return UpstreamError(f"{self.name}: {detail} (run `ollama pull {model}` on the Ollama host)",
                                  upstream=self.name, upstream_status=status)
         if status == 404:
-            return UpstreamError(f"{self.name}: Ollama has no /api/chat at {_where(self.base_url)} ({detail}); "
+            return UpstreamError(f"{self.name}: no Ollama /api/chat at {_where(self.base_url)} ({detail}); "
                                  "check the tier's base_url", upstream=self.name, upstream_status=status)
         if status == 429:
             return UpstreamRateLimited(f"{self.name}: Ollama is rate limiting: {detail}", upstream=self.name,
@@ -136,7 +136,6 @@ class OllamaExecutor(Executor):
             # Only the connect timeout is httpx's: first-byte, idle and total are the wrapper's cancel scopes.
             self._client = httpx.AsyncClient(
                 timeout=httpx.Timeout(None, connect=self.config.timeouts.connect_s),
-                transport=self._transport,
             )
         return self._client
 

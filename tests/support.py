@@ -1,0 +1,75 @@
+"""Run a real daari (actors + Hypercorn on 127.0.0.1, port 0) inside a Trio test or in a thread."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from daari.config import Config, config_from_dict
+from daari.server.serve import RunningServer, run_server
+
+
+def make_config(tmp_path: Path, **sections: Any) -> Config:
+    data: dict[str, Any] = {"server": {"port": 0, "grace_period_s": 2}, "data_dir": str(tmp_path / "data")}
+    for key, value in sections.items():
+        if isinstance(value, dict) and isinstance(data.get(key), dict):
+            data[key] = {**data[key], **value}
+        else:
+            data[key] = value
+    return config_from_dict(data)
+
+
+def upstream_tier(kind: str, base_url: str, model: str | None = None, **extra: Any) -> dict[str, Any]:
+    tier: dict[str, Any] = {"executor": kind, "base_url": base_url, **extra}
+    if model is not None:
+        tier["model"] = model
+    return tier
+
+
+@asynccontextmanager
+async def daari_server(config: Config) -> AsyncIterator[RunningServer]:
+    async with trio.open_nursery() as nursery:
+        server: RunningServer = await nursery.start(run_server, config)
+        yield server
+        nursery.cancel_scope.cancel()
+
+
+@contextmanager
+def daari_in_thread(config: Config) -> Iterator[RunningServer]:
+    """For sync clients (the openai/anthropic SDKs): daari on its own Trio loop in a thread."""
+    box: dict[str, Any] = {}
+    ready = threading.Event()
+
+    async def main() -> None:
+        with trio.CancelScope() as scope:
+            box["scope"], box["token"] = scope, trio.lowlevel.current_trio_token()
+            try:
+                async with trio.open_nursery() as nursery:
+                    box["server"] = await nursery.start(run_server, config)
+                    ready.set()
+            except BaseException as exc:  # surface start-up failures to the test thread
+                box["error"] = exc
+                ready.set()
+                raise
+
+    thread = threading.Thread(target=lambda: _run_quietly(main), daemon=True)
+    thread.start()
+    if not ready.wait(120) or "error" in box:
+        raise RuntimeError(f"daari did not start: {box.get('error')!r}")
+    try:
+        yield box["server"]
+    finally:
+        box["token"].run_sync_soon(box["scope"].cancel)
+        thread.join(10)
+
+
+def _run_quietly(main: Any) -> None:
+    try:
+        trio.run(main)
+    except BaseException:  # already reported through box["error"]
+        pass
