@@ -1,4 +1,4 @@
-"""CircuitBreaker: the closed -> open -> half_open cycle, with a fake clock and once under Trio's MockClock."""
+"""CircuitBreaker: the closed -> open -> half_open cycle, on a fake clock and once under Trio's MockClock."""
 
 from __future__ import annotations
 

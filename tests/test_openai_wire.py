@@ -108,8 +108,8 @@ def test_missing_model_defaults_to_daari() -> None:
 
 
 def test_nulls_mean_absent() -> None:
-    request = parse_chat_request(body(temperature=None, max_tokens=None, stop=None, tools=None, stream=None,
-                                      top_p=None, model=None), {})
+    request = parse_chat_request(body(temperature=None, max_tokens=None, stop=[], tools=None, stream=None,
+                                      top_p=None, model=None, tool_choice=None), {})
     assert request.temperature is None and request.sampling == {} and request.tools == []
     assert request.model == DEFAULT_MODEL and request.stream is False
 

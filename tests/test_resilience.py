@@ -50,6 +50,13 @@ class ScriptedExecutor(Executor):
         super().__init__("L4", config)
         self.scripts = list(scripts)
         self.calls = 0
+        self.lifecycle: list[str] = []
+
+    async def start(self, nursery: trio.Nursery) -> None:
+        self.lifecycle.append("start")
+
+    async def aclose(self) -> None:
+        self.lifecycle.append("aclose")
 
     async def generate(self, request: ChatRequest, emit: Emit) -> None:
         script = self.scripts[min(self.calls, len(self.scripts) - 1)]
@@ -127,6 +134,10 @@ async def test_wrapper_presents_the_inner_executor() -> None:
     assert executor.model_names() == ["m"]
     assert await executor.list_models() == ["m"]
     assert executor.status()["breaker"]["state"] == "closed"
+    async with trio.open_nursery() as nursery:
+        await executor.start(nursery)
+    await executor.aclose()
+    assert inner.lifecycle == ["start", "aclose"]
 
 
 async def test_hang_before_first_byte_times_out_after_first_byte_s(virtual_time: object) -> None:
@@ -230,8 +241,9 @@ async def test_inner_error_raised_while_cancelled_is_still_reported_as_timeout(v
         finally:
             raise UpstreamError("connection torn down")  # an executor that maps everything it sees
 
+    executor = ResilientExecutor(ScriptedExecutor(tier_config(), converts_cancel))
     with pytest.raises(UpstreamTimeout) as info:
-        await ResilientExecutor(ScriptedExecutor(tier_config(), converts_cancel)).generate(REQUEST, Collector())
+        await executor.generate(REQUEST, Collector())
     assert "first_byte" in info.value.message
 
 

@@ -26,7 +26,7 @@ from daari.protocol.anthropic_render import (
     events_from_message,
     upstream_error,
 )
-from daari.protocol.anthropic_wire import to_upstream_body
+from daari.protocol.anthropic_wire import SecretStr, to_upstream_body
 from daari.protocol.chat import ChatRequest
 from daari.protocol.events import Event, NativeEvent
 from daari.protocol.sse import SSEDecoder
@@ -85,7 +85,7 @@ class AnthropicExecutor(Executor):
         elif self.config.forward_client_key and client.get("authorization"):
             headers["authorization"] = client["authorization"]
         elif key := self.config.api_key():
-            headers["x-api-key"] = key
+            headers["x-api-key"] = SecretStr(key)
         return headers
 
     async def generate(self, request: ChatRequest, emit: Emit) -> None:

@@ -11,6 +11,7 @@ import secrets
 from typing import Any
 
 import httpx
+import trio
 
 from daari.config import TierConfig
 from daari.errors import InvalidRequest, UpstreamError, UpstreamRateLimited, UpstreamUnavailable
@@ -35,8 +36,8 @@ class OllamaExecutor(Executor):
         self.base_url = config.base_url.rstrip("/")
         self._client: httpx.AsyncClient | None = None
 
-    async def start(self) -> None:
-        self._http()
+    async def start(self, nursery: trio.Nursery) -> None:
+        self._http()  # re-entrant: after aclose, a new client
 
     async def aclose(self) -> None:
         if self._client is not None:
@@ -44,7 +45,7 @@ class OllamaExecutor(Executor):
             await client.aclose()
 
     def status(self) -> dict[str, Any]:
-        return {"model": self.config.model}
+        return {"model": self.config.model, "started": self._client is not None}
 
     async def list_models(self) -> list[str]:
         """Model names from GET /api/tags, for GET /v1/models; any failure gives []."""

@@ -15,6 +15,7 @@ from email.utils import parsedate_to_datetime
 from typing import Any
 
 import httpx
+import trio
 
 from daari.config import TierConfig
 from daari.errors import UpstreamError, UpstreamRateLimited, UpstreamTimeout, UpstreamUnavailable
@@ -24,7 +25,7 @@ from daari.protocol.openai_render import ChunkDecoder, events_from_response
 from daari.protocol.openai_wire import to_upstream_body
 from daari.protocol.sse import SSEDecoder
 
-_KEY_LIKE = re.compile(r"\b(sk-|sk_|key-)[A-Za-z0-9_\-*.]{6,}")
+_KEY_LIKE = re.compile(r"\b(sk-|sk_|key-)[A-Za-z0-9_\-*]{6,}")
 _MESSAGE_LIMIT = 500
 
 
@@ -32,12 +33,15 @@ class UpstreamRejected(UpstreamError):
     """The upstream refused the request with a 4xx: its status goes back to the client, with its message."""
 
     openai_type = "invalid_request_error"
-    anthropic_type = "invalid_request_error"
     code = "upstream_rejected"
 
     def __init__(self, message: str, *, status: int, **kw: Any) -> None:
         super().__init__(message, upstream_status=status, **kw)
         self.status = status
+        self.anthropic_type = _ANTHROPIC_TYPE_BY_STATUS.get(status, "invalid_request_error")
+
+
+_ANTHROPIC_TYPE_BY_STATUS = {404: "not_found_error", 413: "request_too_large"}
 
 
 def parse_retry_after(headers: httpx.Headers, now: float) -> float | None:
@@ -97,7 +101,10 @@ class OpenAIExecutor(Executor):
     def url(self) -> str:
         return f"{(self.config.base_url or '').rstrip('/')}/chat/completions"
 
-    async def start(self) -> None:
+    async def start(self, nursery: trio.Nursery | None = None) -> None:
+        """Open the connection pool (no background tasks: `nursery` is unused). Re-entrant after aclose."""
+        if self._client is not None:
+            return
         concurrency = max(1, self.config.max_concurrency)
         self._client = httpx.AsyncClient(
             timeout=httpx.Timeout(connect=self.config.timeouts.connect_s, read=None, write=None, pool=None),
@@ -223,6 +230,8 @@ class OpenAIExecutor(Executor):
         chunks = ChunkDecoder()
         async for raw in response.aiter_bytes():
             for event in sse.feed(raw):
+                if not event.data.strip():  # a keep-alive with an empty data line
+                    continue
                 if event.data.strip() == "[DONE]":
                     for ev in chunks.end():
                         await emit(ev)

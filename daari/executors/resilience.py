@@ -61,8 +61,8 @@ class ResilientExecutor(Executor):
     def name(self) -> str:
         return self.inner.name
 
-    async def start(self) -> None:
-        await self.inner.start()
+    async def start(self, nursery: trio.Nursery) -> None:
+        await self.inner.start(nursery)
 
     async def aclose(self) -> None:
         await self.inner.aclose()

@@ -11,6 +11,7 @@ Choices (documented here because both directions depend on them):
   Anthropic upstream receives. Other block types daari does not model (document, search_result,
   server_tool_use, web_search_tool_result ...) are kept as parts holding the block verbatim.
 - A missing `model` becomes "daari" (as on the OpenAI side); a missing `max_tokens` is an error, as upstream.
+  A JSON null for an optional field means the field is absent.
 - Client credentials in `passthrough_headers` are `SecretStr`: they print as '***' in any repr or log.
 """
 
@@ -61,7 +62,8 @@ def count_tokens(body: object, headers: Mapping[str, str]) -> dict[str, int]:
 def _parse(body: object, headers: Mapping[str, str], *, require_max_tokens: bool) -> ChatRequest:
     if not isinstance(body, dict):
         raise InvalidRequest("request body must be a JSON object")
-    model = body.get("model", DEFAULT_MODEL)
+    model = body.get("model")
+    model = DEFAULT_MODEL if model is None else model
     if not isinstance(model, str):
         raise InvalidRequest("model: expected a string", param="model")
     messages = _system_messages(body.get("system"))
@@ -70,7 +72,8 @@ def _parse(body: object, headers: Mapping[str, str], *, require_max_tokens: bool
         raise InvalidRequest("messages: expected a non-empty list of messages", param="messages")
     for index, raw in enumerate(raw_messages):
         messages.extend(_parse_message(raw, f"messages.{index}"))
-    stream = body.get("stream", False)
+    stream = body.get("stream")
+    stream = False if stream is None else stream
     if not isinstance(stream, bool):
         raise InvalidRequest("stream: expected a boolean", param="stream")
     return ChatRequest(

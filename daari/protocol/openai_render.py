@@ -244,7 +244,7 @@ class ChunkDecoder:
         self._reason: object = None
         self._usage: Usage | None = None
         self._model = ""
-        self._finished = False
+        self._finish_sent = False
         self._ids: dict[int, str] = {}  # upstream tool index -> call id, once started
         self._pending: dict[int, list[str]] = {}  # arguments that came before the call's name
         self._by_id: dict[str, int] = {}
@@ -298,7 +298,7 @@ class ChunkDecoder:
         return events
 
     def _finish(self) -> Finish:
-        self._finished = True
+        self._finish_sent = True
         return Finish(reason=_map_finish(self._reason, bool(self._ids)), usage=self._usage or Usage(),
                       model=self._model)
 
@@ -314,7 +314,7 @@ class ChunkDecoder:
             self._usage = usage
         events: list[Event] = []
         choice = _first_choice(chunk, allow_empty=True)
-        if choice is not None and not self._finished:
+        if choice is not None and not self._finish_sent:
             delta = choice.get("delta") or {}
             if not isinstance(delta, dict):
                 raise _malformed("choices[0].delta is not an object")
@@ -328,13 +328,13 @@ class ChunkDecoder:
                 events.extend(self._tool_calls(delta["tool_calls"]))
             if choice.get("finish_reason") is not None:
                 self._reason = choice["finish_reason"]
-        if self._reason is not None and usage is not None and not self._finished:
+        if self._reason is not None and usage is not None and not self._finish_sent:
             events.append(self._finish())
         return events
 
     def end(self) -> list[Event]:
         """At [DONE] or the end of the body: the held `Finish`, or "truncated stream"."""
-        if self._finished:
+        if self._finish_sent:
             return []
         if self._reason is None:
             raise UpstreamError("truncated stream: the upstream ended without a finish_reason")

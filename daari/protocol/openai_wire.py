@@ -3,7 +3,8 @@ body daari sends to an OpenAI-compatible upstream from any `ChatRequest`.
 
 Choices made here, because clients differ from the reference API:
 - `model` missing: many local clients omit it, so it defaults to DEFAULT_MODEL ("daari") instead of a 400.
-- A JSON null for an optional field means the field is absent (clients send `"temperature": null`).
+- A JSON null for an optional field means the field is absent (clients send `"temperature": null`), and so
+  does an empty `stop` list.
 - Role "developer" is read as "system". The legacy role "function" and the legacy top-level `functions` /
   `function_call` fields are rejected with a message naming the replacement: dropping a tool definition
   silently would let a tier answer without the tools the client relies on.
@@ -229,6 +230,8 @@ def _sampling(body: Mapping[str, Any]) -> dict[str, Any]:
     if stop is not None and not isinstance(stop, str) and not (
             isinstance(stop, list) and all(isinstance(s, str) for s in stop)):
         raise _fail("'stop' must be a string or a list of strings", "stop")
+    if stop == []:  # some clients (Zed) always send an empty list: it means no stop sequences
+        del sampling["stop"]
     for key in ("logit_bias", "response_format"):
         if key in sampling and not isinstance(sampling[key], dict):
             raise _fail(f"'{key}' must be an object", key)

@@ -17,8 +17,8 @@ REFUSAL_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
     re.compile(p, re.IGNORECASE)
     for p in (
         r"\bI\s+(?:cannot|can\s+not|can['’]?t)\b",
-        r"\bI\s+(?:am|['’]m)\s+(?:unable|not\s+able)\s+to\b",
-        r"\bI\s+(?:am|['’]m)\s+(?:sorry|afraid),?\s+but\b",
+        r"\bI(?:\s+am|['’]m)\s+(?:unable|not\s+able)\s+to\b",
+        r"\bI(?:\s+am|['’]m)\s+(?:sorry|afraid),?\s+but\b",
         r"\bsorry,\s+but\s+I\b",
         r"\bas\s+an\s+(?:AI|artificial\s+intelligence|language\s+model)\b",
         r"\bI\s+(?:won['’]t|will\s+not)\s+be\s+able\s+to\b",
@@ -30,7 +30,7 @@ REFUSAL_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
 SELF_EVAL_INSTRUCTION = "Rate 1-5 how complete and correct this answer is. Reply with one digit."
 SELF_EVAL_MAX_CHARS = 12_000  # per side; the grader needs the gist, not a second full-length prompt
 _SCALE_MENTION = re.compile(r"\b1\s*(?:-|–|to)\s*5\b|(?:/|\bout\s+of\s+)5\b", re.IGNORECASE)
-_NUMBER = re.compile(r"(?<![\d.])\d+(?:\.\d+)?(?![\d.])")
+_NUMBER = re.compile(r"(?<![\d.])\d+(?:\.\d+)?(?!\d|\.\d)")
 
 
 def is_refusal(text: str) -> bool:

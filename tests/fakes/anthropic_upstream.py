@@ -2,10 +2,11 @@
 
 Models: "good" (text in several deltas), "tools" (text, then two parallel tool_use blocks, one with empty
 input), "short" (stops at max_tokens), "refuse" (HTTP 400 invalid_request_error), "error429" (HTTP 429 with
-retry-after), "error529" (HTTP 529 overloaded_error), "hang" (starts the stream, then sends nothing until the
+retry-after), "error529" (HTTP 529 overloaded_error), "unauthorized" (HTTP 401 whose message echoes the
+x-api-key it got, as a careless upstream might), "hang" (starts the stream, then sends nothing until the
 client goes away), "drop" (an `event: error` overloaded_error mid-stream, as the real API does), "cut"
-(closes without message_stop). Any other model behaves as "good". A request with `thinking` enabled gets a
-thinking block (thinking_delta + signature_delta) first.
+(closes without message_stop; without streaming, a cut-off JSON body). Any other model behaves as "good".
+A request with `thinking` enabled gets a thinking block (thinking_delta + signature_delta) first.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import trio
+import trio.lowlevel
 
 GOOD_TEXT = ["Hello", " from the", " fake Anthropic", " upstream."]
 TOOLS_TEXT = ["Let me ", "check."]
@@ -46,6 +48,7 @@ class FakeAnthropic:
         self.requests: list[RecordedRequest] = []
         self.streams_started = 0
         self.streams_closed = 0
+        self.a_stream_closed = trio.Event()  # set when a stream ends, however it ends
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
@@ -78,20 +81,28 @@ class FakeAnthropic:
         if path.endswith("/count_tokens"):
             await self._json(send, 200, {"input_tokens": self._input_tokens(body)})
             return
-        await self._messages(body, receive, send)
+        await self._messages(body, headers, receive, send)
 
-    async def _messages(self, body: dict[str, Any], receive: Any, send: Any) -> None:
+    async def _messages(self, body: dict[str, Any], headers: dict[str, str], receive: Any, send: Any) -> None:
         model = body.get("model", "good")
-        if model == "refuse":
+        if model == "unauthorized":
+            message = f"invalid x-api-key: {headers.get('x-api-key', '')}"
+            await self._json(send, 401, _error_body("authentication_error", message))
+        elif model == "refuse":
             await self._json(send, 400, _error_body("invalid_request_error", "prompt is too long"))
         elif model == "error429":
-            await self._json(send, 429, _error_body("rate_limit_error", "slow down"), [(b"retry-after", b"2")])
+            await self._json(send, 429, _error_body("rate_limit_error", "slow down"),
+                             [(b"retry-after", b"2")])
         elif model == "error529":
             await self._json(send, 529, _error_body("overloaded_error", "Overloaded"))
         elif body.get("stream"):
             await self._stream(body, model, receive, send)
         elif model == "hang":
             await self._wait_for_disconnect(receive)
+        elif model == "cut":
+            await send({"type": "http.response.start", "status": 200,
+                        "headers": [(b"content-type", b"application/json")]})
+            await send({"type": "http.response.body", "body": b'{"id": "msg_fake", "content": [{"type'})
         else:
             await self._json(send, 200, self._message(body, model))
 
@@ -160,6 +171,7 @@ class FakeAnthropic:
             await send({"type": "http.response.body", "body": b"", "more_body": False})
         finally:
             self.streams_closed += 1
+            self.a_stream_closed.set()
 
     async def _send_block(self, send: Any, index: int, block: dict[str, Any]) -> None:
         kind = block["type"]
@@ -182,7 +194,7 @@ class FakeAnthropic:
 
     async def _send(self, send: Any, name: str, data: dict[str, Any]) -> None:
         await send({"type": "http.response.body", "body": _sse(name, data), "more_body": True})
-        await trio.sleep(0)  # let the client see events one by one, as from a real model
+        await trio.lowlevel.checkpoint()  # let the client see events one by one, as from a real model
 
     async def _wait_for_disconnect(self, receive: Any) -> None:
         while (await receive())["type"] != "http.disconnect":

@@ -27,6 +27,7 @@ class FakeOllama:
         self.streams_opened = 0
         self.streams_closed_by_client = 0  # streams the client cut before their end
         self.hanging = trio.Event()  # set once a "hang" request is waiting
+        self.client_closed = trio.Event()  # set when a client first cuts a stream
         self._seen: dict[str, int] = {}
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
@@ -69,6 +70,7 @@ class FakeOllama:
             nursery.cancel_scope.cancel()
         if not progress.sent_all:
             self.streams_closed_by_client += 1
+            self.client_closed.set()
 
     async def _respond(self, behaviour: str, model: str, request: dict[str, Any], send: Any,
                        progress: _Progress) -> None:

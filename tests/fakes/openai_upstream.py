@@ -8,6 +8,7 @@ Usage:
 
 Behaviour is chosen per request by its `model` (unknown names behave as "good"), unless `fake.script`
 holds behaviours: then each request pops the first one (e.g. `fake.script = ["error500", "good"]`).
+`fake.delay_s` makes every answer wait that long first (a slow upstream).
 
     good        an echo-ish answer of 40+ characters about the last user message
     refuse      "I cannot help with that."
@@ -16,7 +17,7 @@ holds behaviours: then each request pops the first one (e.g. `fake.script = ["er
                 when the last message is a tool result: a text answer quoting it; without tools: as good
     length      as good, finish_reason "length"
     hang        never sends response headers (waits until the client goes away)
-    hang_stream sends headers and the first chunk, then waits until the client goes away
+    hang_stream sends headers, the role chunk and one content chunk, then waits until the client goes away
     drop        streams two chunks, then breaks the connection (no [DONE], incomplete body)
     truncate    streams two chunks, then ends the body cleanly without finish_reason or [DONE]
     malformed   200 with a body that is not JSON (stream: an SSE event whose data is not JSON)
@@ -82,6 +83,7 @@ class FakeOpenAI:
         self.script: list[str] = []
         self.active_streams = 0
         self.closed_streams = 0
+        self.delay_s = 0.0  # wait this long before answering (a slow upstream)
         self._ids = 0
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
@@ -130,6 +132,8 @@ class FakeOpenAI:
     async def _respond(self, behaviour: str, body: dict[str, Any], headers: dict[str, str],
                        send: Any) -> None:
         stream = bool(body.get("stream"))
+        if self.delay_s:
+            await trio.sleep(self.delay_s)
         if behaviour == "hang":
             await trio.sleep_forever()
         if behaviour == "error500":
@@ -238,7 +242,7 @@ class FakeOpenAI:
         await send({"type": "http.response.start", "status": 200,
                     "headers": [(b"content-type", b"text/event-stream; charset=utf-8")]})
         if behaviour in ("hang_stream", "drop", "truncate"):
-            cut = 1 if behaviour == "hang_stream" else 2
+            cut = 2  # the role chunk and one content chunk
             for data in chunks[:cut]:
                 await send({"type": "http.response.body", "body": data, "more_body": True})
             if behaviour == "hang_stream":

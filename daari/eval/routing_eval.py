@@ -1,0 +1,235 @@
+"""`daari eval routing`: send the golden prompts to a running daari, compare tiers, judge the MVP criteria.
+
+The spec of the criteria is docs/routing.md, "Golden prompts"; the prompts are evals/routing/prompts.jsonl.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+DEFAULT_PROMPTS = Path(__file__).resolve().parents[2] / "evals/routing/prompts.jsonl"
+DEFAULT_URL = "http://127.0.0.1:8787"
+MODES = ("mvp", "v1")
+MVP_L0_IDS = ("GP-01", "GP-05")  # sent twice; the second answer must come from L0
+MVP_L3_IDS = ("GP-02", "GP-03", "GP-04", "GP-09", "GP-11", "GP-15", "GP-17")  # must route to L3
+REQUIRED_FIELDS = ("id", "messages", "expected_mvp_tier", "expected_v1_tier", "rule_id", "task_type")
+
+
+@dataclass
+class Reply:
+    """One HTTP exchange, reduced to what the criteria look at."""
+
+    status: int | None = None  # None: no HTTP response at all
+    tier: str | None = None
+    rule_id: str | None = None
+    cache_hit: bool = False
+    escalated_from: list[str] = field(default_factory=list)
+    error_code: str | None = None
+    answered: bool = False  # 200 with non-empty content or tool calls
+    explicit_error: bool = False  # an error status with an {"error": {"message": ...}} body
+    problem: str | None = None  # why the exchange is neither answered nor an explicit error
+
+    @property
+    def accounted_for(self) -> bool:
+        return self.answered or self.explicit_error
+
+
+@dataclass
+class PromptResult:
+    id: str
+    rule_expected: str
+    expected_mvp: str
+    expected_v1: str
+    expected: str  # the expectation for the mode this run used
+    expected_error: str | None
+    replies: list[Reply]
+    passed: bool
+
+    @property
+    def final(self) -> Reply:
+        return self.replies[-1]
+
+
+@dataclass(frozen=True)
+class Criterion:
+    name: str
+    passed: bool
+    detail: str
+
+
+@dataclass
+class EvalReport:
+    url: str
+    mode: str
+    results: list[PromptResult]
+    criteria: list[Criterion]
+
+    @property
+    def passed(self) -> bool:
+        return all(c.passed for c in self.criteria)
+
+
+def load_prompts(path: Path) -> list[dict[str, Any]]:
+    prompts = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        prompt = json.loads(line)
+        missing = [f for f in REQUIRED_FIELDS if f not in prompt]
+        if missing:
+            raise ValueError(f"{path}:{number}: golden prompt lacks {', '.join(missing)}")
+        prompts.append(prompt)
+    return prompts
+
+
+def _uses_cache(prompt: dict[str, Any], paraphrased: set[str], mode: str) -> bool:
+    """Whether the prompt may read and write the cache. Every other prompt is sent with X-Daari-No-Cache,
+    so a second run measures routing rather than the first run's cache entries."""
+    if prompt.get("repeat"):
+        return True
+    return mode == "v1" and (prompt["id"] in paraphrased or "paraphrase_of" in prompt)
+
+
+def _reply(response: httpx.Response) -> Reply:
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    if not isinstance(body, dict):
+        return Reply(status=response.status_code, problem="body is not a JSON object")
+    meta = body.get("daari_meta") if isinstance(body.get("daari_meta"), dict) else {}
+    escalated = meta.get("escalated_from") or []
+    reply = Reply(status=response.status_code, tier=meta.get("tier"), rule_id=meta.get("rule_id"),
+                  cache_hit=bool(meta.get("cache_hit")),
+                  escalated_from=[escalated] if isinstance(escalated, str) else list(escalated))
+    if response.status_code == 200:
+        choices = body.get("choices") or [{}]
+        message = choices[0].get("message") or {}
+        reply.answered = bool((message.get("content") or "").strip() or message.get("tool_calls"))
+        if not reply.answered:
+            reply.problem = "200 with an empty answer"
+        return reply
+    error = body.get("error")
+    if isinstance(error, dict) and error.get("message"):
+        reply.explicit_error = True
+        reply.error_code = error.get("code") or meta.get("error")
+    else:
+        reply.problem = f"status {response.status_code} without an error body"
+    return reply
+
+
+def _send(client: httpx.Client, url: str, prompt: dict[str, Any], max_tokens: int, use_cache: bool) -> Reply:
+    body: dict[str, Any] = {"model": "daari", "messages": prompt["messages"], "temperature": 0,
+                            "max_tokens": max_tokens}
+    if prompt.get("tools"):
+        body["tools"] = prompt["tools"]
+    headers = {} if use_cache else {"X-Daari-No-Cache": "true"}
+    try:
+        return _reply(client.post(f"{url}/v1/chat/completions", json=body, headers=headers))
+    except httpx.HTTPError as exc:
+        return Reply(problem=f"no response: {type(exc).__name__}")
+
+
+def _meets(expected: str, expected_error: str | None, reply: Reply) -> bool:
+    if expected == "error":
+        return reply.explicit_error and (expected_error is None or reply.error_code == expected_error)
+    return reply.answered and reply.tier == expected
+
+
+def _criteria(results: list[PromptResult], mode: str) -> list[Criterion]:
+    by_id = {r.id: r for r in results}
+
+    def routed_to_l3(reply: Reply) -> bool:
+        # v1 may escalate a weak L3 answer: it still routed to L3 first.
+        return reply.answered and (reply.tier == "L3" or (mode == "v1" and "L3" in reply.escalated_from))
+
+    def l0_on_repeat(result: PromptResult) -> bool:
+        return len(result.replies) >= 2 and result.final.tier == "L0" and result.final.cache_hit
+
+    def check(name: str, ids: tuple[str, ...], rule: Any) -> Criterion:
+        bad = [i for i in ids if i not in by_id or not rule(by_id[i])]
+        detail = "ok" if not bad else "failing: " + ", ".join(
+            f"{i} ({_actual(by_id[i]) if i in by_id else 'missing'})" for i in bad)
+        return Criterion(name, not bad, detail)
+
+    replies = [(r.id, reply) for r in results for reply in r.replies]
+    silent = [f"{i} ({reply.problem})" for i, reply in replies if not reply.accounted_for]
+    return [
+        check(f"{', '.join(MVP_L0_IDS)} served from L0 on repeat", MVP_L0_IDS, l0_on_repeat),
+        check(f"{', '.join(MVP_L3_IDS)} route to L3", MVP_L3_IDS, lambda r: routed_to_l3(r.final)),
+        Criterion(f"no silent failures ({len(replies)} requests: 200 with an answer or an explicit error)",
+                  not silent, "ok" if not silent else "failing: " + ", ".join(silent)),
+    ]
+
+
+def run_routing_eval(url: str, prompts_path: Path = DEFAULT_PROMPTS, max_tokens: int = 48,
+                     mode: str = "mvp", timeout_s: float = 600.0) -> EvalReport:
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+    base = url.rstrip("/").removesuffix("/v1")
+    prompts = load_prompts(prompts_path)
+    paraphrased = {p["paraphrase_of"] for p in prompts if "paraphrase_of" in p}
+    results = []
+    with httpx.Client(timeout=timeout_s) as client:
+        for prompt in prompts:
+            use_cache = _uses_cache(prompt, paraphrased, mode)
+            sends = 2 if prompt.get("repeat") else 1
+            replies = [_send(client, base, prompt, max_tokens, use_cache) for _ in range(sends)]
+            expected = prompt["expected_mvp_tier"] if mode == "mvp" else prompt["expected_v1_tier"]
+            results.append(PromptResult(
+                id=prompt["id"], rule_expected=prompt["rule_id"], expected_mvp=prompt["expected_mvp_tier"],
+                expected_v1=prompt["expected_v1_tier"], expected=expected,
+                expected_error=prompt.get("expected_error"), replies=replies,
+                passed=_meets(expected, prompt.get("expected_error"), replies[-1])))
+    return EvalReport(url=base, mode=mode, results=results, criteria=_criteria(results, mode))
+
+
+def _actual(result: PromptResult) -> str:
+    def one(reply: Reply) -> str:
+        if reply.explicit_error:
+            return f"error({reply.error_code or '?'})"
+        if not reply.answered:
+            return "silent failure"
+        chain = "+".join([*reply.escalated_from, reply.tier or "?"]) if reply.escalated_from else reply.tier
+        return chain or "?"
+
+    return " then ".join(one(r) for r in result.replies)
+
+
+def format_report(report: EvalReport) -> str:
+    header = ("id", "rule (exp/act)", "exp MVP", "exp v1", "actual", "result")
+    rows = []
+    for r in report.results:
+        actual_rule = r.final.rule_id or "-"
+        rule = r.rule_expected if actual_rule == r.rule_expected else f"{r.rule_expected}/{actual_rule}"
+        rows.append((r.id, rule, r.expected_mvp, r.expected_v1, _actual(r), "pass" if r.passed else "FAIL"))
+    widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header))]
+    lines = [f"daari eval routing: {report.url}, mode {report.mode}", ""]
+    for row in [header, tuple("-" * w for w in widths), *rows]:
+        lines.append("  ".join(str(cell).ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+    matched = sum(r.passed for r in report.results)
+    lines += ["", f"tiers as expected for mode {report.mode}: {matched}/{len(report.results)}", "",
+              "MVP criteria:"]
+    lines += [f"  [{'PASS' if c.passed else 'FAIL'}] {c.name}: {c.detail}" for c in report.criteria]
+    lines += ["", f"VERDICT: {'PASS' if report.passed else 'FAIL'}"]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="daari eval routing",
+                                     description="Send the golden prompts to a running daari and check routing.")
+    parser.add_argument("--url", default=DEFAULT_URL, help=f"daari's base URL (default {DEFAULT_URL})")
+    parser.add_argument("--mode", choices=MODES, default="mvp", help="which expected tier column to check")
+    parser.add_argument("--max-tokens", type=int, default=48, help="max_tokens of every request (default 48)")
+    parser.add_argument("--prompts", type=Path, default=DEFAULT_PROMPTS, help="golden prompts JSONL")
+    parser.add_argument("--timeout", type=float, default=600.0, help="seconds per request (default 600)")
+    args = parser.parse_args(argv)
+    report = run_routing_eval(args.url, args.prompts, args.max_tokens, args.mode, args.timeout)
+    print(format_report(report))
+    return 0 if report.passed else 1

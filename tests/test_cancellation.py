@@ -1,0 +1,115 @@
+"""Cancellation paths through a running daari: client disconnect, actor crash, shutdown with requests in flight."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+import pytest
+import trio
+import trio.testing
+
+from actors.actor import ActorCrashed
+from actors.cache_actor import L0Count
+from tests.fakes.openai_upstream import FakeOpenAI
+from tests.fakes.serving import serve_app
+from tests.support import daari_server, make_config, upstream_tier
+
+CHAT = {"model": "good", "messages": [{"role": "user", "content": "tell me about trio"}]}
+
+
+async def wait_for(predicate, timeout: float = 1.0) -> None:  # type: ignore[no-untyped-def]
+    with trio.fail_after(timeout):
+        while not predicate():
+            await trio.sleep(0.005)
+
+
+async def test_client_disconnect_mid_stream_closes_upstream_and_caches_nothing(tmp_path: Path) -> None:
+    fake = FakeOpenAI()
+    async with serve_app(fake) as upstream:
+        config = make_config(tmp_path, tiers={"L3": upstream_tier("openai", upstream + "/v1")})
+        async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url) as client:
+            body = {**CHAT, "model": "hang_stream", "stream": True}
+            async with client.stream("POST", "/v1/chat/completions", json=body) as response:
+                assert response.status_code == 200
+                async for line in response.aiter_lines():
+                    if line.startswith("data:"):
+                        break  # one chunk arrived; now the client goes away
+            await wait_for(lambda: fake.active_streams == 0 and fake.closed_streams == 1)
+            assert await server.runtime.cache.ask(L0Count()) == 0
+            # daari is fine afterwards.
+            ok = await client.post("/v1/chat/completions", json=CHAT)
+            assert ok.status_code == 200
+
+
+async def test_disconnect_before_first_byte_cancels_a_hanging_upstream(tmp_path: Path) -> None:
+    fake = FakeOpenAI()
+    async with serve_app(fake) as upstream:
+        config = make_config(tmp_path, tiers={"L3": upstream_tier("openai", upstream + "/v1")})
+        async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url) as client:
+            with trio.move_on_after(0.3):
+                await client.post("/v1/chat/completions", json={**CHAT, "model": "hang"})
+            await wait_for(lambda: fake.closed_streams == 1)
+            assert fake.active_streams == 0
+
+
+async def test_crashed_executor_actor_is_restarted_and_next_request_succeeds(tmp_path: Path) -> None:
+    fake = FakeOpenAI()
+    async with serve_app(fake) as upstream:
+        config = make_config(tmp_path, tiers={"L3": upstream_tier("openai", upstream + "/v1")},
+                             actors={"backoff_initial_s": 0.01})
+        async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url) as client:
+            with pytest.raises(ActorCrashed):
+                await server.runtime.executor.ask(object())  # a message it cannot handle: a crash
+            response = await client.post("/v1/chat/completions", json=CHAT)
+            assert response.status_code == 200 and response.json()["daari_meta"]["tier"] == "L3"
+            health = (await client.get("/healthz")).json()
+            assert health["actors"]["executor"]["restarts"] == 1
+            assert health["actors"]["executor"]["state"] == "running"
+
+
+async def test_shutdown_lets_in_flight_requests_finish_then_stops(tmp_path: Path) -> None:
+    fake = FakeOpenAI()
+    fake.delay_s = 0.3  # slower than nothing, well inside the 2 s grace period
+    async with serve_app(fake) as upstream:
+        config = make_config(tmp_path, tiers={"L3": upstream_tier("openai", upstream + "/v1")})
+        results: list[int] = []
+        async with trio.open_nursery() as nursery:
+            from daari.server.serve import run_server
+
+            server = await nursery.start(run_server, config)
+            async with httpx.AsyncClient(base_url=server.url) as client:
+                async def one() -> None:
+                    results.append((await client.post("/v1/chat/completions", json=CHAT)).status_code)
+
+                nursery.start_soon(one)
+                await wait_for(lambda: fake.active_streams == 1)
+                server.shutdown.set()
+                await wait_for(lambda: bool(results), timeout=5)
+            # run_server returns on its own once the in-flight request is done: the nursery exits.
+        assert results == [200]
+        with pytest.raises(httpx.ConnectError):
+            async with httpx.AsyncClient() as late:
+                await late.post(server.url + "/v1/chat/completions", json=CHAT)
+
+
+async def test_shutdown_cancels_requests_still_running_after_the_grace_period(tmp_path: Path) -> None:
+    fake = FakeOpenAI()
+    async with serve_app(fake) as upstream:
+        config = make_config(tmp_path, tiers={"L3": upstream_tier("openai", upstream + "/v1")},
+                             server={"port": 0, "grace_period_s": 0.2})
+        async with trio.open_nursery() as nursery:
+            from daari.server.serve import run_server
+
+            server = await nursery.start(run_server, config)
+
+            async def hanging_request() -> None:
+                async with httpx.AsyncClient(base_url=server.url) as client:
+                    with pytest.raises(httpx.HTTPError):
+                        await client.post("/v1/chat/completions", json={**CHAT, "model": "hang"})
+
+            nursery.start_soon(hanging_request)
+            await wait_for(lambda: fake.active_streams == 1)
+            server.shutdown.set()
+        # The grace period passed, the hanging request was cancelled, and its upstream call closed.
+        await wait_for(lambda: fake.closed_streams == 1)
