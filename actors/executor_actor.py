@@ -8,6 +8,7 @@ task, which closes the upstream connection. Per-tier concurrency is a CapacityLi
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -42,6 +43,11 @@ class OpenGeneration:
 @dataclass(frozen=True)
 class TierStatus:
     pass
+
+
+@dataclass(frozen=True)
+class ListModels:
+    """Replies with a receive channel that yields the sorted model ids once they are gathered."""
 
 
 class Generation:
@@ -99,7 +105,22 @@ class ExecutorActor(Actor):
             return self._open(request)
         if isinstance(request, TierStatus):
             return {tier: {"kind": ex.kind, **ex.status()} for tier, ex in self.executors.items()}
+        if isinstance(request, ListModels):
+            # Listing may ask upstreams over the network: done in a task, never in the mailbox loop.
+            send, receive = trio.open_memory_channel[list[str]](1)
+            assert self._nursery is not None
+            self._nursery.start_soon(self._list_models, send)
+            return receive
         raise TypeError(f"ExecutorActor cannot handle {type(request).__name__}")
+
+    async def _list_models(self, reply: trio.MemorySendChannel[list[str]]) -> None:
+        names: set[str] = set()
+        with reply:
+            with trio.move_on_after(2):  # an upstream that does not answer must not stall the listing
+                for executor in self.executors.values():
+                    names.update(await executor.list_models())
+            with contextlib.suppress(trio.BrokenResourceError):
+                reply.send_nowait(sorted(names))
 
     def _open(self, request: OpenGeneration) -> Generation:
         executor = self.executors.get(request.tier)

@@ -16,6 +16,7 @@ import email.utils
 import time
 
 import httpx
+import trio
 
 from daari.config import TierConfig
 from daari.errors import UpstreamError, UpstreamUnavailable
@@ -62,7 +63,8 @@ class AnthropicExecutor(Executor):
         super().__init__(tier, config)
         self._client: httpx.AsyncClient | None = None
 
-    async def start(self) -> None:
+    async def start(self, nursery: trio.Nursery | None = None) -> None:
+        """Open the connection pool (nothing runs in `nursery`); `generate` opens it too when needed."""
         if self._client is None:
             # Read timeouts (first byte, idle, total) belong to the resilience wrapper around executors.
             timeout = httpx.Timeout(connect=self.config.timeouts.connect_s, read=None, write=None, pool=None)

@@ -55,5 +55,9 @@ class Executor:
         return {}
 
     def model_names(self) -> list[str]:
-        """Model ids this executor serves, for GET /v1/models."""
+        """Model ids this executor is configured for (no I/O)."""
         return [self.config.model] if self.config.model else []
+
+    async def list_models(self) -> list[str]:
+        """Model ids for GET /v1/models; an upstream may ask its server (Ollama's /api/tags)."""
+        return self.model_names()

@@ -21,5 +21,4 @@ class Runtime:
     # Per tier: whether its executor can produce tool calls (known at start, from the executor classes).
     tools_capable: dict[str, bool] = field(default_factory=dict)
     executor_kinds: dict[str, str] = field(default_factory=dict)
-    tier_models: dict[str, list[str]] = field(default_factory=dict)
     started_at: float = field(default_factory=time.time)

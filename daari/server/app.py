@@ -13,7 +13,7 @@ from typing import Any
 
 import trio
 
-from actors.executor_actor import TierStatus
+from actors.executor_actor import ListModels, TierStatus
 from daari.config import redacted
 from daari.errors import DaariError, InvalidRequest, MethodNotAllowed, NotFound
 from daari.pipeline.chat import handle_chat
@@ -79,7 +79,9 @@ async def count_tokens(req: Request) -> None:
 
 
 async def models(req: Request) -> None:
-    ids = ["daari", *sorted({m for ex in req.rt.tier_models.values() for m in ex})]
+    async with await req.rt.executor.ask(ListModels()) as listing:
+        names = await listing.receive()
+    ids = ["daari", *[m for m in names if m != "daari"]]
     if "anthropic-version" in req.headers or "x-api-key" in req.headers:
         await send_json(req.send, 200, anthropic_render.render_models(ids))
     else:
@@ -102,7 +104,16 @@ async def config(req: Request) -> None:
 
 
 async def metrics(req: Request) -> None:
-    gauges = {f'actor_restarts_total{{actor="{n}"}}': s.restarts for n, s in req.rt.health.actors.items()}
+    gauges: dict[str, float] = {}
+    for name, status in req.rt.health.actors.items():
+        gauges[f'actor_restarts_total{{actor="{name}"}}'] = status.restarts
+        gauges[f'actor_up{{actor="{name}"}}'] = 1.0 if status.state == "running" else 0.0
+    for tier, state in (await req.rt.executor.ask(TierStatus())).items():
+        breaker = state.get("breaker")
+        if breaker:
+            gauges[f'breaker_open{{tier="{tier}"}}'] = 1.0 if breaker["state"] == "open" else 0.0
+            gauges[f'breaker_half_open{{tier="{tier}"}}'] = 1.0 if breaker["state"] == "half_open" else 0.0
+            gauges[f'breaker_consecutive_failures{{tier="{tier}"}}'] = breaker["consecutive_failures"]
     await send_text(req.send, 200, req.rt.metrics.render(gauges), "text/plain; version=0.0.4")
 
 

@@ -71,7 +71,6 @@ async def run_server(config: Config, *, handle_signals: bool = False,
         config=config, cache=cache, executor=executor, health=health,
         tools_capable={t: ex.supports_tools for t, ex in executors.items()},
         executor_kinds={t: ex.kind for t, ex in executors.items()},
-        tier_models={t: ex.model_names() for t, ex in executors.items()},
     )
     db_path = Path(config.data_dir) / "l0.sqlite"
     shutdown = trio.Event()

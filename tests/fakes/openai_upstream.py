@@ -8,7 +8,8 @@ Usage:
 
 Behaviour is chosen per request by its `model` (unknown names behave as "good"), unless `fake.script`
 holds behaviours: then each request pops the first one (e.g. `fake.script = ["error500", "good"]`).
-`fake.delay_s` makes every answer wait that long first (a slow upstream).
+`fake.delay_s` makes every answer wait that long first (a slow upstream). A request whose last user
+message is daari's self-evaluation probe is answered with `fake.grade` (default "5"), as a grader would.
 
     good        an echo-ish answer of 40+ characters about the last user message
     refuse      "I cannot help with that."
@@ -41,6 +42,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import trio
+
+from daari.routing.confidence import SELF_EVAL_INSTRUCTION
 
 BEHAVIOURS = ("good", "refuse", "short", "tools", "length", "hang", "hang_stream", "drop", "truncate",
               "malformed", "error500", "error429", "error400", "error401")
@@ -84,6 +87,7 @@ class FakeOpenAI:
         self.active_streams = 0
         self.closed_streams = 0
         self.delay_s = 0.0  # wait this long before answering (a slow upstream)
+        self.grade = "5"  # the reply to daari's self-evaluation probe ("Rate 1-5 ...")
         self._ids = 0
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
@@ -164,6 +168,8 @@ class FakeOpenAI:
         users = [_text_of(m.get("content")) for m in messages if m.get("role") == "user"]
         last_user = users[-1] if users else ""
         tools = body.get("tools") or []
+        if last_user.rstrip().endswith(SELF_EVAL_INSTRUCTION):
+            return self.grade, [], "stop"  # daari's self-evaluation probe: answer like a grader
         if behaviour == "refuse":
             return "I cannot help with that.", [], "stop"
         if behaviour == "short":
