@@ -90,13 +90,21 @@ async def models(req: Request) -> None:
 
 async def healthz(req: Request) -> None:
     health = req.rt.health
-    tiers = await req.rt.executor.ask(TierStatus()) if health.actors.get("executor") else {}
+    tiers = await _tier_status(req)
     actors = {name: {"state": s.state, "restarts": s.restarts, "last_error": s.last_error}
               for name, s in health.actors.items()}
     models_loaded = all(t.get("loaded", True) for t in tiers.values())
     body = {"status": "ok" if health.healthy else "unhealthy", "actors": actors, "tiers": tiers,
             "models_loaded": models_loaded}
     await send_json(req.send, 200 if health.healthy else 503, body)
+
+
+async def _tier_status(req: Request) -> dict[str, Any]:
+    """Per-tier state from the ExecutorActor; empty when that actor is down (health says so already)."""
+    try:
+        return await req.rt.executor.ask_or_shed(TierStatus())
+    except DaariError:
+        return {}
 
 
 async def config(req: Request) -> None:
@@ -108,7 +116,7 @@ async def metrics(req: Request) -> None:
     for name, status in req.rt.health.actors.items():
         gauges[f'actor_restarts_total{{actor="{name}"}}'] = status.restarts
         gauges[f'actor_up{{actor="{name}"}}'] = 1.0 if status.state == "running" else 0.0
-    for tier, state in (await req.rt.executor.ask(TierStatus())).items():
+    for tier, state in (await _tier_status(req)).items():
         breaker = state.get("breaker")
         if breaker:
             gauges[f'breaker_open{{tier="{tier}"}}'] = 1.0 if breaker["state"] == "open" else 0.0
