@@ -87,6 +87,33 @@ class UpstreamRateLimited(UpstreamError):
     code = "rate_limited"
 
 
+class UpstreamOverloaded(UpstreamError):
+    """The upstream said overloaded (HTTP 529 or a mid-stream overloaded_error): the client sees the same."""
+
+    status = 503
+    openai_type = "server_error"
+    anthropic_type = "overloaded_error"
+    code = "upstream_overloaded"
+
+
+_OPENAI_TYPE_BY_STATUS = {401: "authentication_error", 403: "permission_error", 404: "not_found_error"}
+_ANTHROPIC_TYPE_BY_STATUS = {401: "authentication_error", 403: "permission_error", 404: "not_found_error",
+                             413: "request_too_large"}
+
+
+class UpstreamRejected(UpstreamError):
+    """The upstream refused the request with a 4xx (not 429): its status, message and type pass through."""
+
+    code = "upstream_rejected"
+
+    def __init__(self, message: str, *, status: int, anthropic_type: str | None = None, **kw: object) -> None:
+        kw.setdefault("upstream_status", status)
+        super().__init__(message, **kw)  # type: ignore[arg-type]
+        self.status = status
+        self.openai_type = _OPENAI_TYPE_BY_STATUS.get(status, "invalid_request_error")
+        self.anthropic_type = anthropic_type or _ANTHROPIC_TYPE_BY_STATUS.get(status, "invalid_request_error")
+
+
 class UpstreamTimeout(UpstreamError):
     status = 504
     openai_type = "timeout_error"

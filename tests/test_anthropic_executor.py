@@ -11,9 +11,8 @@ import pytest
 import trio
 
 from daari.config import TierConfig
-from daari.errors import UpstreamError, UpstreamRateLimited, UpstreamUnavailable
+from daari.errors import UpstreamError, UpstreamOverloaded, UpstreamRateLimited, UpstreamRejected, UpstreamUnavailable
 from daari.executors.anthropic import AnthropicExecutor, messages_url, parse_retry_after
-from daari.protocol.anthropic_render import UpstreamOverloaded, UpstreamRejected
 from daari.protocol.anthropic_wire import parse_messages_request
 from daari.protocol.chat import ChatRequest, Message, ToolCall
 from daari.protocol.events import (

@@ -19,14 +19,14 @@ from daari.errors import (
     Overloaded,
     PayloadTooLarge,
     UpstreamError,
+    UpstreamOverloaded,
     UpstreamRateLimited,
+    UpstreamRejected,
     UpstreamUnavailable,
 )
 from daari.protocol.anthropic_render import (
     AnthropicEventDecoder,
     AnthropicStreamRenderer,
-    UpstreamOverloaded,
-    UpstreamRejected,
     events_from_message,
     message_to_events,
     render_error,

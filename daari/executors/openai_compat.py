@@ -18,7 +18,13 @@ import httpx
 import trio
 
 from daari.config import TierConfig
-from daari.errors import UpstreamError, UpstreamRateLimited, UpstreamTimeout, UpstreamUnavailable
+from daari.errors import (
+    UpstreamError,
+    UpstreamRateLimited,
+    UpstreamRejected,
+    UpstreamTimeout,
+    UpstreamUnavailable,
+)
 from daari.executors.base import Emit, Executor
 from daari.protocol.chat import ChatRequest
 from daari.protocol.openai_render import ChunkDecoder, events_from_response
@@ -27,21 +33,6 @@ from daari.protocol.sse import SSEDecoder
 
 _KEY_LIKE = re.compile(r"\b(sk-|sk_|key-)[A-Za-z0-9_\-*]{6,}")
 _MESSAGE_LIMIT = 500
-
-
-class UpstreamRejected(UpstreamError):
-    """The upstream refused the request with a 4xx: its status goes back to the client, with its message."""
-
-    openai_type = "invalid_request_error"
-    code = "upstream_rejected"
-
-    def __init__(self, message: str, *, status: int, **kw: Any) -> None:
-        super().__init__(message, upstream_status=status, **kw)
-        self.status = status
-        self.anthropic_type = _ANTHROPIC_TYPE_BY_STATUS.get(status, "invalid_request_error")
-
-
-_ANTHROPIC_TYPE_BY_STATUS = {404: "not_found_error", 413: "request_too_large"}
 
 
 def parse_retry_after(headers: httpx.Headers, now: float) -> float | None:

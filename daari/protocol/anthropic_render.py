@@ -9,6 +9,8 @@ Choices:
   own events; from then on neutral text and tool events are ignored (they shadow native ones). The upstream's
   message_start is not written again (`start()` already wrote daari's), and its message_delta and
   message_stop are held until `finish`, so daari_meta rides in the message_delta like in neutral mode.
+- Decoding upstream usage, prompt tokens are input_tokens plus the cache creation and cache read counts,
+  which Anthropic reports apart: the neutral Usage holds the whole prompt.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from daari.errors import DaariError, UpstreamError, UpstreamRateLimited
+from daari.errors import DaariError, UpstreamError, UpstreamOverloaded, UpstreamRateLimited, UpstreamRejected
 from daari.protocol import sse
 from daari.protocol.anthropic_wire import compact_json, parse_arguments
 from daari.protocol.chat import ChatRequest, Completion, FinishReason, Usage
@@ -299,30 +301,6 @@ def events_from_message(body: dict[str, Any]) -> list[Event]:
         model=body.get("model") or "",
     ))
     return events
-
-
-class UpstreamOverloaded(UpstreamError):
-    """The upstream said overloaded (HTTP 529 or a mid-stream overloaded_error): the client sees the same."""
-
-    status = 503
-    openai_type = "server_error"
-    anthropic_type = "overloaded_error"
-    code = "upstream_overloaded"
-
-
-class UpstreamRejected(UpstreamError):
-    """The upstream refused the request (a 4xx other than 429): its status and error type pass through."""
-
-    code = "upstream_rejected"
-
-    def __init__(self, message: str, *, status: int, anthropic_type: str, **kw: Any) -> None:
-        super().__init__(message, **kw)
-        self.status = status
-        self.anthropic_type = anthropic_type
-        self.openai_type = _OPENAI_TYPE_BY_STATUS.get(status, "invalid_request_error")
-
-
-_OPENAI_TYPE_BY_STATUS = {401: "authentication_error", 403: "permission_error", 404: "not_found_error"}
 
 
 def upstream_error(data: object, status: int | None = None,

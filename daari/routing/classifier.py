@@ -25,18 +25,20 @@ RULE_ORDER = ("R-A5", "R-A4", "R-A2", "R-A3", "R-A1")
 CODE = re.compile(
     r"```"
     r"|`[^`\n]+`"
-    r"|^\s*(?:def|async\s+def|fn|pub\s+fn|func)\s+\w+\s*[(<]"
-    r"|^\s*class\s+\w+\s*[:({<]"
-    r"|^\s*(?:import\s+[\w.]+(?:\s+as\s+\w+)?\s*;?\s*$|from\s+[\w.]+\s+import\s)"
-    r"|^\s*(?:const|let|var)\s+\w+\s*="
-    r"|^\s*function\s*\w*\s*\("
-    r"|^\s*#include\s*[<\"]|^\s*package\s+[\w.]+;?\s*$"
-    r"|^\s*(?:public|private|protected)\s+(?:static\s+)?[\w<>\[\]]+\s+\w+\s*\("
-    r"|^\s*SELECT\s.+\sFROM\s"
-    r"|^.*[;{]\s*$"
-    r"|^\s*[\w.]+\(.*\)\s*(?:\{|:)\s*$"
-    r"|=>|->\s*[\w\[\]]+\s*:|\w+\[[\w\"']*\]\s*=[^=]",
-    re.MULTILINE,  # case-sensitive on purpose: code keywords are lower case, English sentences start upper
+    r"|^[ \t]*(?:def|async[ \t]+def|fn|pub[ \t]+fn|func)[ \t]+\w+[ \t]*[(<]"
+    r"|^[ \t]*class[ \t]+\w+[ \t]*[:({<]"
+    r"|^[ \t]*(?:import[ \t]+[\w.]+(?:[ \t]+as[ \t]+\w+)?[ \t]*;?[ \t]*$|from[ \t]+[\w.]+[ \t]+import[ \t])"
+    r"|^[ \t]*(?:const|let|var)[ \t]+\w+[ \t]*="
+    r"|^[ \t]*function[ \t]*\w*[ \t]*\("
+    r"|^[ \t]*#include[ \t]*[<\"]|^[ \t]*package[ \t]+[\w.]+;?[ \t]*$"
+    r"|^[ \t]*(?:public|private|protected)[ \t]+(?:static[ \t]+)?[\w<>\[\]]+[ \t]+\w+[ \t]*\("
+    r"|^[ \t]*SELECT[ \t].+[ \t]FROM[ \t]"
+    r"|^.*[;{][ \t]*$"
+    r"|^[ \t]*[\w.]+\(.*\)[ \t]*(?:\{|:)[ \t]*$"
+    r"|=>|->[ \t]*[\w\[\]]+[ \t]*:|\w\[[\w\"']*\][ \t]*=[^=]",
+    # Case-sensitive on purpose: code keywords are lower case, English sentences start upper case.
+    # [ \t] rather than \s after ^: \s would run across newlines and make the search quadratic.
+    re.MULTILINE,
 )
 # Words that make a question a programming question even without a code sample.
 CODE_TOPIC = re.compile(
@@ -49,12 +51,12 @@ CODE_TOPIC = re.compile(
 )
 STACK_TRACE = re.compile(
     r"Traceback \(most recent call last\)"
-    r"|^\s*File \"[^\"]+\", line \d+"
-    r"|^\s+at [\w.$<>]+\(.*:\d+(?::\d+)?\)"
-    r"|^\s+at .+ \(.+:\d+:\d+\)"
+    r"|^[ \t]*File \"[^\"\n]+\", line \d+"
+    r"|^[ \t]+at [\w.$<>]+\([^\n()]*:\d+(?::\d+)?\)"
+    r"|^[ \t]+at [^\n()]+ \([^\n()]+:\d+:\d+\)"
     r"|Exception in thread \""
     r"|^panic: |^goroutine \d+ \[|^error\[E\d{4}\]"
-    r"|^\s*\w+(?:\.\w+)*(?:Error|Exception): ",
+    r"|^[ \t]*\w+(?:\.\w+)*(?:Error|Exception): ",
     re.MULTILINE,
 )
 
@@ -110,7 +112,7 @@ _ACK_WORDS = (
 )
 GREETING = re.compile(rf"^\W*(?:(?:{_ACK_WORDS})\b[\s!.,?:;)(-]*)+(?:\w+\W*)?$", re.IGNORECASE)
 QUESTION = re.compile(
-    r"\?\s*$|^\s*(?:what|who|whom|whose|when|where|which|why|how|is|are|was|were|do|does|did|can|could"
+    r"\?\s*$|^[ \t]*(?:what|who|whom|whose|when|where|which|why|how|is|are|was|were|do|does|did|can|could"
     r"|should|would|will|name)\b",
     re.IGNORECASE,
 )
@@ -142,21 +144,25 @@ def last_user_text(request: ChatRequest) -> str:
     return ""
 
 
+def _has_code(text: str) -> bool:
+    return bool(CODE.search(text) or STACK_TRACE.search(text))
+
+
 def _matches(rule_id: str, text: str, tokens: int) -> bool:
-    has_code = bool(CODE.search(text)) or bool(STACK_TRACE.search(text))
     small = tokens < SMALL_INPUT_TOKENS
     if rule_id == "R-A5":
         return tokens > LARGE_CONTEXT_TOKENS or bool(HEAVY.search(text))
     if rule_id == "R-A4":
-        return bool(CODE_WORK.search(text) or STACK_TRACE.search(text)) or (not small and has_code)
+        return bool(CODE_WORK.search(text) or STACK_TRACE.search(text)) or (not small and _has_code(text))
     if rule_id == "R-A2":
         return small and bool(TRANSFORM.search(text))
     if rule_id == "R-A3":
-        about_code = has_code or bool(CODE_TOPIC.search(text))
-        return small and (has_code or (about_code and bool(EXPLAIN.search(text))))
+        return small and (_has_code(text) or bool(CODE_TOPIC.search(text) and EXPLAIN.search(text)))
     if rule_id == "R-A1":
-        short = estimate_text_tokens(text) < SHORT_QUESTION_TOKENS
-        return bool(GREETING.match(text)) or (short and not has_code and bool(QUESTION.search(text)))
+        # Acks and questions alike must be short; the length test also keeps the regexes off big texts.
+        if estimate_text_tokens(text) >= SHORT_QUESTION_TOKENS:
+            return False
+        return bool(GREETING.match(text)) or (not _has_code(text) and bool(QUESTION.search(text)))
     raise ValueError(f"unknown rule {rule_id}")
 
 
