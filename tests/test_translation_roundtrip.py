@@ -158,3 +158,26 @@ def test_completion_through_an_anthropic_stream(case: Case) -> None:
     again = assemble(events)
     assert decoder.finished
     assert canonical(again) == canonical(case.completion)
+
+
+def test_forced_tool_choice_survives_both_directions() -> None:
+    from daari.protocol import anthropic_wire, openai_wire
+
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]
+    forced = {"type": "function", "function": {"name": "f"}}
+    from_openai = openai_wire.parse_chat_request(
+        {"model": "m", "messages": [{"role": "user", "content": "x"}], "tools": tools, "tool_choice": forced}, {})
+    from_anthropic = anthropic_wire.parse_messages_request(
+        {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "x"}],
+         "tools": [{"name": "f", "input_schema": {"type": "object"}}], "tool_choice": {"type": "tool", "name": "f"}},
+        {})
+    for request in (from_openai, from_anthropic):
+        assert request.sampling["tool_choice"] == {"name": "f"}
+        assert openai_wire.to_upstream_body(request, None, False)["tool_choice"] == forced
+        assert anthropic_wire.to_upstream_body(request, None, False)["tool_choice"] == {"type": "tool", "name": "f"}
+    # Anthropic-only parameters never reach an OpenAI upstream.
+    thinking = anthropic_wire.parse_messages_request(
+        {"model": "m", "max_tokens": 2048, "thinking": {"type": "enabled", "budget_tokens": 1024}, "top_k": 5,
+         "messages": [{"role": "user", "content": "x"}]}, {})
+    body = openai_wire.to_upstream_body(thinking, None, False)
+    assert "thinking" not in body and "top_k" not in body

@@ -44,7 +44,7 @@ _SAMPLING_KEYS = (
     "top_p", "stop", "n", "seed", "tool_choice", "response_format", "presence_penalty", "frequency_penalty",
     "logit_bias", "logprobs", "top_logprobs", "parallel_tool_calls",
 )
-_NOT_UPSTREAM = ("top_k",)
+_NOT_UPSTREAM = ("top_k", "thinking")  # Anthropic-only parameters
 
 
 def _fail(message: str, param: str) -> InvalidRequest:
@@ -240,6 +240,9 @@ def _sampling(body: Mapping[str, Any]) -> dict[str, Any]:
             isinstance(choice, dict) and isinstance(choice.get("function"), dict)):
         raise _fail("'tool_choice' must be 'none', 'auto', 'required' or "
                     "{\"type\": \"function\", \"function\": {\"name\": ...}}", "tool_choice")
+    if isinstance(choice, dict):
+        # The neutral form of a forced tool, shared with Anthropic requests (and so with their L0 keys).
+        sampling["tool_choice"] = {"name": choice["function"].get("name")}
     max_tokens = _int(body, "max_tokens", 1)
     max_completion = _int(body, "max_completion_tokens", 1)
     if max_completion is not None or max_tokens is not None:
@@ -312,6 +315,8 @@ def _message_to_wire(message: Message) -> dict[str, Any]:
 def _tool_choice_to_wire(choice: Any) -> Any:
     """OpenAI's tool_choice from either protocol's shape (Anthropic: {"type": auto|any|tool|none})."""
     if isinstance(choice, dict) and "function" not in choice:
+        if "name" in choice and "type" not in choice:  # the neutral forced tool
+            return {"type": "function", "function": {"name": choice["name"]}}
         kind = choice.get("type")
         if kind == "tool" and choice.get("name"):
             return {"type": "function", "function": {"name": choice["name"]}}

@@ -1,0 +1,214 @@
+"""The routing eval runner against a fake daari on loopback: criteria pass, fail, and the CLI exit code."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from daari.eval.routing_eval import (
+    DEFAULT_PROMPTS,
+    MVP_L0_IDS,
+    MVP_L3_IDS,
+    format_report,
+    load_prompts,
+    main,
+    run_routing_eval,
+)
+from tests.fakes.serving import serve_app_in_thread
+
+Behaviour = Callable[[dict[str, Any], bool, bool], tuple[int, dict[str, Any] | bytes]]
+
+
+def completion(text: str, meta: dict[str, Any]) -> dict[str, Any]:
+    return {"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "daari",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                         "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 5, "completion_tokens": 5, "total_tokens": 10},
+            "daari_meta": meta}
+
+
+def meta(tier: str, *, cache_hit: bool = False, escalated_from: list[str] | None = None) -> dict[str, Any]:
+    return {"tier": tier, "task_type": "chat", "cache_hit": cache_hit, "rule_id": "R-A1",
+            "escalated_from": escalated_from, "agent_turn": False}
+
+
+def healthy_mvp(body: dict[str, Any], no_cache: bool, seen_before: bool) -> tuple[int, dict[str, Any] | bytes]:
+    """What a correct MVP daari answers: L3 for misses, L0 for a cached repeat, an error for tools."""
+    if body.get("tools"):
+        return 422, {"error": {"message": "no tier can produce tool calls", "type": "invalid_request_error",
+                               "param": None, "code": "tool_calls_unsupported_locally"},
+                     "daari_meta": {**meta("L3"), "error": "tool_calls_unsupported_locally"}}
+    if seen_before and not no_cache:
+        return 200, completion("A cached answer.", meta("L0", cache_hit=True))
+    return 200, completion("A fresh answer from the local model.", meta("L3"))
+
+
+class FakeDaari:
+    """A tiny ASGI app speaking daari's OpenAI surface; it records what it was sent."""
+
+    def __init__(self, behaviour: Behaviour) -> None:
+        self.behaviour = behaviour
+        self.requests: list[tuple[dict[str, Any], dict[str, str]]] = []
+        self.seen: set[str] = set()
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            while True:
+                message = await receive()
+                if message["type"] == "lifespan.startup":
+                    await send({"type": "lifespan.startup.complete"})
+                else:
+                    await send({"type": "lifespan.shutdown.complete"})
+                    return
+        raw = b""
+        while True:
+            message = await receive()
+            raw += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
+        if scope["path"] != "/v1/chat/completions" or scope["method"] != "POST":
+            status, payload = 404, {"error": {"message": "not found", "type": "invalid_request_error",
+                                              "param": None, "code": "not_found"}}
+        else:
+            body = json.loads(raw)
+            self.requests.append((body, headers))
+            key = json.dumps(body["messages"], sort_keys=True)
+            no_cache = headers.get("x-daari-no-cache") == "true"
+            status, payload = self.behaviour(body, no_cache, key in self.seen)
+            if not no_cache:
+                self.seen.add(key)
+        data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+        await send({"type": "http.response.start", "status": status,
+                    "headers": [(b"content-type", b"application/json")]})
+        await send({"type": "http.response.body", "body": data})
+
+
+def run_against(behaviour: Behaviour, mode: str = "mvp") -> tuple[Any, FakeDaari]:
+    app = FakeDaari(behaviour)
+    with serve_app_in_thread(app) as url:
+        return run_routing_eval(url, DEFAULT_PROMPTS, max_tokens=8, mode=mode, timeout_s=10), app
+
+
+def test_golden_file_holds_twenty_prompts_covering_the_criteria() -> None:
+    prompts = load_prompts(DEFAULT_PROMPTS)
+    ids = [p["id"] for p in prompts]
+    assert ids == [f"GP-{n:02d}" for n in range(1, 21)]
+    assert {p["id"] for p in prompts if p.get("repeat")} == set(MVP_L0_IDS)
+    by_id = {p["id"]: p for p in prompts}
+    assert all(by_id[i]["expected_mvp_tier"] == "L3" == by_id[i]["expected_v1_tier"] for i in MVP_L3_IDS)
+    non_repeat = [p for p in prompts if not p.get("repeat")]
+    assert {p["expected_mvp_tier"] for p in non_repeat} == {"L3", "error"}
+    assert [p["id"] for p in prompts if p["expected_mvp_tier"] == "error"] == \
+        [p["id"] for p in prompts if p.get("tools")]
+    assert {p["expected_v1_tier"] for p in prompts} >= {"L0", "L1", "L2", "Lt", "L3", "L4", "L6"}
+    paraphrase = next(p for p in prompts if "paraphrase_of" in p)
+    assert ids.index(paraphrase["paraphrase_of"]) < ids.index(paraphrase["id"])
+
+
+def test_healthy_daari_passes_and_every_non_repeat_prompt_skips_the_cache() -> None:
+    report, app = run_against(healthy_mvp)
+    assert report.passed, format_report(report)
+    assert all(r.passed for r in report.results)
+    assert len(app.requests) == 22  # 20 prompts, two of them sent twice
+    for body, headers in app.requests:
+        assert body["model"] == "daari" and body["temperature"] == 0 and body["max_tokens"] == 8
+        repeat = body["messages"] in (r["messages"] for r in load_prompts(DEFAULT_PROMPTS) if r.get("repeat"))
+        assert (headers.get("x-daari-no-cache") == "true") is not repeat
+    tools_bodies = [body for body, _ in app.requests if body.get("tools")]
+    assert len(tools_bodies) == 1
+
+
+def test_report_lists_every_prompt_and_the_verdict() -> None:
+    report, _ = run_against(healthy_mvp)
+    text = format_report(report)
+    for n in range(1, 21):
+        assert f"GP-{n:02d}" in text
+    assert "L3 then L0" in text
+    assert "error(tool_calls_unsupported_locally)" in text
+    assert text.count("[PASS]") == 3
+    assert text.rstrip().endswith("VERDICT: PASS")
+
+
+def broken(body: dict[str, Any], no_cache: bool, seen_before: bool) -> tuple[int, dict[str, Any] | bytes]:
+    """Never caches, sends GP-11 to L4, answers GP-17 with an empty 200, and GP-15 with a bare 500."""
+    text = body["messages"][-1]["content"] or ""
+    if text.startswith("Translate"):
+        return 200, completion("Wo ist der Bahnhof?", meta("L4"))
+    if text.startswith("Sort these words"):
+        return 200, completion("", meta("L3"))
+    if text.startswith("How do I reverse"):
+        return 500, b"Internal Server Error"
+    return healthy_mvp(body, no_cache, False)
+
+
+def test_failures_are_reported_and_fail_the_verdict() -> None:
+    report, _ = run_against(broken)
+    assert not report.passed
+    l0, l3, silent = report.criteria
+    assert not l0.passed and "GP-01" in l0.detail and "GP-05" in l0.detail
+    assert not l3.passed and "GP-11 (L4)" in l3.detail and "GP-15" in l3.detail and "GP-17" in l3.detail
+    assert not silent.passed and "GP-15 (status 500 without an error body)" in silent.detail
+    assert "GP-17 (200 with an empty answer)" in silent.detail
+    failing_rows = {r.id for r in report.results if not r.passed}
+    assert failing_rows == {"GP-01", "GP-05", "GP-11", "GP-15", "GP-17"}
+    assert format_report(report).rstrip().endswith("VERDICT: FAIL")
+
+
+def test_an_unexplained_tool_answer_fails_its_row() -> None:
+    def answers_tools_with_wrong_code(body: dict[str, Any], no_cache: bool, seen: bool) -> Any:
+        if body.get("tools"):
+            return 400, {"error": {"message": "bad", "type": "invalid_request_error", "code": "other"}}
+        return healthy_mvp(body, no_cache, seen)
+
+    report, _ = run_against(answers_tools_with_wrong_code)
+    assert report.passed  # an explicit error is not a silent failure, and the row is not a criterion
+    assert [r.id for r in report.results if not r.passed] == ["GP-13"]
+
+
+def escalates_l3(body: dict[str, Any], no_cache: bool, seen_before: bool) -> Any:
+    status, payload = healthy_mvp(body, no_cache, seen_before)
+    if isinstance(payload, dict) and payload.get("daari_meta", {}).get("tier") == "L3" and status == 200:
+        payload["daari_meta"] = meta("L4", escalated_from=["L3"])
+    return status, payload
+
+
+@pytest.mark.parametrize(("mode", "passed"), [("mvp", False), ("v1", True)])
+def test_escalation_from_l3_counts_as_routed_to_l3_only_in_v1(mode: str, passed: bool) -> None:
+    report, _ = run_against(escalates_l3, mode=mode)
+    assert report.criteria[1].passed is passed
+
+
+def test_v1_lets_the_paraphrase_pair_use_the_cache() -> None:
+    _, app = run_against(healthy_mvp, mode="v1")
+    prompts = {json.dumps(p["messages"]): p for p in load_prompts(DEFAULT_PROMPTS)}
+    cached = {prompts[json.dumps(body["messages"])]["id"] for body, headers in app.requests
+              if headers.get("x-daari-no-cache") != "true"}
+    assert cached == {"GP-01", "GP-05", "GP-06", "GP-19"}
+
+
+def test_unreachable_daari_is_a_failure_not_a_crash(tmp_path: Path) -> None:
+    prompts = tmp_path / "p.jsonl"
+    prompts.write_text(DEFAULT_PROMPTS.read_text().splitlines()[1] + "\n")
+    report = run_routing_eval("http://127.0.0.1:9", prompts, timeout_s=2)
+    assert not report.passed
+    assert "no response" in report.criteria[2].detail
+
+
+def test_main_exit_code_follows_the_verdict(capsys: pytest.CaptureFixture[str]) -> None:
+    for behaviour, code in ((healthy_mvp, 0), (broken, 1)):
+        with serve_app_in_thread(FakeDaari(behaviour)) as url:
+            assert main(["--url", url + "/v1", "--max-tokens", "4"]) == code
+        out = capsys.readouterr().out
+        assert ("VERDICT: PASS" if code == 0 else "VERDICT: FAIL") in out
+
+
+def test_prompt_file_errors_name_the_line(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "GP-01", "messages": []}\n')
+    with pytest.raises(ValueError, match="bad.jsonl:1"):
+        load_prompts(bad)
