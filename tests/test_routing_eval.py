@@ -152,7 +152,7 @@ def test_failures_are_reported_and_fail_the_verdict() -> None:
     l0, l3, silent = report.criteria
     assert not l0.passed and "GP-01" in l0.detail and "GP-05" in l0.detail
     assert not l3.passed and "GP-11 (L4)" in l3.detail and "GP-15" in l3.detail and "GP-17" in l3.detail
-    assert not silent.passed and "GP-15 (status 500 without an error body)" in silent.detail
+    assert not silent.passed and "GP-15 (status 500, body is not JSON)" in silent.detail
     assert "GP-17 (200 with an empty answer)" in silent.detail
     failing_rows = {r.id for r in report.results if not r.passed}
     assert failing_rows == {"GP-01", "GP-05", "GP-11", "GP-15", "GP-17"}

@@ -102,7 +102,7 @@ def _reply(response: httpx.Response) -> Reply:
     except ValueError:
         body = None
     if not isinstance(body, dict):
-        return Reply(status=response.status_code, problem="body is not a JSON object")
+        return Reply(status=response.status_code, problem=f"status {response.status_code}, body is not JSON")
     meta = body.get("daari_meta") if isinstance(body.get("daari_meta"), dict) else {}
     escalated = meta.get("escalated_from") or []
     reply = Reply(status=response.status_code, tier=meta.get("tier"), rule_id=meta.get("rule_id"),

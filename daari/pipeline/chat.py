@@ -20,6 +20,7 @@ from daari.pipeline.controls import Controls
 from daari.pipeline.judge import Judgement, judge
 from daari.pipeline.meta import Attempt, Meta
 from daari.pipeline.runtime import Runtime
+from daari.pipeline.shortcuts import shortcut_tiers
 from daari.pipeline.sink import Sink
 from daari.protocol.chat import ChatRequest, Completion
 from daari.protocol.events import Event, assemble, replay
@@ -65,12 +66,26 @@ class ChatTurn:
             if entry is not None:
                 await self._serve_hit(entry)
                 return
+        if self.controls.tier_override is None and await self._try_shortcuts(key):
+            return
         if self.controls.tier_override == "L0":
             raise NotFound("X-Daari-Tier-Override: L0 was asked for and there is no L0 entry for this request",
                            code="l0_miss")
         chain = plan_tiers(classification.ceiling, self.rt.config.configured_tiers(),
                            self.controls.tier_override, self.rt.config.routing.escalation)
         await self._execute(key, self._tool_capable(chain))
+
+    async def _try_shortcuts(self, key: str) -> bool:
+        for tier in shortcut_tiers(self.meta.agent_turn):
+            shortcut = self.rt.shortcuts.get(tier)
+            if shortcut is None:
+                continue
+            completion = await shortcut(self.request)
+            if completion is not None:
+                await self._answer(key, tier, completion, list(replay(completion)),
+                                   Judgement(1.0, "rule", True), store=False)
+                return True
+        return False
 
     def _tool_capable(self, chain: list[str]) -> list[str]:
         """An agent turn that defines tools goes only to tiers whose executor can emit tool calls."""
@@ -160,7 +175,7 @@ class ChatTurn:
     def _settle(self, tier: str) -> None:
         """Record which tier answers; tiers tried before it are what it escalated from."""
         self.meta.tier = tier
-        self.meta.executor = self.rt.executor_kinds.get(tier, "cache" if tier == "L0" else None)
+        self.meta.executor = self.rt.executor_kinds.get(tier, "cache" if tier == "L0" else "shortcut")
         tried = [a.tier for a in self.meta.attempts
                  if a.outcome in ("failed", "low_confidence") and a.tier != tier]
         self.meta.escalated_from = tried or None
@@ -198,7 +213,7 @@ class ChatTurn:
     async def _deliver(self, completion: Completion, events: list[Event]) -> None:
         if not self.request.stream:
             self.meta.latency_ms = self._elapsed_ms()
-            body = self.wire.render(completion, self.request, self.meta.to_json())
+            body = self.wire.render(completion, self.request, self.meta.to_json(), events)
             await self.sink.send_json(200, body, self.meta.headers(self.controls.no_cache))
             return
         if not self.sink.stream_opened:

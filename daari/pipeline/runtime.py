@@ -9,6 +9,7 @@ from typing import Any
 from actors import Address, Health
 from daari.config import Config
 from daari.metrics import Metrics
+from daari.pipeline.shortcuts import Shortcut
 
 
 @dataclass
@@ -22,3 +23,5 @@ class Runtime:
     tools_capable: dict[str, bool] = field(default_factory=dict)
     executor_kinds: dict[str, str] = field(default_factory=dict)
     started_at: float = field(default_factory=time.time)
+    # Shortcut tiers by name ("L1", "L2", "Lt"), registered as those tiers land; see pipeline/shortcuts.py.
+    shortcuts: dict[str, Shortcut] = field(default_factory=dict)

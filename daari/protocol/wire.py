@@ -11,7 +11,7 @@ from typing import Any, Protocol
 from daari.errors import DaariError
 from daari.protocol import anthropic_render, anthropic_wire, openai_render, openai_wire
 from daari.protocol.chat import ChatRequest, Completion
-from daari.protocol.events import Event
+from daari.protocol.events import Event, NativeEvent
 
 
 class StreamRenderer(Protocol):
@@ -25,7 +25,8 @@ class StreamRenderer(Protocol):
 class Wire:
     name: str
     parse: Callable[[Any, Mapping[str, str]], ChatRequest]
-    render: Callable[[Completion, ChatRequest, dict[str, Any]], dict[str, Any]]
+    # (completion, request, meta, events): events may carry the upstream's own body (NativeEvent).
+    render: Callable[[Completion, ChatRequest, dict[str, Any], list[Event]], dict[str, Any]]
     stream_renderer: Callable[[ChatRequest], StreamRenderer]
     render_error: Callable[[DaariError], tuple[int, dict[str, Any]]]
 
@@ -34,7 +35,8 @@ def _openai_id() -> tuple[str, int]:
     return "chatcmpl-" + secrets.token_hex(12), int(time.time())
 
 
-def _openai_render(completion: Completion, request: ChatRequest, meta: dict[str, Any]) -> dict[str, Any]:
+def _openai_render(completion: Completion, request: ChatRequest, meta: dict[str, Any],
+                   events: list[Event]) -> dict[str, Any]:
     response_id, created = _openai_id()
     return openai_render.render_completion(completion, request, meta, response_id, created)
 
@@ -48,6 +50,14 @@ def _anthropic_id() -> str:
     return "msg_" + secrets.token_hex(12)
 
 
+def _anthropic_render(completion: Completion, request: ChatRequest, meta: dict[str, Any],
+                      events: list[Event]) -> dict[str, Any]:
+    """An Anthropic upstream's own message body passes through (thinking blocks and all) when there is one."""
+    native = next((e.data for e in events if isinstance(e, NativeEvent) and e.protocol == "anthropic"
+                   and e.name == "message"), None)
+    return anthropic_render.render_message(completion, request, meta, _anthropic_id(), native=native)
+
+
 OPENAI = Wire(
     name="openai",
     parse=openai_wire.parse_chat_request,
@@ -59,7 +69,7 @@ OPENAI = Wire(
 ANTHROPIC = Wire(
     name="anthropic",
     parse=anthropic_wire.parse_messages_request,
-    render=lambda c, r, m: anthropic_render.render_message(c, r, m, _anthropic_id()),
+    render=_anthropic_render,
     stream_renderer=lambda r: anthropic_render.AnthropicStreamRenderer(r, _anthropic_id()),
     render_error=anthropic_render.render_error,
 )

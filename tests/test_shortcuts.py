@@ -1,0 +1,47 @@
+"""Shortcut tiers (L1, L2, Lt) never answer an agent turn: a property of the pipeline, not of each tier."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+
+from daari.pipeline.shortcuts import SHORTCUT_ORDER, shortcut_tiers
+from daari.protocol.chat import ChatRequest, Completion
+from tests.fakes.openai_upstream import FakeOpenAI
+from tests.fakes.serving import serve_app
+from tests.support import daari_server, make_config, upstream_tier
+
+
+def test_agent_turns_get_no_shortcut_tiers() -> None:
+    assert shortcut_tiers(agent_turn=False) == SHORTCUT_ORDER == ("L1", "L2", "Lt")
+    assert shortcut_tiers(agent_turn=True) == ()
+
+
+async def test_a_registered_rule_tier_answers_chat_but_never_an_agent_turn(tmp_path: Path) -> None:
+    seen: list[ChatRequest] = []
+
+    async def rule_answers_everything(request: ChatRequest) -> Completion | None:
+        seen.append(request)
+        return Completion(text='{"a": 1}', model="rules")
+
+    fake = FakeOpenAI()
+    async with serve_app(fake) as upstream:
+        config = make_config(tmp_path, tiers={"L3": upstream_tier("openai", upstream + "/v1")})
+        async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url) as client:
+            server.runtime.shortcuts["L2"] = rule_answers_everything
+            chat = await client.post("/v1/chat/completions", json={
+                "model": "good", "messages": [{"role": "user", "content": "a: 1 as json"}]})
+            tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]
+            agent = await client.post("/v1/chat/completions", json={
+                "model": "good", "tools": tools, "messages": [{"role": "user", "content": "a: 1 as json"}]})
+            history = await client.post("/v1/chat/completions", json={"model": "good", "messages": [
+                {"role": "user", "content": "a: 1 as json"},
+                {"role": "assistant", "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+                {"role": "tool", "tool_call_id": "c1", "content": "done"}]})
+    assert chat.json()["daari_meta"]["tier"] == "L2"
+    assert chat.json()["choices"][0]["message"]["content"] == '{"a": 1}'
+    assert agent.json()["daari_meta"]["tier"] == "L3" and agent.json()["daari_meta"]["agent_turn"] is True
+    assert history.json()["daari_meta"]["tier"] == "L3"
+    assert len(seen) == 1  # the rule tier was never even asked about the two agent turns
