@@ -114,7 +114,8 @@ def test_openai_stream_serves_anthropic_request_with_the_same_key(via_openai_ups
 
 def test_errors_in_anthropic_shape(via_openai_upstream) -> None:  # type: ignore[no-untyped-def]
     client, _, url = via_openai_upstream
-    no_max_tokens = httpx.post(url + "/v1/messages", json={"model": "good", "messages": [{"role": "user", "content": "x"}]})
+    no_max_tokens = httpx.post(url + "/v1/messages",
+                               json={"model": "good", "messages": [{"role": "user", "content": "x"}]})
     assert no_max_tokens.status_code == 400
     assert no_max_tokens.json()["error"]["type"] == "invalid_request_error"
     assert "max_tokens" in no_max_tokens.json()["error"]["message"]
