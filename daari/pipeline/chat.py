@@ -15,19 +15,22 @@ from actors.cache_actor import L0Get, L0Put
 from actors.executor_actor import OpenGeneration
 from daari.cache.l0_key import l0_key
 from daari.cache.l0_store import L0Entry
+from daari.config import TIER_NAMES
 from daari.errors import DaariError, NotFound, ToolCallsUnsupportedLocally, UpstreamError
 from daari.pipeline.controls import Controls
 from daari.pipeline.judge import Judgement, judge
 from daari.pipeline.meta import Attempt, Meta
 from daari.pipeline.runtime import Runtime
 from daari.pipeline.shortcuts import shortcut_tiers
+from daari.pipeline.side_query import ask_tier
 from daari.pipeline.sink import Sink
 from daari.protocol.chat import ChatRequest, Completion
 from daari.protocol.events import Event, assemble, replay
 from daari.protocol.wire import StreamRenderer, Wire
 from daari.routing.agent_turn import is_agent_turn
-from daari.routing.classifier import classify
+from daari.routing.classifier import Classification, classify
 from daari.routing.plan import plan_tiers
+from daari.routing.slm_classifier import apply_verdict, classifier_messages, parse_verdict
 
 log = logging.getLogger("daari.pipeline")
 
@@ -71,9 +74,24 @@ class ChatTurn:
         if self.controls.tier_override == "L0":
             raise NotFound("X-Daari-Tier-Override: L0 was asked for and there is no L0 entry for this request",
                            code="l0_miss")
+        if self.rt.config.routing.slm_classifier and classification.ambiguous and self.controls.tier_override is None:
+            classification = await self._hybrid_classify(classification)
+            meta.task_type, meta.rule_id, meta.ceiling = (
+                classification.task_type, classification.rule_id, classification.ceiling)
         chain = plan_tiers(classification.ceiling, self.rt.config.configured_tiers(),
                            self.controls.tier_override, self.rt.config.routing.escalation)
         await self._execute(key, self._tool_capable(chain))
+
+    async def _hybrid_classify(self, heuristic: Classification) -> Classification:
+        """Phase B: the first configured tier classifies an ambiguous request; any failure keeps the heuristic."""
+        tiers = self.rt.config.configured_tiers()
+        reply = await ask_tier(self.rt, tiers[0], classifier_messages(self.request), self.request.model,
+                               max_tokens=64)
+        verdict = parse_verdict(reply) if reply is not None else None
+        if verdict is not None and verdict.suggested_tier not in TIER_NAMES:
+            verdict = None
+        self.meta.classifier = "slm" if verdict is not None else "slm_fallback"
+        return apply_verdict(heuristic, verdict)
 
     async def _try_shortcuts(self, key: str) -> bool:
         for tier in shortcut_tiers(self.meta.agent_turn):
@@ -126,7 +144,8 @@ class ChatTurn:
                 self.rt.metrics.inc("tier_failures_total", tier=tier, code=err.code or "error")
                 last_error = err
                 continue
-            verdict = await judge(self.rt, tier, self.request, completion, allow_self_eval=not live)
+            # A self-evaluation costs a second call: run it only where its verdict can still change the route.
+            verdict = await judge(self.rt, tier, self.request, completion, allow_self_eval=not (live or final))
             if verdict.passed or final or self.sink.stream_opened:
                 meta.attempts.append(Attempt(tier, "accepted" if verdict.passed else "low_confidence",
                                              verdict.score))

@@ -11,11 +11,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from actors.executor_actor import OpenGeneration
-from daari.errors import DaariError
 from daari.pipeline.runtime import Runtime
+from daari.pipeline.side_query import ask_tier
 from daari.protocol.chat import ChatRequest, Completion
-from daari.protocol.events import assemble
 from daari.routing.confidence import heuristic_confidence, logprob_confidence, parse_self_eval, self_eval_messages
 
 
@@ -47,14 +45,8 @@ def _valid_tool_calls(request: ChatRequest, completion: Completion) -> bool:
 
 async def _self_eval(rt: Runtime, tier: str, request: ChatRequest, completion: Completion) -> float:
     question = request.messages[-1].text() if request.messages else ""
-    probe = ChatRequest(messages=self_eval_messages(question, completion.text), model=request.model,
-                        temperature=0.0, sampling={"max_tokens": 4})
-    try:
-        async with await rt.executor.ask(OpenGeneration(tier, probe)) as generation:
-            verdict = assemble([event async for event in generation])
-    except (DaariError, ValueError):
-        return 0.0
-    rating = parse_self_eval(verdict.text)
+    reply = await ask_tier(rt, tier, self_eval_messages(question, completion.text), request.model, max_tokens=4)
+    rating = parse_self_eval(reply) if reply is not None else None
     return (rating or 0) / 5.0
 
 

@@ -27,6 +27,7 @@ class Meta:
     rule_id: str | None = None
     agent_turn: bool = False
     ceiling: str | None = None
+    classifier: str = "heuristic"  # "heuristic", "slm" (Phase B verdict used), "slm_fallback" (malformed)
     attempts: list[Attempt] = field(default_factory=list)
     warning: str | None = None
     error: str | None = None

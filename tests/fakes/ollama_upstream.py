@@ -4,7 +4,8 @@ The behaviour is picked by the request's model name: good, refuse, short, tools,
 malformed, stream_error, missing, flaky (500 on its first request, then good). Shapes follow Ollama's
 docs/api.md: `message.content` pieces, `message.tool_calls[].function.arguments` as an object, a final
 line with `done: true`, `done_reason`, `prompt_eval_count`, `eval_count`; `logprobs` per chunk when the
-request asked for them.
+request asked for them. `token_delay_s` (default 0) waits that long before each content line (and once per
+content line before a `stream: false` answer), so benchmarks can measure time to first token.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ class FakeOllama:
         self.hanging = trio.Event()  # set once a "hang" request is waiting
         self.client_closed = trio.Event()  # set when a client first cuts a stream
         self._seen: dict[str, int] = {}
+        self.token_delay_s = 0.0  # before each streamed content line
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
@@ -81,12 +83,16 @@ class FakeOllama:
         logprobs = bool(request.get("logprobs"))
         lines = _script(behaviour, model, logprobs)
         if not stream:
+            if self.token_delay_s:
+                await trio.sleep(self.token_delay_s * sum(1 for line in lines if _is_content(line)))
             progress.sent_all = True
             await _json(send, 200, _merge(lines))
             return
         await send({"type": "http.response.start", "status": 200,
                     "headers": [(b"content-type", b"application/x-ndjson")]})
         for line in lines:
+            if self.token_delay_s and _is_content(line):
+                await trio.sleep(self.token_delay_s)
             await send({"type": "http.response.body", "more_body": True,
                         "body": line if isinstance(line, bytes) else json.dumps(line).encode() + b"\n"})
             await trio.lowlevel.checkpoint()
@@ -96,6 +102,10 @@ class FakeOllama:
         # Hypercorn reports http.disconnect as soon as the last body is sent: mark the stream whole first.
         progress.sent_all = True
         await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+def _is_content(line: dict[str, Any] | bytes) -> bool:
+    return isinstance(line, dict) and not line.get("done") and "message" in line
 
 
 class _Progress:

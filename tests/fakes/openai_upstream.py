@@ -8,8 +8,11 @@ Usage:
 
 Behaviour is chosen per request by its `model` (unknown names behave as "good"), unless `fake.script`
 holds behaviours: then each request pops the first one (e.g. `fake.script = ["error500", "good"]`).
-`fake.delay_s` makes every answer wait that long first (a slow upstream). A request whose last user
-message is daari's self-evaluation probe is answered with `fake.grade` (default "5"), as a grader would.
+`fake.delay_s` makes every answer wait that long first (a slow upstream); `fake.token_delay_s` (default 0)
+paces generation: a stream waits that long before each content chunk, a whole answer waits it once per
+token (benchmarks use it to make time-to-first-token meaningful). A request whose last user
+message is daari's self-evaluation probe is answered with `fake.grade` (default "5"), as a grader would;
+daari's Phase B classifier probe is answered with `fake.classification` (a JSON verdict).
 
     good        an echo-ish answer of 40+ characters about the last user message
     refuse      "I cannot help with that."
@@ -44,6 +47,9 @@ from typing import Any
 import trio
 
 from daari.routing.confidence import SELF_EVAL_INSTRUCTION
+from daari.routing.slm_classifier import SYSTEM_PROMPT
+
+CLASSIFIER_PROMPT_START = SYSTEM_PROMPT[:40]
 
 BEHAVIOURS = ("good", "refuse", "short", "tools", "length", "hang", "hang_stream", "drop", "truncate",
               "malformed", "error500", "error429", "error400", "error401")
@@ -87,7 +93,10 @@ class FakeOpenAI:
         self.active_streams = 0
         self.closed_streams = 0
         self.delay_s = 0.0  # wait this long before answering (a slow upstream)
+        self.token_delay_s = 0.0  # per generated token: before each stream chunk, or summed for a whole answer
         self.grade = "5"  # the reply to daari's self-evaluation probe ("Rate 1-5 ...")
+        # The reply to daari's Phase B classifier probe.
+        self.classification = '{"task_type": "code_complex", "suggested_tier": "L4", "confidence": 0.9}'
         self._ids = 0
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
@@ -161,6 +170,8 @@ class FakeOpenAI:
         if stream:
             await self._stream(behaviour, body, text, calls, reason, send)
         else:
+            if self.token_delay_s:
+                await trio.sleep(self.token_delay_s * max(1, len(_tokens(text))))
             await _json(send, 200, self._completion(body, text, calls, reason))
 
     def _answer(self, behaviour: str, body: dict[str, Any]) -> tuple[str, list[dict[str, Any]], str]:
@@ -168,6 +179,9 @@ class FakeOpenAI:
         users = [_text_of(m.get("content")) for m in messages if m.get("role") == "user"]
         last_user = users[-1] if users else ""
         tools = body.get("tools") or []
+        first = messages[0] if messages else {}
+        if first.get("role") == "system" and _text_of(first.get("content")).startswith(CLASSIFIER_PROMPT_START):
+            return self.classification, [], "stop"  # daari's Phase B classifier probe
         if last_user.rstrip().endswith(SELF_EVAL_INSTRUCTION):
             return self.grade, [], "stop"  # daari's self-evaluation probe: answer like a grader
         if behaviour == "refuse":
@@ -238,6 +252,7 @@ class FakeOpenAI:
             for start in range(0, len(arguments), third):
                 piece = {"index": index, "function": {"arguments": arguments[start:start + third]}}
                 chunks.append(chunk({"tool_calls": [piece]}))
+        generated = range(1, len(chunks))  # content and tool-call chunks, after the role chunk
         chunks.append(chunk({}, finish=reason))
         if include_usage:
             chunks.append(_sse({"id": response_id, "object": "chat.completion.chunk", "created": CREATED,
@@ -249,7 +264,8 @@ class FakeOpenAI:
                     "headers": [(b"content-type", b"text/event-stream; charset=utf-8")]})
         if behaviour in ("hang_stream", "drop", "truncate"):
             cut = 2  # the role chunk and one content chunk
-            for data in chunks[:cut]:
+            for index, data in enumerate(chunks[:cut]):
+                await self._pace(index, generated)
                 await send({"type": "http.response.body", "body": data, "more_body": True})
             if behaviour == "hang_stream":
                 await trio.sleep_forever()
@@ -257,9 +273,15 @@ class FakeOpenAI:
                 raise _Drop("connection dropped on purpose")
             await send({"type": "http.response.body", "body": b"", "more_body": False})
             return
-        for data in chunks:
+        for index, data in enumerate(chunks):
+            await self._pace(index, generated)
             await send({"type": "http.response.body", "body": data, "more_body": True})
         await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def _pace(self, index: int, generated: range) -> None:
+        """With `token_delay_s`, wait before each generated chunk (not the role, finish or usage chunks)."""
+        if self.token_delay_s and index in generated:
+            await trio.sleep(self.token_delay_s)
 
 
 def _logprob(token: str) -> dict[str, Any]:

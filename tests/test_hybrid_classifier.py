@@ -1,0 +1,54 @@
+"""Phase B: an ambiguous request is classified by the L3 model; a malformed verdict falls back."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+
+from daari.protocol.chat import ChatRequest, Message
+from daari.routing.classifier import classify
+from tests.fakes.openai_upstream import FakeOpenAI
+from tests.fakes.serving import serve_app
+from tests.support import daari_server, make_config, upstream_tier
+
+NOTES = ("Notes from Tuesday: the team met with the vendor, the schedule moved by two weeks, Maria will "
+         "follow up on the contract renewal and Sam collects feedback from the pilot group. ") * 6
+
+
+def test_precondition_the_prompt_is_ambiguous_for_the_heuristic() -> None:
+    verdict = classify(ChatRequest(messages=[Message(role="user", content=NOTES)], model="m"))
+    assert verdict.rule_id == "R-A0" and verdict.ambiguous
+
+
+async def ask(tmp_path: Path, fake: FakeOpenAI, enabled: bool, content: str = NOTES) -> dict:
+    async with serve_app(fake) as upstream:
+        tiers = {"L3": upstream_tier("openai", upstream + "/v1"), "L4": upstream_tier("openai", upstream + "/v1")}
+        config = make_config(tmp_path, tiers=tiers, routing={"slm_classifier": enabled})
+        async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url) as client:
+            response = await client.post("/v1/chat/completions", json={
+                "model": "good", "messages": [{"role": "user", "content": content}]})
+    return response.json()["daari_meta"]
+
+
+async def test_verdict_moves_the_ceiling(tmp_path: Path) -> None:
+    fake = FakeOpenAI()
+    meta = await ask(tmp_path, fake, enabled=True)
+    assert meta["classifier"] == "slm" and meta["rule_id"] == "R-B1"
+    assert meta["ceiling"] == "L4" and meta["tier"] == "L4" and meta["task_type"] == "code_complex"
+    assert len(fake.requests) == 2  # the classifier probe, then the answer
+
+
+async def test_malformed_verdict_falls_back_to_the_heuristic(tmp_path: Path) -> None:
+    fake = FakeOpenAI()
+    fake.classification = "I think this is probably a chat, maybe?"
+    meta = await ask(tmp_path, fake, enabled=True)
+    assert meta["classifier"] == "slm_fallback" and meta["rule_id"] == "R-A0" and meta["tier"] == "L3"
+
+
+async def test_disabled_or_unambiguous_never_asks(tmp_path: Path) -> None:
+    fake = FakeOpenAI()
+    meta = await ask(tmp_path / "off", fake, enabled=False)
+    assert meta["classifier"] == "heuristic" and len(fake.requests) == 1
+    short = await ask(tmp_path / "short", fake, enabled=True, content="hi there!")
+    assert short["classifier"] == "heuristic" and len(fake.requests) == 2
