@@ -12,7 +12,7 @@ from daari.routing.confidence import (
     is_refusal,
     logprob_confidence,
     parse_self_eval,
-    passes,
+    passing_score,
     self_eval_messages,
 )
 
@@ -104,14 +104,14 @@ def test_parse_self_eval_rejects_anything_else(reply: str) -> None:
     assert parse_self_eval(reply) is None
 
 
-def test_passes_uses_each_tiers_threshold_and_scale() -> None:
+def test_passing_score_puts_every_method_on_one_scale() -> None:
     config = ConfidenceConfig(l3_min=0.5, l4_min=4.0, l5_min=3.0)
-    assert passes("L3", 0.5, config) and not passes("L3", 0.49, config)
-    assert passes("L4", 4, config) and not passes("L4", 3, config)
-    assert passes("L5", 3, config) and not passes("L5", 2, config)
-    assert passes("L6", 0.0, config)
+    assert passing_score("L3", "logprob", config) == 0.5
+    assert passing_score("L4", "heuristic", config) == 0.5
+    assert passing_score("L4", "self_eval", config) == 0.8
+    assert passing_score("L5", "self_eval", config) == 0.6
 
 
-def test_passes_rejects_tiers_that_are_not_judged() -> None:
+def test_passing_score_rejects_self_evaluation_outside_l4_l5() -> None:
     with pytest.raises(ValueError):
-        passes("L0", 1.0, ConfidenceConfig())
+        passing_score("L3", "self_eval", ConfidenceConfig())

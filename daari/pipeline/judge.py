@@ -14,7 +14,14 @@ from dataclasses import dataclass
 from daari.pipeline.runtime import Runtime
 from daari.pipeline.side_query import ask_tier
 from daari.protocol.chat import ChatRequest, Completion
-from daari.routing.confidence import heuristic_confidence, logprob_confidence, parse_self_eval, self_eval_messages
+from daari.routing.classifier import last_user_text
+from daari.routing.confidence import (
+    heuristic_confidence,
+    logprob_confidence,
+    parse_self_eval,
+    passing_score,
+    self_eval_messages,
+)
 
 
 @dataclass(frozen=True)
@@ -22,13 +29,6 @@ class Judgement:
     score: float  # 0-1
     method: str  # "tool_calls", "frontier", "heuristic", "logprob", "self_eval"
     passed: bool
-
-
-def _threshold(rt: Runtime, tier: str, method: str) -> float:
-    conf = rt.config.confidence
-    if method == "self_eval":
-        return (conf.l4_min if tier == "L4" else conf.l5_min) / 5.0
-    return conf.l3_min
 
 
 def _valid_tool_calls(request: ChatRequest, completion: Completion) -> bool:
@@ -44,7 +44,7 @@ def _valid_tool_calls(request: ChatRequest, completion: Completion) -> bool:
 
 
 async def _self_eval(rt: Runtime, tier: str, request: ChatRequest, completion: Completion) -> float:
-    question = request.messages[-1].text() if request.messages else ""
+    question = last_user_text(request)  # the task, not a tool result that may close an agent turn
     reply = await ask_tier(rt, tier, self_eval_messages(question, completion.text), request.model, max_tokens=4)
     rating = parse_self_eval(reply) if reply is not None else None
     return (rating or 0) / 5.0
@@ -53,7 +53,7 @@ async def _self_eval(rt: Runtime, tier: str, request: ChatRequest, completion: C
 async def judge(rt: Runtime, tier: str, request: ChatRequest, completion: Completion, *,
                 allow_self_eval: bool) -> Judgement:
     def verdict(score: float, method: str) -> Judgement:
-        return Judgement(round(score, 4), method, score >= _threshold(rt, tier, method))
+        return Judgement(round(score, 4), method, score >= passing_score(tier, method, rt.config.confidence))
 
     if completion.tool_calls:
         return verdict(1.0 if _valid_tool_calls(request, completion) else 0.0, "tool_calls")

@@ -94,14 +94,11 @@ def parse_self_eval(text: str) -> int | None:
     return value if 1 <= value <= 5 else None
 
 
-def passes(tier: str, score: float, config: ConfidenceConfig) -> bool:
-    """Whether `score` (0-1 for L3, 1-5 for L4/L5) is good enough to keep the answer at `tier`."""
-    if tier == "L3":
-        return score >= config.l3_min
-    if tier == "L4":
-        return score >= config.l4_min
-    if tier == "L5":
-        return score >= config.l5_min
-    if tier == "L6":
-        return True  # the top of the chain: nothing left to escalate to
-    raise ValueError(f"tier {tier!r} is not judged by confidence")
+def passing_score(tier: str, method: str, config: ConfidenceConfig) -> float:
+    """The 0-1 score an answer needs to stay at `tier`. A self-evaluation rating r counts as r/5, held to
+    l4_min/5 (L4) or l5_min/5 (L5); every other method (heuristic, logprob, tool calls) to l3_min."""
+    if method == "self_eval":
+        if tier not in ("L4", "L5"):
+            raise ValueError(f"tier {tier!r} is not self-evaluated")
+        return (config.l4_min if tier == "L4" else config.l5_min) / 5.0
+    return config.l3_min
