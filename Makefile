@@ -28,6 +28,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check daari actors tests evals bench
 
 bench: $(STAMP)
+	@command -v wrk >/dev/null || echo "wrk not found: using the Python load client (apt-get install wrk for the setup in docs/performance.md)"
 	HF_HUB_OFFLINE=1 $(PY) -m bench.run_all
 
 eval: $(STAMP)

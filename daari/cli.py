@@ -67,6 +67,8 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=os.environ.get("DAARI_LOG_LEVEL", "INFO"),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    # Before torch is imported: idle OpenMP threads must not spin on a small machine shared with clients.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     parser = build_parser()
     args, rest = parser.parse_known_args(argv)
     if args.command == "serve":
