@@ -37,8 +37,8 @@ async def test_keys_stay_secret_everywhere(tmp_path: Path, monkeypatch: pytest.M
                 "model": "error401", "messages": [{"role": "user", "content": "hi"}]})
             seen.append(r.text)
             assert r.status_code == 502 and "api_key_env" in r.json()["error"]["message"]
-            ok = await client.post("/v1/chat/completions", json={
-                "model": "good", "messages": [{"role": "user", "content": "hi"}]}, headers={"authorization": "Bearer x"})
+            ok = await client.post("/v1/chat/completions", headers={"authorization": "Bearer x"},
+                                   json={"model": "good", "messages": [{"role": "user", "content": "hi"}]})
             seen.append(ok.text)
             assert openai_fake.requests[-1].headers["authorization"] == f"Bearer {SECRET}"
             # The client's own Anthropic key, forwarded to L6 and echoed back by a careless upstream.
