@@ -21,11 +21,11 @@ run: $(STAMP)
 	HF_HUB_OFFLINE=1 $(VENV)/bin/daari serve
 
 test: $(STAMP)
-	HF_HUB_OFFLINE=1 $(VENV)/bin/ruff check daari actors tests evals bench
+	$(VENV)/bin/ruff check .
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -q
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check daari actors tests evals bench
+	$(VENV)/bin/ruff check .
 
 bench: $(STAMP)
 	@command -v wrk >/dev/null || echo "wrk not found: using the Python load client (apt-get install wrk for the setup in docs/performance.md)"

@@ -34,6 +34,8 @@ class Reply:
     answered: bool = False  # 200 with non-empty content or tool calls
     explicit_error: bool = False  # an error status with an {"error": {"message": ...}} body
     problem: str | None = None  # why the exchange is neither answered nor an explicit error
+    confidence: float | None = None
+    classifier: str | None = None  # heuristic | slm | slm_fallback
 
     @property
     def accounted_for(self) -> bool:
@@ -107,7 +109,8 @@ def _reply(response: httpx.Response) -> Reply:
     escalated = meta.get("escalated_from") or []
     reply = Reply(status=response.status_code, tier=meta.get("tier"), rule_id=meta.get("rule_id"),
                   cache_hit=bool(meta.get("cache_hit")),
-                  escalated_from=[escalated] if isinstance(escalated, str) else list(escalated))
+                  escalated_from=[escalated] if isinstance(escalated, str) else list(escalated),
+                  confidence=meta.get("confidence"), classifier=meta.get("classifier"))
     if response.status_code == 200:
         choices = body.get("choices") or [{}]
         message = choices[0].get("message") or {}
@@ -203,12 +206,14 @@ def _actual(result: PromptResult) -> str:
 
 
 def format_report(report: EvalReport) -> str:
-    header = ("id", "rule (exp/act)", "exp MVP", "exp v1", "actual", "result")
+    header = ("id", "rule (exp/act)", "exp MVP", "exp v1", "actual", "confidence", "classifier", "result")
     rows = []
     for r in report.results:
         actual_rule = r.final.rule_id or "-"
         rule = r.rule_expected if actual_rule == r.rule_expected else f"{r.rule_expected}/{actual_rule}"
-        rows.append((r.id, rule, r.expected_mvp, r.expected_v1, _actual(r), "pass" if r.passed else "FAIL"))
+        confidence = "-" if r.final.confidence is None else f"{r.final.confidence:.2f}"
+        rows.append((r.id, rule, r.expected_mvp, r.expected_v1, _actual(r), confidence,
+                     r.final.classifier or "-", "pass" if r.passed else "FAIL"))
     widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header))]
     lines = [f"daari eval routing: {report.url}, mode {report.mode}", ""]
     for row in [header, tuple("-" * w for w in widths), *rows]:
