@@ -63,6 +63,14 @@ def test_tools_get_an_explicit_error_not_a_fake_answer(client: openai.OpenAI) ->
     assert body["daari_meta"]["error"] == "tool_calls_unsupported_locally"
 
 
+def test_tools_with_tool_choice_none_can_be_answered_locally(client: openai.OpenAI) -> None:
+    tools = [{"type": "function", "function": {"name": "ls", "parameters": {"type": "object"}}}]
+    reply = client.chat.completions.create(model="daari", tools=tools, tool_choice="none", max_tokens=8,
+                                           messages=[{"role": "user", "content": "Say ok."}])
+    assert reply.model_extra["daari_meta"]["tier"] == "L3"
+    assert reply.model_extra["daari_meta"]["agent_turn"] is True
+
+
 def test_anthropic_client_against_the_embedded_model(server: RunningServer) -> None:
     client = anthropic.Anthropic(base_url=server.url, api_key="unused", max_retries=0, timeout=300)
     reply = client.messages.create(model="daari", max_tokens=16, system=[{"type": "text", "text": "Be brief."}],

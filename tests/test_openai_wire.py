@@ -291,3 +291,13 @@ def test_image_url_part_round_trips_http_url() -> None:
     request = ChatRequest(messages=[Message("user", [image])], model="m")
     assert to_upstream_body(request, None, False)["messages"][0]["content"] == [
         {"type": "image_url", "image_url": {"url": "https://x/y.png"}}]
+
+
+def test_n_above_one_is_refused_with_the_reason() -> None:
+    from daari.errors import InvalidRequest
+    from daari.protocol.openai_wire import parse_chat_request
+
+    assert parse_chat_request({"messages": [{"role": "user", "content": "x"}], "n": 1}, {}).sampling["n"] == 1
+    with pytest.raises(InvalidRequest) as info:
+        parse_chat_request({"messages": [{"role": "user", "content": "x"}], "n": 2}, {})
+    assert info.value.param == "n" and "one choice" in info.value.message

@@ -32,6 +32,7 @@ from daari.executors.embedded_model import (
 )
 from daari.protocol.chat import ChatRequest, Message, Usage
 from daari.protocol.events import Finish, TextDelta
+from daari.routing.agent_turn import needs_tool_calls
 
 IMAGE_NOTE = "[image omitted: this model cannot see images]"
 
@@ -185,7 +186,7 @@ class EmbeddedExecutor(Executor):
         return await trio.to_thread.run_sync(self.holder.load, abandon_on_cancel=True)
 
     async def generate(self, request: ChatRequest, emit: Emit) -> None:
-        if request.tools:
+        if needs_tool_calls(request):
             raise ToolCallsUnsupportedLocally(f"{MODEL_NAME} cannot call tools")
         settings = generation_settings(request, self.config.max_tokens)
         turns = prompt_messages(request.messages)

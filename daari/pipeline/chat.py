@@ -27,7 +27,7 @@ from daari.pipeline.sink import Sink
 from daari.protocol.chat import ChatRequest, Completion
 from daari.protocol.events import Event, assemble, replay
 from daari.protocol.wire import StreamRenderer, Wire
-from daari.routing.agent_turn import is_agent_turn
+from daari.routing.agent_turn import is_agent_turn, needs_tool_calls
 from daari.routing.classifier import Classification, classify
 from daari.routing.plan import plan_tiers
 from daari.routing.slm_classifier import apply_verdict, classifier_messages, parse_verdict
@@ -107,14 +107,15 @@ class ChatTurn:
 
     def _tool_capable(self, chain: list[str]) -> list[str]:
         """An agent turn that defines tools goes only to tiers whose executor can emit tool calls."""
-        if not self.request.tools:
+        if not needs_tool_calls(self.request):
             return chain
         capable = [t for t in chain if self.rt.tools_capable.get(t)]
         for tier in chain:
             if tier not in capable:
                 self.meta.attempts.append(Attempt(tier, "skipped_no_tools"))
-        frontier = self.rt.config.configured_tiers()
-        if not capable and self.controls.tier_override is None and "L6" in frontier:
+        # Escalating past the classified ceiling to the frontier is allowed here: it is the only tier left.
+        frontier_ok = "L6" in self.rt.config.configured_tiers() and self.rt.tools_capable.get("L6")
+        if not capable and self.controls.tier_override is None and frontier_ok:
             capable = ["L6"]
         if not capable:
             self.meta.error = "tool_calls_unsupported_locally"

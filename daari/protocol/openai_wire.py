@@ -221,7 +221,9 @@ def _sampling(body: Mapping[str, Any]) -> dict[str, Any]:
     _number(body, "top_p", 0, 1)
     _number(body, "presence_penalty", -2, 2)
     _number(body, "frequency_penalty", -2, 2)
-    _int(body, "n", 1)
+    if (_int(body, "n", 1) or 1) > 1:
+        # Every tier and the cache hold one answer per request; n > 1 would silently lose the others.
+        raise _fail("'n' must be 1: daari answers with one choice per request (send n requests instead)", "n")
     _int(body, "seed", -(2**63))
     _bool(body, "logprobs")
     _int(body, "top_logprobs", 0, 20)

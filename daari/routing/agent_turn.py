@@ -12,3 +12,8 @@ def is_agent_turn(request: ChatRequest) -> bool:
     if request.tools:
         return True
     return any(m.role == "tool" or m.tool_calls for m in request.messages)
+
+
+def needs_tool_calls(request: ChatRequest) -> bool:
+    """Whether an answer may have to be tool calls: tools are defined and not switched off by tool_choice."""
+    return bool(request.tools) and request.sampling.get("tool_choice") != "none"
