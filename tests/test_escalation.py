@@ -219,3 +219,12 @@ async def test_circuit_breaker_opens_and_shows_in_health(tmp_path: Path) -> None
     assert len(l3.requests) == 2  # the open circuit kept the third request away from the upstream
     assert health["tiers"]["L3"]["breaker"]["state"] == "open"
     assert 'daari_breaker_open{tier="L3"} 1' in metrics
+
+
+async def test_models_list_includes_what_ollama_serves(tmp_path: Path) -> None:
+    l3 = FakeOllama()
+    async with serve_app(l3) as u3:
+        config = make_config(tmp_path, tiers={"L3": upstream_tier("ollama", u3)})
+        async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url) as client:
+            ids = [m["id"] for m in (await client.get("/v1/models")).json()["data"]]
+    assert ids[0] == "daari" and {"good:latest", "tools:latest"} <= set(ids)
