@@ -66,6 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=os.environ.get("DAARI_LOG_LEVEL", "INFO"),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per request is noise in a table
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     # Before torch is imported: idle OpenMP threads must not spin on a small machine shared with clients.
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
