@@ -1,4 +1,4 @@
-"""CacheActor: owns the L0 store (SQLite) and its in-memory LRU; one writer, reads served from memory first."""
+"""CacheActor: the one writer of L0 (SQLite and its in-memory front); reads that miss memory come here."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 import trio
 
 from actors.actor import Actor
+from daari.cache.l0_memory import L0Memory
 from daari.cache.l0_store import L0Entry, L0Store
-from daari.cache.lru import LRU
 
 
 @dataclass(frozen=True)
@@ -33,15 +33,13 @@ class L0Count:
 class CacheActor(Actor):
     name = "cache"
 
-    def __init__(self, db_path: Path, lru_entries: int) -> None:
+    def __init__(self, db_path: Path, memory: L0Memory) -> None:
         self.db_path = db_path
-        self.lru: LRU[str, L0Entry] = LRU(lru_entries)
+        self.memory = memory  # shared with request tasks for synchronous peeks; written only here
         self.store: L0Store | None = None
         self._sqlite = trio.CapacityLimiter(1)
         self._writes: trio.MemorySendChannel[L0Put]
         self._writer_scope = trio.CancelScope()
-        # Acknowledged but not yet on disk: read before SQLite so a get never misses a fresh put.
-        self._pending: dict[str, L0Entry] = {}
 
     @asynccontextmanager
     async def lifespan(self) -> AsyncIterator[None]:
@@ -68,21 +66,19 @@ class CacheActor(Actor):
             async for put in writes:
                 assert self.store is not None
                 await trio.to_thread.run_sync(self.store.put, put.key, put.entry, limiter=self._sqlite)
-                if self._pending.get(put.key) is put.entry:
-                    del self._pending[put.key]
+                self.memory.written(put.key, put.entry)
 
     async def handle(self, request: object) -> object:
         assert self.store is not None
         if isinstance(request, L0Get):
-            entry = self.lru.get(request.key) or self._pending.get(request.key)
+            entry = self.memory.peek(request.key)
             if entry is None:
                 entry = await trio.to_thread.run_sync(self.store.get, request.key, limiter=self._sqlite)
                 if entry is not None:
-                    self.lru.put(request.key, entry)
+                    self.memory.lru.put(request.key, entry)
             return entry
         if isinstance(request, L0Put):
-            self.lru.put(request.key, request.entry)
-            self._pending[request.key] = request.entry
+            self.memory.remember(request.key, request.entry)
             await self._writes.send(request)
             return None
         if isinstance(request, L0Count):

@@ -9,6 +9,7 @@ import trio.testing
 
 from actors import Health, RestartPolicy, open_mailbox, supervise
 from actors.cache_actor import CacheActor, L0Count, L0Get, L0Put
+from daari.cache.l0_memory import L0Memory
 from daari.cache.l0_store import L0Entry
 from daari.protocol.chat import Completion, ToolCall
 
@@ -22,7 +23,7 @@ async def test_put_get_and_durable_across_instances(tmp_path: Path) -> None:
     db = tmp_path / "l0.sqlite"
     async with trio.open_nursery() as nursery:
         cache, inbox = open_mailbox("cache", 8)
-        await nursery.start(supervise, lambda: CacheActor(db, lru_entries=1), inbox, Health(), RestartPolicy())
+        await nursery.start(supervise, lambda: CacheActor(db, L0Memory(1)), inbox, Health(), RestartPolicy())
         assert await cache.ask(L0Get("k1")) is None
         await cache.ask(L0Put("k1", entry("one")))
         await cache.ask(L0Put("k2", entry("two")))  # evicts k1 from the 1-entry LRU
@@ -32,7 +33,7 @@ async def test_put_get_and_durable_across_instances(tmp_path: Path) -> None:
     # A new actor over the same file sees the entries (nothing held only in memory).
     async with trio.open_nursery() as nursery:
         cache, inbox = open_mailbox("cache", 8)
-        await nursery.start(supervise, lambda: CacheActor(db, lru_entries=8), inbox, Health(), RestartPolicy())
+        await nursery.start(supervise, lambda: CacheActor(db, L0Memory(8)), inbox, Health(), RestartPolicy())
         assert await cache.ask(L0Count()) == 2
         got = await cache.ask(L0Get("k2"))
         assert got.completion.tool_calls == [ToolCall("c", "f", "{}")]

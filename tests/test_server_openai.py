@@ -53,6 +53,9 @@ def test_non_stream_then_repeat_is_an_l0_hit(client: openai.OpenAI, fake: FakeOp
     assert second.headers["x-daari-cache"] == "hit"
     assert again.model_extra["daari_meta"]["tier"] == "L0"
     assert again.model_extra["daari_meta"]["cache_hit"] is True
+    # A hit reports the classification made when the answer was stored.
+    for field in ("rule_id", "task_type", "ceiling"):
+        assert again.model_extra["daari_meta"][field] == meta[field] is not None
     assert again.choices[0].message.content == reply.choices[0].message.content
     assert len(fake.requests) == 1  # the repeat never reached the upstream
 

@@ -26,6 +26,10 @@ class L0Entry:
     semantic_ok: bool = True  # False: only an exact L0 hit may serve this (tool calls, agent turns)
     confidence: float | None = None
     created_at: float = 0.0
+    # The routing classification when stored: a hit reports it without classifying again.
+    task_type: str | None = None
+    rule_id: str | None = None
+    ceiling: str | None = None
 
 
 class L0Store:
@@ -40,7 +44,8 @@ class L0Store:
         if self.TABLE not in self.db.table_names():
             self.db[self.TABLE].create(
                 {"key": str, "completion": str, "tier": str, "agent_turn": int, "semantic_ok": int,
-                 "confidence": float, "created_at": float, "hits": int},
+                 "confidence": float, "created_at": float, "hits": int, "task_type": str, "rule_id": str,
+                 "ceiling": str},
                 pk="key",
             )
 
@@ -58,6 +63,9 @@ class L0Store:
             semantic_ok=bool(row["semantic_ok"]),
             confidence=row["confidence"],
             created_at=row["created_at"],
+            task_type=row.get("task_type"),
+            rule_id=row.get("rule_id"),
+            ceiling=row.get("ceiling"),
         )
 
     def put(self, key: str, entry: L0Entry) -> None:
@@ -71,8 +79,12 @@ class L0Store:
                 "confidence": entry.confidence,
                 "created_at": entry.created_at or time.time(),
                 "hits": 0,
+                "task_type": entry.task_type,
+                "rule_id": entry.rule_id,
+                "ceiling": entry.ceiling,
             },
             pk="key",
+            alter=True,  # a store written by an older daari gains the new columns
         )
 
     def count(self) -> int:

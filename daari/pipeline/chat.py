@@ -48,8 +48,30 @@ class ChatTurn:
         self.started = time.perf_counter()
         self.renderer: StreamRenderer | None = None
         self.cache_on = rt.config.cache.l0.enabled and not controls.no_cache
+        self.key = ""
+
+    async def serve_from_cache(self) -> bool:
+        """Answer from L0 if the request is there (routing spec step 3); True when the request is done.
+
+        Runs before anything slow, so the server can skip its disconnect watcher for a hit.
+        """
+        try:
+            self.key = l0_key(self.request, self.controls.tier_override).digest
+            if not self.cache_on:
+                return False
+            entry = self.rt.l0_memory.peek(self.key) or await self.rt.cache.ask(L0Get(self.key))
+            if entry is None:
+                return False
+            await self._serve_hit(entry)
+        except DaariError as err:
+            await self._fail(err)
+        except Exception:
+            log.exception("L0 lookup failed")
+            await self._fail(DaariError("internal error in daari; see the server log"))
+        return True
 
     async def run(self) -> None:
+        """Everything after an L0 miss (steps 4-14)."""
         try:
             await self._route()
         except DaariError as err:
@@ -59,28 +81,25 @@ class ChatTurn:
             await self._fail(DaariError("internal error in daari; see the server log"))
 
     async def _route(self) -> None:
-        request, meta = self.request, self.meta
-        classification = classify(request)
-        meta.task_type, meta.rule_id, meta.ceiling = (
-            classification.task_type, classification.rule_id, classification.ceiling)
-        key = l0_key(request, self.controls.tier_override).digest
-        if self.cache_on:
-            entry: L0Entry | None = await self.rt.cache.ask(L0Get(key))
-            if entry is not None:
-                await self._serve_hit(entry)
-                return
-        if self.controls.tier_override is None and await self._try_shortcuts(key):
-            return
+        request, key = self.request, self.key
         if self.controls.tier_override == "L0":
             raise NotFound("X-Daari-Tier-Override: L0 was asked for and there is no L0 entry for this request",
                            code="l0_miss")
+        classification = classify(request)
+        self._classified(classification)
+        if self.controls.tier_override is None and await self._try_shortcuts(key):
+            return
         if self.rt.config.routing.slm_classifier and classification.ambiguous and self.controls.tier_override is None:
             classification = await self._hybrid_classify(classification)
-            meta.task_type, meta.rule_id, meta.ceiling = (
-                classification.task_type, classification.rule_id, classification.ceiling)
+            self._classified(classification)
         chain = plan_tiers(classification.ceiling, self.rt.config.configured_tiers(),
                            self.controls.tier_override, self.rt.config.routing.escalation)
         await self._execute(key, self._tool_capable(chain))
+
+    def _classified(self, classification: Classification) -> None:
+        self.meta.task_type = classification.task_type
+        self.meta.rule_id = classification.rule_id
+        self.meta.ceiling = classification.ceiling
 
     async def _hybrid_classify(self, heuristic: Classification) -> Classification:
         """Phase B: the first configured tier classifies an ambiguous request; any failure keeps the heuristic."""
@@ -215,7 +234,8 @@ class ChatTurn:
         if store and self.cache_on and completion.finish_reason in STORABLE_FINISH:
             entry = L0Entry(completion=completion, tier=tier, agent_turn=meta.agent_turn,
                             semantic_ok=not (meta.agent_turn or completion.tool_calls),
-                            confidence=verdict.score)
+                            confidence=verdict.score, task_type=meta.task_type, rule_id=meta.rule_id,
+                            ceiling=meta.ceiling)
             # Stored before the last bytes go out, so an identical request right after is a hit.
             await self.rt.cache.ask(L0Put(key, entry))
         self.rt.metrics.inc("requests_total", tier=tier, cache="miss")
@@ -227,8 +247,11 @@ class ChatTurn:
         self._settle("L0")
         meta.model = entry.completion.model or None
         meta.confidence = entry.confidence
+        # The classification made when the answer was stored: a hit does not classify again.
+        meta.task_type, meta.rule_id, meta.ceiling = entry.task_type, entry.rule_id, entry.ceiling
         self.rt.metrics.inc("requests_total", tier="L0", cache="hit")
-        await self._deliver(entry.completion, list(replay(entry.completion)))
+        events = list(replay(entry.completion)) if self.request.stream else []
+        await self._deliver(entry.completion, events)
 
     async def _deliver(self, completion: Completion, events: list[Event]) -> None:
         if not self.request.stream:
@@ -272,7 +295,3 @@ def _assemble(events: list[Event], tier: str) -> Completion:
     except ValueError:
         raise UpstreamError(f"tier {tier} ended its answer without finishing it (truncated stream)",
                             upstream=tier) from None
-
-
-async def handle_chat(rt: Runtime, request: ChatRequest, controls: Controls, wire: Wire, sink: Sink) -> None:
-    await ChatTurn(rt, request, controls, wire, sink).run()

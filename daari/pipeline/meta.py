@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 
@@ -33,10 +33,19 @@ class Meta:
     error: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        for optional in ("warning", "error"):
-            if data[optional] is None:
-                del data[optional]
+        # Written out rather than dataclasses.asdict: this runs on every response, hits included.
+        data: dict[str, Any] = {
+            "tier": self.tier, "task_type": self.task_type, "cache_hit": self.cache_hit,
+            "executor": self.executor, "model": self.model, "latency_ms": self.latency_ms,
+            "confidence": self.confidence, "escalated_from": self.escalated_from, "rule_id": self.rule_id,
+            "agent_turn": self.agent_turn, "ceiling": self.ceiling, "classifier": self.classifier,
+            "attempts": [{"tier": a.tier, "outcome": a.outcome, "confidence": a.confidence, "error": a.error}
+                         for a in self.attempts],
+        }
+        if self.warning is not None:
+            data["warning"] = self.warning
+        if self.error is not None:
+            data["error"] = self.error
         return data
 
     def headers(self, cache_bypassed: bool = False) -> dict[str, str]:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from actors import Address, Health
+from daari.cache.l0_memory import L0Memory
 from daari.config import Config
 from daari.metrics import Metrics
 from daari.pipeline.shortcuts import Shortcut
@@ -22,6 +23,8 @@ class Runtime:
     # Per tier: whether its executor can produce tool calls (known at start, from the executor classes).
     tools_capable: dict[str, bool] = field(default_factory=dict)
     executor_kinds: dict[str, str] = field(default_factory=dict)
+    # L0's in-memory front: request tasks peek it; the CacheActor is its only writer.
+    l0_memory: L0Memory = field(default_factory=lambda: L0Memory(4096))
     started_at: float = field(default_factory=time.time)
     # Shortcut tiers by name ("L1", "L2", "Lt"), registered as those tiers land; see pipeline/shortcuts.py.
     shortcuts: dict[str, Shortcut] = field(default_factory=dict)

@@ -16,7 +16,7 @@ import trio
 from actors.executor_actor import ListModels, TierStatus
 from daari.config import redacted
 from daari.errors import DaariError, InvalidRequest, MethodNotAllowed, NotFound
-from daari.pipeline.chat import handle_chat
+from daari.pipeline.chat import ChatTurn
 from daari.pipeline.controls import parse_controls
 from daari.pipeline.runtime import Runtime
 from daari.protocol import anthropic_render, anthropic_wire, openai_render
@@ -65,11 +65,13 @@ async def chat(req: Request) -> None:
     body = await req.json_body()
     request = req.wire.parse(body, req.headers)
     controls = parse_controls(req.headers)
-    sink = AsgiSink(req.send)
-    # The body is read: from here a client that leaves cancels everything the request started.
+    turn = ChatTurn(req.rt, request, controls, req.wire, AsgiSink(req.send))
+    if await turn.serve_from_cache():
+        return  # an L0 hit waits on nothing external: no disconnect watcher needed
+    # From here a client that leaves cancels everything the request started (upstream calls included).
     async with trio.open_nursery() as nursery:
         nursery.start_soon(watch_disconnect, req.receive, nursery.cancel_scope)
-        await handle_chat(req.rt, request, controls, req.wire, sink)
+        await turn.run()
         nursery.cancel_scope.cancel()
 
 

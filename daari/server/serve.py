@@ -18,6 +18,7 @@ from hypercorn.trio import serve as hypercorn_serve
 from actors import Health, RestartPolicy, open_mailbox, supervise
 from actors.cache_actor import CacheActor
 from actors.executor_actor import ExecutorActor
+from daari.cache.l0_memory import L0Memory
 from daari.config import Config
 from daari.executors.base import Executor
 from daari.executors.registry import make_executors
@@ -71,11 +72,13 @@ async def run_server(config: Config, *, handle_signals: bool = False,
         config=config, cache=cache, executor=executor, health=health,
         tools_capable={t: ex.supports_tools for t, ex in executors.items()},
         executor_kinds={t: ex.kind for t, ex in executors.items()},
+        l0_memory=L0Memory(config.cache.l0.lru_entries),
     )
     db_path = Path(config.data_dir) / "l0.sqlite"
+    memory = rt.l0_memory
     shutdown = trio.Event()
     async with trio.open_nursery() as actors:
-        await actors.start(supervise, lambda: CacheActor(db_path, config.cache.l0.lru_entries),
+        await actors.start(supervise, lambda: CacheActor(db_path, memory),
                            cache_inbox, health, policy)
         await actors.start(supervise, lambda: ExecutorActor(executors), executor_inbox, health, policy)
         if handle_signals:
