@@ -9,14 +9,14 @@ protocol-neutral), headers, `user`, `metadata`.
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass
 from typing import Any
 
+from daari.jsonio import canonical
 from daari.protocol.chat import ChatRequest, Message, Tool
 from daari.routing.normalize import normalize_message
 
-KEY_VERSION = 1
+KEY_VERSION = 2  # 2: canonical JSON by orjson
 
 
 @dataclass(frozen=True)
@@ -38,13 +38,9 @@ def _message_json(message: Message) -> dict[str, Any]:
     }
 
 
-def _canonical(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
 def tools_hash(tools: list[Tool]) -> str:
     schema = [{"name": t.name, "description": t.description, "parameters": t.parameters} for t in tools]
-    return hashlib.sha256(_canonical(schema).encode()).hexdigest()
+    return hashlib.sha256(canonical(schema)).hexdigest()
 
 
 def l0_key(request: ChatRequest, tier_override: str | None = None) -> L0Key:
@@ -57,4 +53,4 @@ def l0_key(request: ChatRequest, tier_override: str | None = None) -> L0Key:
         "sampling": request.sampling,
         "override": tier_override,
     }
-    return L0Key(hashlib.sha256(_canonical(payload).encode()).hexdigest())
+    return L0Key(hashlib.sha256(canonical(payload)).hexdigest())

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
+
+from daari.jsonio import dumps
 
 
 def encode(data: dict[str, Any] | str, event: str | None = None) -> bytes:
     """One SSE event. Dicts are compact JSON; a str is sent as is (OpenAI's `[DONE]`)."""
-    payload = data if isinstance(data, str) else json.dumps(data, separators=(",", ":"), ensure_ascii=False)
-    head = f"event: {event}\n" if event else ""
-    return f"{head}data: {payload}\n\n".encode()
+    payload = data.encode() if isinstance(data, str) else dumps(data)
+    head = f"event: {event}\n".encode() if event else b""
+    return head + b"data: " + payload + b"\n\n"
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,6 @@ nothing escapes as a 500 with a traceback.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -16,6 +15,7 @@ import trio
 from actors.executor_actor import ListModels, TierStatus
 from daari.config import redacted
 from daari.errors import DaariError, InvalidRequest, MethodNotAllowed, NotFound
+from daari.jsonio import loads
 from daari.pipeline.chat import ChatTurn
 from daari.pipeline.controls import parse_controls
 from daari.pipeline.runtime import Runtime
@@ -52,7 +52,7 @@ class Request:
     async def json_body(self) -> Any:
         body = await read_body(self.receive, self.headers, self.rt.config.server.max_body_bytes)
         try:
-            return json.loads(body)
+            return loads(body)
         except (ValueError, UnicodeDecodeError) as exc:
             raise InvalidRequest(f"request body is not valid JSON: {exc}") from None
 

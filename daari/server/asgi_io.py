@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import trio
 
 from daari.errors import PayloadTooLarge
+from daari.jsonio import dumps
 
 Scope = dict[str, Any]
 Receive = Any
@@ -49,7 +49,7 @@ def _raw_headers(headers: dict[str, str], content_type: str) -> list[tuple[bytes
 
 
 async def send_json(send: Send, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
-    payload = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+    payload = dumps(body)
     await send({"type": "http.response.start", "status": status,
                 "headers": _raw_headers(headers or {}, "application/json")})
     await send({"type": "http.response.body", "body": payload, "more_body": False})
