@@ -44,24 +44,21 @@ class Address(Generic[Request]):
 
     async def ask(self, request: Request) -> Any:
         """Send and wait for the reply; waits for room in a full mailbox (backpressure)."""
-        reply_send, reply_recv = trio.open_memory_channel[outcome.Outcome[Any]](1)
-        with reply_recv:
-            try:
-                await self._send.send(Envelope(request, reply_send))
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                raise Overloaded(f"the {self.name} actor is down") from None
-            try:
-                result = await reply_recv.receive()
-            except trio.EndOfChannel:
-                raise Overloaded(f"the {self.name} actor stopped before answering") from None
-        return result.unwrap()
+        return await self._ask(request, shed=False)
 
     async def ask_or_shed(self, request: Request) -> Any:
         """Like `ask`, but a full mailbox answers at once with `Overloaded` (a clear 503) instead of waiting."""
+        return await self._ask(request, shed=True)
+
+    async def _ask(self, request: Request, *, shed: bool) -> Any:
         reply_send, reply_recv = trio.open_memory_channel[outcome.Outcome[Any]](1)
+        envelope = Envelope(request, reply_send)
         with reply_recv:
             try:
-                self._send.send_nowait(Envelope(request, reply_send))
+                if shed:
+                    self._send.send_nowait(envelope)
+                else:
+                    await self._send.send(envelope)
             except trio.WouldBlock:
                 raise Overloaded(f"the {self.name} actor is overloaded; retry shortly") from None
             except (trio.BrokenResourceError, trio.ClosedResourceError):

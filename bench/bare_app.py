@@ -15,6 +15,7 @@ from typing import Any
 import trio
 
 from bench.fake_upstream import serve_until_signalled
+from daari.server.asgi_io import answer_lifespan
 
 
 class FixedJson:
@@ -24,13 +25,7 @@ class FixedJson:
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
-            while True:
-                message = await receive()
-                if message["type"] == "lifespan.startup":
-                    await send({"type": "lifespan.startup.complete"})
-                elif message["type"] == "lifespan.shutdown":
-                    await send({"type": "lifespan.shutdown.complete"})
-                    return
+            return await answer_lifespan(receive, send)
         if scope["type"] != "http":
             return
         while (await receive()).get("more_body"):

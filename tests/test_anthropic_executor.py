@@ -12,7 +12,8 @@ import trio
 
 from daari.config import TierConfig
 from daari.errors import UpstreamError, UpstreamOverloaded, UpstreamRateLimited, UpstreamRejected, UpstreamUnavailable
-from daari.executors.anthropic import AnthropicExecutor, messages_url, parse_retry_after
+from daari.executors.anthropic import AnthropicExecutor, messages_url
+from daari.executors.http_upstream import retry_after_seconds
 from daari.protocol.anthropic_wire import parse_messages_request
 from daari.protocol.chat import ChatRequest, Message, ToolCall
 from daari.protocol.events import (
@@ -303,7 +304,7 @@ async def test_cancelling_a_hung_stream_closes_the_upstream_connection() -> None
 
 
 def test_retry_after_forms() -> None:
-    assert parse_retry_after("3") == 3.0
-    assert parse_retry_after("Wed, 21 Oct 2015 07:28:10 GMT", now=1445412480.0) == 10.0
-    assert parse_retry_after("soon") is None
-    assert parse_retry_after(None) is None
+    assert retry_after_seconds({"retry-after": "3"}) == 3.0
+    assert retry_after_seconds({"retry-after": "Wed, 21 Oct 2015 07:28:10 GMT"}, now=1445412480.0) == 10.0
+    assert retry_after_seconds({"retry-after": "soon"}) is None
+    assert retry_after_seconds({}) is None

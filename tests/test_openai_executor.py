@@ -12,8 +12,9 @@ import pytest
 import trio
 
 from daari.config import TierConfig
-from daari.errors import UpstreamError, UpstreamRateLimited, UpstreamUnavailable
-from daari.executors.openai_compat import OpenAIExecutor, UpstreamRejected, parse_retry_after, redact
+from daari.errors import UpstreamError, UpstreamRateLimited, UpstreamRejected, UpstreamUnavailable
+from daari.executors.http_upstream import retry_after_seconds
+from daari.executors.openai_compat import OpenAIExecutor, redact
 from daari.protocol.chat import ChatRequest, Completion, Message, Tool
 from daari.protocol.events import Event, Finish, TextDelta, ToolCallStart, assemble
 from tests.fakes.openai_upstream import TOKEN_LOGPROB, FakeOpenAI
@@ -264,13 +265,13 @@ async def test_stream_tool_call_start_precedes_its_arguments(executor: OpenAIExe
 
 
 def test_parse_retry_after_forms() -> None:
-    assert parse_retry_after(httpx.Headers({"retry-after": "2"}), now=0) == 2.0
-    assert parse_retry_after(httpx.Headers({"retry-after-ms": "1500", "retry-after": "9"}), now=0) == 1.5
+    assert retry_after_seconds(httpx.Headers({"retry-after": "2"}), now=0) == 2.0
+    assert retry_after_seconds(httpx.Headers({"retry-after-ms": "1500", "retry-after": "9"}), now=0) == 1.5
     date = "Wed, 21 Oct 2015 07:28:30 GMT"  # 1445412510
-    assert parse_retry_after(httpx.Headers({"retry-after": date}), now=1445412500) == 10.0
-    assert parse_retry_after(httpx.Headers({"retry-after": date}), now=1445412600) == 0.0
-    assert parse_retry_after(httpx.Headers({"retry-after": "soon"}), now=0) is None
-    assert parse_retry_after(httpx.Headers(), now=0) is None
+    assert retry_after_seconds(httpx.Headers({"retry-after": date}), now=1445412500) == 10.0
+    assert retry_after_seconds(httpx.Headers({"retry-after": date}), now=1445412600) == 0.0
+    assert retry_after_seconds(httpx.Headers({"retry-after": "soon"}), now=0) is None
+    assert retry_after_seconds(httpx.Headers(), now=0) is None
 
 
 def test_redact_removes_key_and_key_shapes() -> None:

@@ -18,6 +18,7 @@ from daari.eval.routing_eval import (
     main,
     run_routing_eval,
 )
+from daari.server.asgi_io import answer_lifespan, read_all
 from tests.fakes.serving import serve_app_in_thread
 
 Behaviour = Callable[[dict[str, Any], bool, bool], tuple[int, dict[str, Any] | bytes]]
@@ -57,19 +58,8 @@ class FakeDaari:
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
-            while True:
-                message = await receive()
-                if message["type"] == "lifespan.startup":
-                    await send({"type": "lifespan.startup.complete"})
-                else:
-                    await send({"type": "lifespan.shutdown.complete"})
-                    return
-        raw = b""
-        while True:
-            message = await receive()
-            raw += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+            return await answer_lifespan(receive, send)
+        raw = await read_all(receive)
         headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
         if scope["path"] != "/v1/chat/completions" or scope["method"] != "POST":
             status, payload = 404, {"error": {"message": "not found", "type": "invalid_request_error",

@@ -12,15 +12,11 @@
 
 from __future__ import annotations
 
-import email.utils
-import time
-
 import httpx
-import trio
 
-from daari.config import TierConfig
 from daari.errors import UpstreamError, UpstreamUnavailable
-from daari.executors.base import Emit, Executor
+from daari.executors.base import Emit
+from daari.executors.http_upstream import HttpUpstream, retry_after_seconds
 from daari.protocol.anthropic_render import (
     AnthropicEventDecoder,
     decode_json,
@@ -40,40 +36,9 @@ def messages_url(base_url: str) -> str:
     return f"{base}/messages" if base.endswith("/v1") else f"{base}/v1/messages"
 
 
-def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
-    """Retry-After in seconds: a number of seconds, or an HTTP date."""
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - (time.time() if now is None else now))
-
-
-class AnthropicExecutor(Executor):
+class AnthropicExecutor(HttpUpstream):
     kind = "anthropic"
     supports_tools = True
-
-    def __init__(self, tier: str, config: TierConfig) -> None:
-        super().__init__(tier, config)
-        self._client: httpx.AsyncClient | None = None
-
-    async def start(self, nursery: trio.Nursery | None = None) -> None:
-        """Open the connection pool (nothing runs in `nursery`); `generate` opens it too when needed."""
-        if self._client is None:
-            # Read timeouts (first byte, idle, total) belong to the resilience wrapper around executors.
-            timeout = httpx.Timeout(connect=self.config.timeouts.connect_s, read=None, write=None, pool=None)
-            self._client = httpx.AsyncClient(timeout=timeout)
-
-    async def aclose(self) -> None:
-        if self._client is not None:
-            await self._client.aclose()
-            self._client = None
 
     def headers(self, request: ChatRequest) -> dict[str, str]:
         """Upstream request headers. Holds a credential: never log the result."""
@@ -91,8 +56,6 @@ class AnthropicExecutor(Executor):
         return headers
 
     async def generate(self, request: ChatRequest, emit: Emit) -> None:
-        await self.start()
-        assert self._client is not None
         body = to_upstream_body(request, self.config.model or request.model, request.stream)
         headers = self.headers(request)
         native = request.protocol == "anthropic"
@@ -105,14 +68,14 @@ class AnthropicExecutor(Executor):
 
         try:
             if request.stream:
-                async with self._client.stream("POST", messages_url(self.config.base_url or ""), json=body,
+                async with self.http().stream("POST", messages_url(self.config.base_url or ""), json=body,
                                                headers=headers) as response:
                     if response.status_code != 200:
                         await response.aread()
                         raise self._http_error(response, headers)
                     await self._relay_stream(response, send, native)
             else:
-                response = await self._client.post(messages_url(self.config.base_url or ""), json=body,
+                response = await self.http().post(messages_url(self.config.base_url or ""), json=body,
                                                    headers=headers)
                 if response.status_code != 200:
                     raise self._http_error(response, headers)
@@ -155,7 +118,7 @@ class AnthropicExecutor(Executor):
         except ValueError:
             payload = None
         err = upstream_error(payload, status=response.status_code,
-                             retry_after=parse_retry_after(response.headers.get("retry-after")))
+                             retry_after=retry_after_seconds(response.headers))
         for secret in (headers.get("x-api-key"), headers.get("authorization")):
             if secret and secret in err.message:  # an upstream that echoes the credential must not leak it
                 err.message = err.message.replace(secret, "***")

@@ -11,11 +11,11 @@ import secrets
 from typing import Any
 
 import httpx
-import trio
 
 from daari.config import TierConfig
 from daari.errors import InvalidRequest, UpstreamError, UpstreamRateLimited, UpstreamUnavailable
-from daari.executors.base import Emit, Executor
+from daari.executors.base import Emit
+from daari.executors.http_upstream import HttpUpstream
 from daari.protocol.chat import ChatRequest, FinishReason, Message, Tool, Usage
 from daari.protocol.events import Finish, TextDelta, ToolCallDelta, ToolCallStart
 
@@ -25,7 +25,7 @@ log = logging.getLogger("daari.upstream")
 SAME_NAME_OPTIONS = ("top_p", "top_k", "seed", "presence_penalty", "frequency_penalty")
 
 
-class OllamaExecutor(Executor):
+class OllamaExecutor(HttpUpstream):
     kind = "ollama"
     supports_tools = True
 
@@ -34,24 +34,15 @@ class OllamaExecutor(Executor):
         if not config.base_url:
             raise ValueError(f"{tier}: the ollama executor needs base_url")
         self.base_url = config.base_url.rstrip("/")
-        self._client: httpx.AsyncClient | None = None
-
-    async def start(self, nursery: trio.Nursery) -> None:
-        self._http()  # re-entrant: after aclose, a new client
-
-    async def aclose(self) -> None:
-        if self._client is not None:
-            client, self._client = self._client, None
-            await client.aclose()
 
     def status(self) -> dict[str, Any]:
-        return {"model": self.config.model, "started": self._client is not None}
+        return {"model": self.config.model, "started": self.started}
 
     async def list_models(self) -> list[str]:
         """Model names from GET /api/tags, for GET /v1/models; any failure gives []."""
         timeout = httpx.Timeout(self.config.timeouts.first_byte_s, connect=self.config.timeouts.connect_s)
         try:
-            response = await self._http().get(f"{self.base_url}/api/tags", timeout=timeout)
+            response = await self.http().get(f"{self.base_url}/api/tags", timeout=timeout)
             response.raise_for_status()
             models = response.json().get("models") or []
             return [m.get("name") or m["model"] for m in models]
@@ -63,7 +54,7 @@ class OllamaExecutor(Executor):
         model = self.config.model or request.model
         body = chat_body(request, self.config)
         try:
-            async with self._http().stream("POST", f"{self.base_url}/api/chat", json=body) as response:
+            async with self.http().stream("POST", f"{self.base_url}/api/chat", json=body) as response:
                 if response.status_code >= 400:
                     await response.aread()
                     raise self._status_error(response, model)
@@ -132,13 +123,6 @@ class OllamaExecutor(Executor):
         return UpstreamError(f"{self.name}: Ollama rejected the request ({status}): {detail}",
                              upstream=self.name, upstream_status=status)
 
-    def _http(self) -> httpx.AsyncClient:
-        if self._client is None:
-            # Only the connect timeout is httpx's: first-byte, idle and total are the wrapper's cancel scopes.
-            self._client = httpx.AsyncClient(
-                timeout=httpx.Timeout(None, connect=self.config.timeouts.connect_s),
-            )
-        return self._client
 
 
 def chat_body(request: ChatRequest, config: TierConfig) -> dict[str, Any]:

@@ -10,14 +10,10 @@ from __future__ import annotations
 
 import json
 import re
-import time
-from email.utils import parsedate_to_datetime
 from typing import Any
 
 import httpx
-import trio
 
-from daari.config import TierConfig
 from daari.errors import (
     UpstreamError,
     UpstreamRateLimited,
@@ -25,7 +21,8 @@ from daari.errors import (
     UpstreamTimeout,
     UpstreamUnavailable,
 )
-from daari.executors.base import Emit, Executor
+from daari.executors.base import Emit
+from daari.executors.http_upstream import HttpUpstream, retry_after_seconds
 from daari.protocol.chat import ChatRequest
 from daari.protocol.openai_render import ChunkDecoder, events_from_response
 from daari.protocol.openai_wire import to_upstream_body
@@ -33,27 +30,6 @@ from daari.protocol.sse import SSEDecoder
 
 _KEY_LIKE = re.compile(r"\b(sk-|sk_|key-)[A-Za-z0-9_\-*]{6,}")
 _MESSAGE_LIMIT = 500
-
-
-def parse_retry_after(headers: httpx.Headers, now: float) -> float | None:
-    """Seconds to wait from retry-after-ms, or Retry-After as seconds or an HTTP-date; None if absent."""
-    millis = headers.get("retry-after-ms")
-    if millis:
-        try:
-            return max(0.0, float(millis) / 1000)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        return max(0.0, parsedate_to_datetime(value).timestamp() - now)
-    except (TypeError, ValueError):
-        return None
 
 
 def redact(text: str, key: str | None) -> str:
@@ -80,36 +56,17 @@ def upstream_message(body: bytes) -> str:
     return text[:_MESSAGE_LIMIT] or "no message"
 
 
-class OpenAIExecutor(Executor):
+class OpenAIExecutor(HttpUpstream):
     kind = "openai"
     supports_tools = True
-
-    def __init__(self, tier: str, config: TierConfig) -> None:
-        super().__init__(tier, config)
-        self._client: httpx.AsyncClient | None = None
 
     @property
     def url(self) -> str:
         return f"{(self.config.base_url or '').rstrip('/')}/chat/completions"
 
-    async def start(self, nursery: trio.Nursery | None = None) -> None:
-        """Open the connection pool (no background tasks: `nursery` is unused). Re-entrant after aclose."""
-        if self._client is not None:
-            return
-        concurrency = max(1, self.config.max_concurrency)
-        self._client = httpx.AsyncClient(
-            timeout=httpx.Timeout(connect=self.config.timeouts.connect_s, read=None, write=None, pool=None),
-            limits=httpx.Limits(max_connections=concurrency * 2, max_keepalive_connections=concurrency),
-        )
-
-    async def aclose(self) -> None:
-        if self._client is not None:
-            await self._client.aclose()
-            self._client = None
-
     def status(self) -> dict[str, Any]:
         return {"base_url": self.config.base_url, "model": self.config.model,
-                "started": self._client is not None, "api_key_set": bool(self.config.api_key())}
+                "started": self.started, "api_key_set": bool(self.config.api_key())}
 
     def _headers(self) -> dict[str, str]:
         headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
@@ -128,7 +85,7 @@ class OpenAIExecutor(Executor):
         if status == 429:
             return self._error(UpstreamRateLimited, f"{head} rate limited the request: {detail}",
                                upstream_status=status, retryable=True,
-                               retry_after=parse_retry_after(response.headers, time.time()))
+                               retry_after=retry_after_seconds(response.headers))
         if status >= 500 or status == 408:
             return self._error(UpstreamError, f"{head} failed with HTTP {status}: {detail}",
                                upstream_status=status, retryable=True)
@@ -159,8 +116,6 @@ class OpenAIExecutor(Executor):
         return err
 
     async def generate(self, request: ChatRequest, emit: Emit) -> None:
-        if self._client is None:
-            raise RuntimeError("OpenAIExecutor.generate called before start()")
         body = to_upstream_body(request, self.config.model or request.model, request.stream)
         try:
             if request.stream:
@@ -173,10 +128,9 @@ class OpenAIExecutor(Executor):
             raise self._named(err) from None
 
     async def _generate_whole(self, body: dict[str, Any], emit: Emit) -> None:
-        assert self._client is not None
         started = False
         try:
-            async with self._client.stream("POST", self.url, json=body, headers=self._headers()) as response:
+            async with self.http().stream("POST", self.url, json=body, headers=self._headers()) as response:
                 started = True
                 await response.aread()
         except httpx.TransportError as exc:
@@ -192,10 +146,9 @@ class OpenAIExecutor(Executor):
             await emit(event)
 
     async def _generate_stream(self, body: dict[str, Any], emit: Emit) -> None:
-        assert self._client is not None
         started = False
         try:
-            async with self._client.stream("POST", self.url, json=body, headers=self._headers()) as response:
+            async with self.http().stream("POST", self.url, json=body, headers=self._headers()) as response:
                 started = True
                 if response.status_code != 200:
                     await response.aread()

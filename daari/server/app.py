@@ -27,6 +27,7 @@ from daari.server.asgi_io import (
     Receive,
     Scope,
     Send,
+    answer_lifespan,
     header_map,
     read_body,
     send_json,
@@ -146,7 +147,7 @@ class DaariApp:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
-            await _lifespan(receive, send)
+            await answer_lifespan(receive, send)
             return
         if scope["type"] != "http":
             return
@@ -168,12 +169,3 @@ class DaariApp:
             log.exception("unhandled error on %s %s", scope["method"], req.path)
             await req.error(DaariError("internal error in daari; see the server log"))
 
-
-async def _lifespan(receive: Receive, send: Send) -> None:
-    while True:
-        message = await receive()
-        if message["type"] == "lifespan.startup":
-            await send({"type": "lifespan.startup.complete"})
-        elif message["type"] == "lifespan.shutdown":
-            await send({"type": "lifespan.shutdown.complete"})
-            return

@@ -60,6 +60,27 @@ async def send_text(send: Send, status: int, text: str, content_type: str = "tex
     await send({"type": "http.response.body", "body": text.encode(), "more_body": False})
 
 
+async def answer_lifespan(receive: Receive, send: Send) -> None:
+    """Acknowledge Hypercorn's lifespan startup and shutdown: an app that ignores them fails to start."""
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+
+
+async def read_all(receive: Receive) -> bytes:
+    """A request body, unbounded: for trusted peers only (test fakes); clients go through `read_body`."""
+    parts: list[bytes] = []
+    while True:
+        message = await receive()
+        parts.append(message.get("body", b""))
+        if not message.get("more_body"):
+            return b"".join(parts)
+
+
 async def watch_disconnect(receive: Receive, scope: trio.CancelScope) -> None:
     """Hypercorn does not raise in the app when a client leaves: wait for http.disconnect and cancel."""
     while True:

@@ -18,6 +18,8 @@ from typing import Any
 import trio
 import trio.lowlevel
 
+from daari.server.asgi_io import answer_lifespan, read_all
+
 GOOD_TEXT = ["Hello", " from the", " fake Anthropic", " upstream."]
 TOOLS_TEXT = ["Let me ", "check."]
 TOOL_CALLS = [
@@ -52,21 +54,10 @@ class FakeAnthropic:
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
-            while True:
-                message = await receive()
-                if message["type"] == "lifespan.startup":
-                    await send({"type": "lifespan.startup.complete"})
-                elif message["type"] == "lifespan.shutdown":
-                    await send({"type": "lifespan.shutdown.complete"})
-                    return
+            return await answer_lifespan(receive, send)
         if scope["type"] != "http":
             return
-        raw = b""
-        while True:
-            message = await receive()
-            raw += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        raw = await read_all(receive)
         headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
         path = scope["path"]
         try:

@@ -16,6 +16,8 @@ from typing import Any
 import trio
 import trio.lowlevel
 
+from daari.server.asgi_io import answer_lifespan, read_all
+
 Scope = dict[str, Any]
 
 MODELS = ["good:latest", "tools:latest"]
@@ -34,16 +36,10 @@ class FakeOllama:
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
-            while True:
-                message = await receive()
-                if message["type"] == "lifespan.startup":
-                    await send({"type": "lifespan.startup.complete"})
-                elif message["type"] == "lifespan.shutdown":
-                    await send({"type": "lifespan.shutdown.complete"})
-                    return
+            return await answer_lifespan(receive, send)
         if scope["type"] != "http":
             return
-        body = await _read_body(receive)
+        body = await read_all(receive)
         path, method = scope["path"], scope["method"]
         if path == "/api/tags" and method == "GET":
             await _json(send, 200, {"models": [_tag(name) for name in MODELS]})
@@ -172,15 +168,6 @@ def _tag(name: str) -> dict[str, Any]:
     return {"name": name, "model": name, "modified_at": CREATED_AT, "size": 1_000, "digest": "0" * 64,
             "details": {"format": "gguf", "family": "llama", "parameter_size": "1B",
                         "quantization_level": "Q4_0"}}
-
-
-async def _read_body(receive: Any) -> bytes:
-    body = b""
-    while True:
-        message = await receive()
-        body += message.get("body", b"")
-        if not message.get("more_body"):
-            return body
 
 
 async def _json(send: Any, status: int, data: dict[str, Any], content_type: str = "application/json") -> None:

@@ -48,6 +48,7 @@ import trio
 
 from daari.routing.confidence import SELF_EVAL_INSTRUCTION
 from daari.routing.slm_classifier import SYSTEM_PROMPT
+from daari.server.asgi_io import answer_lifespan, read_all
 
 CLASSIFIER_PROMPT_START = SYSTEM_PROMPT[:40]
 
@@ -101,21 +102,10 @@ class FakeOpenAI:
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
-            while True:
-                message = await receive()
-                if message["type"] == "lifespan.startup":
-                    await send({"type": "lifespan.startup.complete"})
-                elif message["type"] == "lifespan.shutdown":
-                    await send({"type": "lifespan.shutdown.complete"})
-                    return
+            return await answer_lifespan(receive, send)
         if scope["type"] != "http":
             return
-        raw = b""
-        while True:
-            message = await receive()
-            raw += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        raw = await read_all(receive)
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         try:
             body: Any = json.loads(raw) if raw else None

@@ -1,0 +1,64 @@
+"""What every HTTP upstream executor shares: one pooled httpx client, opened and closed re-entrantly,
+and reading Retry-After.
+
+Only the connect timeout is httpx's: first-byte, idle and total timeouts are the resilience wrapper's
+cancel scopes (`executors/resilience.py`), which also cover the time a slow client takes to read.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from email.utils import parsedate_to_datetime
+
+import httpx
+import trio
+
+from daari.executors.base import Executor
+
+
+class HttpUpstream(Executor):
+    _client: httpx.AsyncClient | None = None
+
+    async def start(self, nursery: trio.Nursery | None = None) -> None:
+        """Open the connection pool (nothing runs in `nursery`). Re-entrant after `aclose`."""
+        self.http()
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            client, self._client = self._client, None
+            await client.aclose()
+
+    def http(self) -> httpx.AsyncClient:
+        if self._client is None:
+            concurrency = max(1, self.config.max_concurrency)
+            self._client = httpx.AsyncClient(
+                timeout=httpx.Timeout(connect=self.config.timeouts.connect_s, read=None, write=None, pool=None),
+                limits=httpx.Limits(max_connections=concurrency * 2, max_keepalive_connections=concurrency),
+            )
+        return self._client
+
+    @property
+    def started(self) -> bool:
+        return self._client is not None
+
+
+def retry_after_seconds(headers: Mapping[str, str], now: float | None = None) -> float | None:
+    """Seconds to wait: `retry-after-ms` (OpenAI), else Retry-After as seconds or an HTTP date; None if absent."""
+    millis = headers.get("retry-after-ms")
+    if millis:
+        try:
+            return max(0.0, float(millis) / 1000)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        return max(0.0, parsedate_to_datetime(value).timestamp() - (time.time() if now is None else now))
+    except (TypeError, ValueError):
+        return None
