@@ -19,7 +19,7 @@ from typing import Any
 import trio
 
 from actors.actor import Actor
-from daari.errors import DaariError, NotFound, UpstreamError
+from daari.errors import DaariError, NotFound, Overloaded, UpstreamError
 from daari.executors.base import Executor
 from daari.protocol.chat import ChatRequest
 from daari.protocol.events import Event
@@ -83,6 +83,7 @@ class ExecutorActor(Actor):
     def __init__(self, executors: dict[str, Executor], stream_buffer: int = 64) -> None:
         self.executors = executors
         self.limiters = {tier: trio.CapacityLimiter(ex.config.max_concurrency) for tier, ex in executors.items()}
+        self.in_flight = dict.fromkeys(executors, 0)  # running plus queued, per tier
         self.stream_buffer = stream_buffer
         self._nursery: trio.Nursery | None = None
 
@@ -126,6 +127,12 @@ class ExecutorActor(Actor):
         executor = self.executors.get(request.tier)
         if executor is None:
             raise NotFound(f"tier {request.tier} is not configured")
+        config = executor.config
+        if self.in_flight[request.tier] >= config.max_concurrency + config.max_queue:
+            # Shed rather than queue without bound: a client retrying later beats one waiting forever.
+            raise Overloaded(f"tier {request.tier} is busy: {config.max_concurrency} running and "
+                             f"{config.max_queue} queued (tiers.{request.tier}.max_queue); retry shortly")
+        self.in_flight[request.tier] += 1
         send, receive = trio.open_memory_channel[Event | GenerationFailed](self.stream_buffer)
         scope = trio.CancelScope()
         assert self._nursery is not None
@@ -137,26 +144,25 @@ class ExecutorActor(Actor):
                         scope: trio.CancelScope) -> None:
         with scope, send:
             try:
-                async with self.limiters[executor.tier]:
-                    await executor.generate(request, send.send)
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                return  # the consumer left: nothing to report to
-            except DaariError as exc:
-                failure: DaariError = exc
-            except Exception as exc:
-                log.exception("executor %s failed", executor.name)
-                failure = UpstreamError(f"{executor.name} failed: {type(exc).__name__}", upstream=executor.name)
-            else:
-                return
-            try:
-                send.send_nowait(GenerationFailed(failure))
-            except (trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError):
-                with trio.move_on_after(1):
-                    try:
-                        await send.send(GenerationFailed(failure))
-                    except (trio.BrokenResourceError, trio.ClosedResourceError):
-                        pass
+                await self._run_one(executor, request, send)
+            finally:
+                self.in_flight[executor.tier] -= 1
 
-
-def build_executors(tiers: dict[str, Any], factory: Callable[[str, Any], Executor]) -> dict[str, Executor]:
-    return {name: factory(name, tier) for name, tier in tiers.items()}
+    async def _run_one(self, executor: Executor, request: ChatRequest,
+                       send: trio.MemorySendChannel[Event | GenerationFailed]) -> None:
+        try:
+            async with self.limiters[executor.tier]:
+                await executor.generate(request, send.send)
+            return
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            return  # the consumer left: nothing to report to
+        except DaariError as exc:
+            failure: DaariError = exc
+        except Exception as exc:
+            log.exception("executor %s failed", executor.name)
+            failure = UpstreamError(f"{executor.name} failed: {type(exc).__name__}", upstream=executor.name)
+        try:
+            send.send_nowait(GenerationFailed(failure))
+        except (trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError):
+            with trio.move_on_after(1), contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                await send.send(GenerationFailed(failure))

@@ -79,6 +79,7 @@ class TierConfig:
     api_key_env: str | None = None  # name of the environment variable holding the key, never the key
     forward_client_key: bool = False  # anthropic: forward the client's own x-api-key
     max_concurrency: int = 4
+    max_queue: int = 64  # requests waiting for a slot beyond max_concurrency; past that: 503 (Anthropic 529)
     max_tokens: int = 512  # used when the client sets none (embedded and ollama)
     keep_alive: str | None = None  # ollama keep_alive
     timeouts: TimeoutsConfig = field(default_factory=TimeoutsConfig)

@@ -113,3 +113,27 @@ async def test_shutdown_cancels_requests_still_running_after_the_grace_period(tm
             server.shutdown.set()
         # The grace period passed, the hanging request was cancelled, and its upstream call closed.
         await wait_for(lambda: fake.closed_streams == 1)
+
+
+async def test_a_full_tier_queue_sheds_with_503_and_529(tmp_path: Path) -> None:
+    fake = FakeOpenAI()
+    async with serve_app(fake) as upstream:
+        tier = upstream_tier("openai", upstream + "/v1", "hang", max_concurrency=1, max_queue=1)
+        config = make_config(tmp_path, tiers={"L3": tier})
+        async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url) as client:
+            async with trio.open_nursery() as nursery:
+                async def hanging() -> None:
+                    await client.post("/v1/chat/completions", json=CHAT)
+
+                for _ in range(2):  # one running, one queued
+                    nursery.start_soon(hanging)
+                await wait_for(lambda: fake.active_streams == 1)
+                await trio.testing.wait_all_tasks_blocked(0.05)
+                with trio.fail_after(5):  # without the bound these would queue forever
+                    shed = await client.post("/v1/chat/completions", json=CHAT)
+                    shed_anthropic = await client.post("/v1/messages", json={
+                        "model": "x", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]})
+                nursery.cancel_scope.cancel()
+    assert shed.status_code == 503 and "max_queue" in shed.json()["error"]["message"]
+    assert shed_anthropic.status_code == 529
+    assert shed_anthropic.json()["error"]["type"] == "overloaded_error"
