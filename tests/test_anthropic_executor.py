@@ -19,6 +19,7 @@ from daari.protocol.chat import ChatRequest, Message, ToolCall
 from daari.protocol.events import (
     Event,
     Finish,
+    KeepAlive,
     NativeEvent,
     TextDelta,
     ToolCallDelta,
@@ -63,7 +64,8 @@ async def run(executor: AnthropicExecutor, request: ChatRequest) -> list[Event]:
 
 
 def neutral(events: list[Event]) -> list[Event]:
-    return [e for e in events if not isinstance(e, NativeEvent)]
+    """The content events: no native pass-through, no keep-alives (pings, thinking)."""
+    return [e for e in events if not isinstance(e, NativeEvent | KeepAlive)]
 
 
 # ---------------------------------------------------------------- streams

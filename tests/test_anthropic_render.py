@@ -38,6 +38,7 @@ from daari.protocol.chat import ChatRequest, Completion, Message, ToolCall, Usag
 from daari.protocol.events import (
     Event,
     Finish,
+    KeepAlive,
     NativeEvent,
     TextDelta,
     ToolCallDelta,
@@ -325,6 +326,7 @@ def test_decoder_maps_block_indexes_to_tool_indexes_and_ignores_unknown_events()
     ]
     events = [e for name, data in feed for e in decoder.feed(name, data)]
     assert events == [
+        KeepAlive(),  # the ping: alive, nothing to show
         TextDelta("a"), ToolCallStart(0, "t1", "f"), ToolCallStart(1, "t2", "g"),
         ToolCallDelta(1, "{}"), ToolCallDelta(0, '{"x":1}'),
         Finish(reason="stop_sequence", usage=Usage(5, 4), stop_sequence="END", model="m"),

@@ -20,7 +20,7 @@ from daari.errors import (
 from daari.executors.base import Emit, Executor
 from daari.executors.resilience import ResilientExecutor
 from daari.protocol.chat import ChatRequest, Message, Usage
-from daari.protocol.events import Event, Finish, TextDelta, assemble
+from daari.protocol.events import Event, Finish, KeepAlive, TextDelta, assemble
 
 Script = Callable[[Emit], Awaitable[None]]
 
@@ -186,6 +186,19 @@ async def test_idle_deadline_rearms_after_each_event(virtual_time: object) -> No
     out = Collector()
     await ResilientExecutor(ScriptedExecutor(tier_config(), steady)).generate(REQUEST, out)
     assert assemble(out.events).text == "xxxxx"
+
+
+async def test_a_long_thinking_phase_with_keepalives_is_not_idle(virtual_time: object) -> None:
+    async def thinks_then_answers(emit: Emit) -> None:
+        for _ in range(10):  # reasoning for 10 x 0.5 idle_s, nothing visible but keep-alives
+            await trio.sleep(IDLE * 0.5)
+            await emit(KeepAlive())
+        await emit(TextDelta("answer"))
+        await emit(Finish("stop"))
+
+    out = Collector()
+    await ResilientExecutor(ScriptedExecutor(tier_config(), thinks_then_answers)).generate(REQUEST, out)
+    assert assemble(out.events).text == "answer"
 
 
 async def test_slow_downstream_emit_does_not_count_as_upstream_idle(virtual_time: object) -> None:

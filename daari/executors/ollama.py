@@ -17,7 +17,7 @@ from daari.errors import InvalidRequest, UpstreamError, UpstreamRateLimited, Ups
 from daari.executors.base import Emit
 from daari.executors.http_upstream import HttpUpstream
 from daari.protocol.chat import ChatRequest, FinishReason, Message, Tool, Usage
-from daari.protocol.events import Finish, TextDelta, ToolCallDelta, ToolCallStart
+from daari.protocol.events import Finish, KeepAlive, TextDelta, ToolCallDelta, ToolCallStart
 
 log = logging.getLogger("daari.upstream")
 
@@ -84,6 +84,8 @@ class OllamaExecutor(HttpUpstream):
             if content:
                 logprob, tokens = _logprob_sum(chunk.get("logprobs"))
                 await emit(TextDelta(content, logprob=logprob, tokens=tokens))
+            elif message.get("thinking"):
+                await emit(KeepAlive())  # a thinking model reasoning: alive, nothing to show
             for call in message.get("tool_calls") or []:
                 function = call.get("function") or {}
                 arguments = function.get("arguments")

@@ -22,7 +22,7 @@ from daari.errors import DaariError, UpstreamError, UpstreamOverloaded, Upstream
 from daari.protocol import sse
 from daari.protocol.anthropic_wire import compact_json, parse_arguments
 from daari.protocol.chat import ChatRequest, Completion, FinishReason, Usage
-from daari.protocol.events import Event, Finish, NativeEvent, TextDelta, ToolCallDelta, ToolCallStart
+from daari.protocol.events import Event, Finish, KeepAlive, NativeEvent, TextDelta, ToolCallDelta, ToolCallStart
 from daari.routing.tokens import estimate_request_tokens
 
 STOP_REASON_TO_ANTHROPIC: dict[str, str] = {
@@ -373,7 +373,9 @@ class AnthropicEventDecoder:
                            model=self._model)]
         if kind == "error":
             raise upstream_error(data)
-        return []  # ping, content_block_stop, and event types added after this was written
+        if kind == "ping":
+            return [KeepAlive()]
+        return []  # content_block_stop, and event types added after this was written
 
     def _block_start(self, index: int, block: dict[str, Any]) -> list[Event]:
         kind = block["type"]
@@ -386,7 +388,7 @@ class AnthropicEventDecoder:
             if block.get("input"):
                 events.append(ToolCallDelta(index=tool_index, arguments=compact_json(block["input"])))
             return events
-        return []  # thinking, server tool blocks: only the native stream carries them
+        return [KeepAlive()]  # thinking, server tool blocks: only the native stream carries them
 
     def _block_delta(self, index: int, delta: dict[str, Any]) -> list[Event]:
         kind = delta["type"]
@@ -395,7 +397,7 @@ class AnthropicEventDecoder:
         if kind == "input_json_delta" and index in self._tools:
             piece = delta["partial_json"]
             return [ToolCallDelta(index=self._tools[index], arguments=piece)] if piece else []
-        return []
+        return [KeepAlive()]  # thinking and signature deltas: only the native stream carries them
 
 
 def decode_json(text: str) -> dict[str, Any]:

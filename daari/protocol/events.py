@@ -42,6 +42,15 @@ class Finish:
 
 
 @dataclass(frozen=True)
+class KeepAlive:
+    """The upstream is working but has nothing to show yet (reasoning, pings).
+
+    It only tells the idle timeout that the upstream is alive: a long thinking phase is not a hang.
+    Renderers and `assemble` ignore it.
+    """
+
+
+@dataclass(frozen=True)
 class NativeEvent:
     """An upstream event in the client's own protocol, to pass through untouched (no lossy round trip).
 
@@ -54,7 +63,7 @@ class NativeEvent:
     data: dict[str, Any]
 
 
-Event = TextDelta | ToolCallStart | ToolCallDelta | Finish | NativeEvent
+Event = TextDelta | ToolCallStart | ToolCallDelta | Finish | NativeEvent | KeepAlive
 
 
 def assemble(events: Iterable[Event]) -> Completion:
