@@ -137,6 +137,10 @@ class OpenAIExecutor(HttpUpstream):
             raise self._transport_error(exc, started) from None
         if response.status_code != 200:
             raise self._http_error(response)
+        await self._emit_whole(response, emit)
+
+    async def _emit_whole(self, response: httpx.Response, emit: Emit) -> None:
+        """A whole `chat.completion` body (read already) as events."""
         try:
             data = json.loads(response.content)
         except ValueError:
@@ -156,13 +160,7 @@ class OpenAIExecutor(HttpUpstream):
                 if response.headers.get("content-type", "").startswith("application/json"):
                     # A server that ignores "stream": the whole answer in one JSON body.
                     await response.aread()
-                    try:
-                        data = json.loads(response.content)
-                    except ValueError:
-                        raise self._error(UpstreamError, f"upstream {self.name} sent a body that is not JSON",
-                                          upstream_status=200) from None
-                    for event in events_from_response(data):
-                        await emit(event)
+                    await self._emit_whole(response, emit)
                     return
                 await self._relay(response, emit)
         except httpx.TransportError as exc:
