@@ -6,6 +6,7 @@ answered to the asker too, then crashes the actor so that its supervisor restart
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
@@ -21,15 +22,16 @@ class ActorCrashed(DaariError):
     code = "actor_crashed"
 
 
-class Actor:
+class Actor(ABC):
     name = "actor"
 
     def lifespan(self) -> AbstractAsyncContextManager[None]:
         """Acquire the actor's resource; the default owns nothing. Override as an asynccontextmanager."""
         return _nothing()
 
+    @abstractmethod
     async def handle(self, request: Any) -> Any:
-        raise NotImplementedError  # pragma: no cover - every actor overrides this
+        """Answer one message; the return value is the reply."""
 
     async def run(
         self,

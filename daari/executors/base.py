@@ -7,6 +7,7 @@ closes the upstream connection.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -19,7 +20,7 @@ from daari.protocol.events import Event
 Emit = Callable[[Event], Awaitable[None]]
 
 
-class Executor:
+class Executor(ABC):
     kind: str = "base"
     # Whether this executor can answer a request that defines tools with tool calls.
     supports_tools: bool = False
@@ -33,22 +34,22 @@ class Executor:
         """Upstream name for logs and errors: never holds a key."""
         return f"{self.tier}:{self.kind}"
 
-    async def start(self, nursery: trio.Nursery) -> None:
+    async def start(self, nursery: trio.Nursery) -> None:  # noqa: B027 - an optional hook, no-op by default
         """Open connections or begin loading a model in `nursery` (the ExecutorActor's). Returns promptly.
 
         Called again after an ExecutorActor restart, following `aclose`: must be re-entrant.
         """
 
-    async def aclose(self) -> None:
+    async def aclose(self) -> None:  # noqa: B027 - an optional hook, no-op by default
         """Release what `start` opened."""
 
+    @abstractmethod
     async def generate(self, request: ChatRequest, emit: Emit) -> None:
         """Answer `request` by awaiting `emit` for each event, ending with `Finish`.
 
         Raise a `DaariError` (UpstreamError, UpstreamTimeout, ...) on failure. Retries are allowed only
         before the first `emit`; after it, a failure must propagate.
         """
-        raise NotImplementedError  # pragma: no cover
 
     def status(self) -> dict[str, Any]:
         """State for /healthz and metrics (model loaded, circuit breaker state...)."""
