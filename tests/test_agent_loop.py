@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import sqlite3
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,6 +27,7 @@ TOOLS = [{
 
 @pytest.fixture
 def setup(tmp_path: Path) -> Iterator[tuple[openai.OpenAI, FakeOpenAI]]:
+    """daari (data in tmp_path/data) in front of a fake upstream that calls tools."""
     fake = FakeOpenAI()
     with serve_app_in_thread(fake) as upstream:
         config = make_config(tmp_path, tiers={"L3": upstream_tier("openai", upstream + "/v1")})
@@ -88,3 +91,20 @@ def test_identical_loop_is_all_l0_and_changed_tool_result_misses(
     # The first turn is identical (an L0 hit); the turn after the changed tool result is a miss.
     assert [m["tier"] for m in changed] == ["L0", "L3"]
     assert "now with tests" in fake.requests[-1].body["messages"][-1]["content"]
+
+
+def test_agent_turn_entries_are_marked_exact_only(setup: tuple[openai.OpenAI, FakeOpenAI], tmp_path: Path) -> None:
+    client, _ = setup
+    run_loop(client, "# daari")
+    client.chat.completions.create(model="good", messages=[{"role": "user", "content": "plain question"}])
+    # The CacheActor writes to disk after acknowledging a put: wait (bounded) for the three rows.
+    deadline = time.monotonic() + 10
+    while True:
+        rows = sqlite3.connect(tmp_path / "data" / "l0.sqlite").execute(
+            "select agent_turn, semantic_ok, completion from l0").fetchall()
+        if len(rows) >= 3 or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    flags = sorted((agent, ok, bool(json.loads(c)["tool_calls"])) for agent, ok, c in rows)
+    # Two agent turns (one answered with a tool call) are exact-only; the plain chat may serve L1 later.
+    assert flags == [(0, 1, False), (1, 0, False), (1, 0, True)]
