@@ -127,6 +127,8 @@ def test_bad_input_gets_openai_error_shapes(client: openai.OpenAI) -> None:
         error = response.json()["error"]
         assert set(error) == {"message", "type", "param", "code"}
         assert error["message"] and "Traceback" not in response.text
+        if status == 405:
+            assert response.headers["allow"] == "POST"
 
 
 def test_body_over_the_limit_is_413(client: openai.OpenAI) -> None:

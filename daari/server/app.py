@@ -57,9 +57,9 @@ class Request:
         except (ValueError, UnicodeDecodeError) as exc:
             raise InvalidRequest(f"request body is not valid JSON: {exc}") from None
 
-    async def error(self, err: DaariError) -> None:
+    async def error(self, err: DaariError, headers: dict[str, str] | None = None) -> None:
         status, body = self.wire.render_error(err)
-        await send_json(self.send, status, body)
+        await send_json(self.send, status, body, headers)
 
 
 async def chat(req: Request) -> None:
@@ -158,8 +158,9 @@ class DaariApp:
                 raise NotFound(f"no route for {scope['method']} {req.path}")
             handler = methods.get(scope["method"])
             if handler is None:
-                raise MethodNotAllowed(f"{scope['method']} is not allowed on {req.path}; "
-                                       f"use {', '.join(methods)}")
+                await req.error(MethodNotAllowed(f"{scope['method']} is not allowed on {req.path}; "
+                                                 f"use {', '.join(methods)}"), {"allow": ", ".join(methods)})
+                return
             await handler(req)
         except ClientDisconnected:
             return
