@@ -148,6 +148,7 @@ def test_invalid_tier_override_is_400(client: openai.OpenAI) -> None:
 def test_models_and_config_and_health(client: openai.OpenAI) -> None:
     ids = [m.id for m in client.models.list()]
     assert "daari" in ids
+    assert client.models.retrieve("qwen2.5:3b").id == "qwen2.5:3b"
     base = str(client.base_url).rstrip("/").removesuffix("/v1")
     config = httpx.get(base + "/v1/daari/config").json()
     assert config["tiers"]["L3"]["executor"] == "openai"

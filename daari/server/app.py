@@ -81,11 +81,24 @@ async def count_tokens(req: Request) -> None:
     await send_json(req.send, 200, anthropic_wire.count_tokens(body, req.headers))
 
 
+def _anthropic_client(req: Request) -> bool:
+    return "anthropic-version" in req.headers or "x-api-key" in req.headers
+
+
+async def model(req: Request) -> None:
+    """GET /v1/models/{id}: daari passes any model name through, so every id is served."""
+    model_id = req.path.removeprefix("/v1/models/").removeprefix("/models/")
+    if _anthropic_client(req):
+        await send_json(req.send, 200, anthropic_render.render_models([model_id])["data"][0])
+    else:
+        await send_json(req.send, 200, openai_render.render_models([model_id], int(req.rt.started_at))["data"][0])
+
+
 async def models(req: Request) -> None:
     async with await req.rt.executor.ask(ListModels()) as listing:
         names = await listing.receive()
     ids = ["daari", *[m for m in names if m != "daari"]]
-    if "anthropic-version" in req.headers or "x-api-key" in req.headers:
+    if _anthropic_client(req):
         await send_json(req.send, 200, anthropic_render.render_models(ids))
     else:
         await send_json(req.send, 200, openai_render.render_models(ids, int(req.rt.started_at)))
@@ -153,7 +166,10 @@ class DaariApp:
             return
         req = Request(self.rt, scope, receive, send)
         try:
-            methods = ROUTES.get(req.path.rstrip("/") or "/")
+            path = req.path.rstrip("/") or "/"
+            methods = ROUTES.get(path)
+            if methods is None and path.startswith(("/v1/models/", "/models/")):
+                methods = {"GET": model}
             if methods is None:
                 raise NotFound(f"no route for {scope['method']} {req.path}")
             handler = methods.get(scope["method"])
