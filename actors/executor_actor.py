@@ -81,7 +81,7 @@ class ExecutorActor(Actor):
 
     def __init__(self, executors: dict[str, Executor], stream_buffer: int = 64) -> None:
         self.executors = executors
-        self.limiters = {tier: trio.CapacityLimiter(ex.config.max_concurrency) for tier, ex in executors.items()}
+        self.limiters = {tier: trio.CapacityLimiter(ex.config.concurrency()) for tier, ex in executors.items()}
         self.in_flight = dict.fromkeys(executors, 0)  # running plus queued, per tier
         self.stream_buffer = stream_buffer
         self._nursery: trio.Nursery | None = None
@@ -127,9 +127,9 @@ class ExecutorActor(Actor):
         if executor is None:
             raise NotFound(f"tier {request.tier} is not configured")
         config = executor.config
-        if self.in_flight[request.tier] >= config.max_concurrency + config.max_queue:
+        if self.in_flight[request.tier] >= config.concurrency() + config.max_queue:
             # Shed rather than queue without bound: a client retrying later beats one waiting forever.
-            raise Overloaded(f"tier {request.tier} is busy: {config.max_concurrency} running and "
+            raise Overloaded(f"tier {request.tier} is busy: {config.concurrency()} running and "
                              f"{config.max_queue} queued (tiers.{request.tier}.max_queue); retry shortly")
         self.in_flight[request.tier] += 1
         send, receive = trio.open_memory_channel[Event | GenerationFailed](self.stream_buffer)

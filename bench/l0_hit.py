@@ -36,17 +36,15 @@ HEADERS = {"Content-Type": "application/json"}
 WARMUP_S = 2.0
 
 
-MAX_CONCURRENCY = 32
 
 
 def proxy_config(upstream_url: str) -> dict[str, object]:
     """daari with one tier, L3 = the fake OpenAI upstream (model "good": a plain answer).
 
-    The tier's max_concurrency is raised from its default 4 (sized for a local model) so that 20 client
-    connections are not queued behind the tier's limiter in the pass-through run.
+    The tier's max_concurrency is the openai executor's default, 32, so that 20 client connections are not
+    queued behind the tier's limiter in the pass-through run.
     """
-    return {"server": {"grace_period_s": 1},
-            "tiers": {"L3": openai_tier(upstream_url, "good", max_concurrency=MAX_CONCURRENCY)}}
+    return {"server": {"grace_period_s": 1}, "tiers": {"L3": openai_tier(upstream_url, "good")}}
 
 
 def warm_hit(server: Server) -> tuple[bytes, list[tuple[str, str]]]:

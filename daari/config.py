@@ -18,6 +18,7 @@ import yaml
 from daari.errors import ConfigError
 
 TIER_NAMES = ("L3", "L4", "L5", "L6")
+DEFAULT_CONCURRENCY = {"embedded": 1, "ollama": 4, "openai": 32, "anthropic": 32}
 ExecutorKind = Literal["embedded", "openai", "ollama", "anthropic"]
 
 
@@ -78,7 +79,9 @@ class TierConfig:
     model: str | None = None  # None: the client's model name is passed through
     api_key_env: str | None = None  # name of the environment variable holding the key, never the key
     forward_client_key: bool = False  # anthropic: forward the client's own x-api-key
-    max_concurrency: int = 4
+    # Generations at once; None: by executor (DEFAULT_CONCURRENCY): a local model serves one or a few at a
+    # time, a hosted API many (agents such as Claude Code send parallel requests).
+    max_concurrency: int | None = None
     max_queue: int = 64  # requests waiting for a slot beyond max_concurrency; past that: 503 (Anthropic 529)
     max_tokens: int = 512  # used when the client sets none (embedded and ollama)
     keep_alive: str | None = None  # ollama keep_alive
@@ -88,6 +91,9 @@ class TierConfig:
 
     def api_key(self) -> str | None:
         return os.environ.get(self.api_key_env) if self.api_key_env else None
+
+    def concurrency(self) -> int:
+        return max(1, self.max_concurrency or DEFAULT_CONCURRENCY[self.executor])
 
 
 @dataclass

@@ -31,7 +31,7 @@ class HttpUpstream(Executor):
 
     def http(self) -> httpx.AsyncClient:
         if self._client is None:
-            concurrency = max(1, self.config.max_concurrency)
+            concurrency = self.config.concurrency()
             self._client = httpx.AsyncClient(
                 timeout=httpx.Timeout(connect=self.config.timeouts.connect_s, read=None, write=None, pool=None),
                 limits=httpx.Limits(max_connections=concurrency * 2, max_keepalive_connections=concurrency),
