@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -12,6 +13,7 @@ import trio
 from actors.actor import Actor
 from daari.cache.l0_memory import L0Memory
 from daari.cache.l0_store import L0Entry, L0Store
+from daari.errors import StartupError
 
 
 @dataclass(frozen=True)
@@ -43,7 +45,11 @@ class CacheActor(Actor):
 
     @asynccontextmanager
     async def lifespan(self) -> AsyncIterator[None]:
-        self.store = await trio.to_thread.run_sync(L0Store, self.db_path, limiter=self._sqlite)
+        try:
+            self.store = await trio.to_thread.run_sync(L0Store, self.db_path, limiter=self._sqlite)
+        except (OSError, sqlite3.Error) as exc:
+            raise StartupError(f"cannot open the L0 store {self.db_path}: {exc}; "
+                               f"choose a writable directory with --data-dir") from None
         writes_send, writes_recv = trio.open_memory_channel[L0Put](1024)
         self._writes = writes_send
         try:

@@ -8,7 +8,7 @@ import os
 import sys
 from typing import Any
 
-from daari.errors import ConfigError, DaariError
+from daari.errors import ConfigError, DaariError, StartupError
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -29,16 +29,30 @@ def _serve(args: argparse.Namespace) -> int:
         config_path = "daari.yaml"
     try:
         config = load_config(config_path, overrides)
-        trio.run(lambda: run_server(config, handle_signals=True))
     except ConfigError as exc:
         print(f"daari: config error: {exc}", file=sys.stderr)
         return 2
-    except DaariError as exc:
-        print(f"daari: {exc.message}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        return 130
+    try:
+        trio.run(lambda: run_server(config, handle_signals=True))
+    except BaseException as exc:  # sorted below; anything unexpected is re-raised
+        cause = _root_cause(exc)
+        if isinstance(cause, KeyboardInterrupt):
+            return 130
+        if isinstance(cause, DaariError | StartupError):
+            print(f"daari: {cause}", file=sys.stderr)
+            return 1
+        if isinstance(cause, OSError):  # e.g. the port is taken
+            print(f"daari: cannot start: {cause}", file=sys.stderr)
+            return 1
+        raise
     return 0
+
+
+def _root_cause(exc: BaseException) -> BaseException:
+    """The one exception inside nested nursery exception groups, or the group itself."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
 
 
 def _eval(args: argparse.Namespace, rest: list[str]) -> int:

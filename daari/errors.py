@@ -148,3 +148,7 @@ class ModelNotInstalled(DaariError):
 
 class ConfigError(Exception):
     """daari.yaml is wrong: an unknown key, a bad value. Not a client error."""
+
+
+class StartupError(Exception):
+    """daari cannot start (the data dir is not writable, the port is taken): one line says why."""

