@@ -1,5 +1,5 @@
 """JSON on the hot path: orjson (several times faster than the stdlib for daari's bodies), with the stdlib
-as the fallback for the values orjson refuses (integers beyond 64 bits).
+as the fallback for what orjson refuses (integers beyond 64 bits, NaN).
 
 `dumps` is compact UTF-8; `canonical` also sorts keys, for hashing (cache keys).
 """
@@ -11,7 +11,14 @@ from typing import Any
 
 import orjson
 
-loads = orjson.loads  # raises orjson.JSONDecodeError, a ValueError
+
+def loads(data: bytes | str) -> Any:
+    """Parse JSON; what orjson refuses but the stdlib takes (NaN, integers beyond 64 bits) still parses.
+    Invalid JSON raises ValueError."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return json.loads(data)
 
 
 def dumps(value: Any) -> bytes:

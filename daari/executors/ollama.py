@@ -16,6 +16,7 @@ from daari.config import TierConfig
 from daari.errors import InvalidRequest, UpstreamError, UpstreamRateLimited, UpstreamUnavailable
 from daari.executors.base import Emit
 from daari.executors.http_upstream import HttpUpstream
+from daari.jsonio import loads
 from daari.protocol.chat import ChatRequest, FinishReason, Message, Tool, Usage
 from daari.protocol.events import Finish, KeepAlive, TextDelta, ToolCallDelta, ToolCallStart
 
@@ -238,7 +239,7 @@ def _finish_reason(done_reason: str | None, had_tool_calls: bool) -> FinishReaso
 
 def _parse_line(line: str, name: str) -> dict[str, Any]:
     try:
-        chunk = json.loads(line)
+        chunk = loads(line)
     except json.JSONDecodeError:
         chunk = None
     if not isinstance(chunk, dict):

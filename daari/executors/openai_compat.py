@@ -23,6 +23,7 @@ from daari.errors import (
 )
 from daari.executors.base import Emit
 from daari.executors.http_upstream import HttpUpstream, retry_after_seconds
+from daari.jsonio import dumps, loads
 from daari.protocol.chat import ChatRequest
 from daari.protocol.openai_render import ChunkDecoder, events_from_response
 from daari.protocol.openai_wire import to_upstream_body
@@ -130,7 +131,8 @@ class OpenAIExecutor(HttpUpstream):
     async def _generate_whole(self, body: dict[str, Any], emit: Emit) -> None:
         started = False
         try:
-            async with self.http().stream("POST", self.url, json=body, headers=self._headers()) as response:
+            async with self.http().stream("POST", self.url, content=dumps(body),
+                                          headers=self._headers()) as response:
                 started = True
                 await response.aread()
         except httpx.TransportError as exc:
@@ -142,7 +144,7 @@ class OpenAIExecutor(HttpUpstream):
     async def _emit_whole(self, response: httpx.Response, emit: Emit) -> None:
         """A whole `chat.completion` body (read already) as events."""
         try:
-            data = json.loads(response.content)
+            data = loads(response.content)
         except ValueError:
             raise self._error(UpstreamError, f"upstream {self.name} sent a body that is not JSON",
                               upstream_status=200) from None
@@ -152,7 +154,8 @@ class OpenAIExecutor(HttpUpstream):
     async def _generate_stream(self, body: dict[str, Any], emit: Emit) -> None:
         started = False
         try:
-            async with self.http().stream("POST", self.url, json=body, headers=self._headers()) as response:
+            async with self.http().stream("POST", self.url, content=dumps(body),
+                                          headers=self._headers()) as response:
                 started = True
                 if response.status_code != 200:
                     await response.aread()
@@ -179,7 +182,7 @@ class OpenAIExecutor(HttpUpstream):
                         await emit(ev)
                     return
                 try:
-                    data = json.loads(event.data)
+                    data = loads(event.data)
                 except ValueError:
                     raise self._error(UpstreamError, f"upstream {self.name} sent a stream event that is not "
                                       "JSON") from None

@@ -15,10 +15,10 @@ Choices:
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from daari.errors import DaariError, UpstreamError, UpstreamOverloaded, UpstreamRateLimited, UpstreamRejected
+from daari.jsonio import loads
 from daari.protocol import sse
 from daari.protocol.anthropic_wire import compact_json, parse_arguments
 from daari.protocol.chat import ChatRequest, Completion, FinishReason, Usage
@@ -403,7 +403,7 @@ class AnthropicEventDecoder:
 def decode_json(text: str) -> dict[str, Any]:
     """Upstream JSON that must be an object; anything else is an UpstreamError, never a KeyError."""
     try:
-        value = json.loads(text)
+        value = loads(text)
     except ValueError:
         raise _malformed("invalid JSON") from None
     if not isinstance(value, dict):
