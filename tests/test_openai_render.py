@@ -377,3 +377,16 @@ def test_chunk_decoder_malformed_chunk_is_a_502(bad: object) -> None:
     with pytest.raises(UpstreamError) as info:
         ChunkDecoder().feed(bad)
     assert info.value.status == 502
+
+
+def test_reasoning_deltas_are_keepalives_not_text() -> None:
+    from daari.protocol.events import KeepAlive
+    from daari.protocol.openai_render import ChunkDecoder
+
+    decoder = ChunkDecoder()
+    chunk = {"id": "c", "object": "chat.completion.chunk", "model": "r1",
+             "choices": [{"index": 0, "delta": {"role": "assistant", "content": None,
+                                                "reasoning_content": "Let me think"}, "finish_reason": None}]}
+    assert decoder.feed(chunk) == [KeepAlive()]
+    chunk["choices"][0]["delta"] = {"content": "42"}
+    assert [type(e).__name__ for e in decoder.feed(chunk)] == ["TextDelta"]

@@ -11,7 +11,7 @@ from typing import Any
 
 from daari.errors import DaariError, UpstreamError
 from daari.protocol.chat import ChatRequest, Completion, FinishReason, Usage
-from daari.protocol.events import Event, Finish, TextDelta, ToolCallDelta, ToolCallStart
+from daari.protocol.events import Event, Finish, KeepAlive, TextDelta, ToolCallDelta, ToolCallStart
 from daari.protocol.sse import encode
 
 DONE = b"data: [DONE]\n\n"
@@ -324,6 +324,9 @@ class ChunkDecoder:
             if text:
                 logprob, tokens = _logprobs(choice)
                 events.append(TextDelta(text, logprob=logprob, tokens=tokens))
+            elif delta.get("reasoning_content") or delta.get("reasoning"):
+                # A reasoning model thinking (vLLM, DeepSeek, Ollama's /v1): alive, nothing to show.
+                events.append(KeepAlive())
             if delta.get("tool_calls") is not None:
                 events.extend(self._tool_calls(delta["tool_calls"]))
             if choice.get("finish_reason") is not None:
