@@ -254,6 +254,7 @@ class ChatTurn:
         await self._deliver(entry.completion, events)
 
     async def _deliver(self, completion: Completion, events: list[Event]) -> None:
+        self._log_decision()
         if not self.request.stream:
             self.meta.latency_ms = self._elapsed_ms()
             body = self.wire.render(completion, self.request, self.meta.to_json(), events)
@@ -273,6 +274,7 @@ class ChatTurn:
         self.meta.latency_ms = self._elapsed_ms()
         if self.meta.error is None:
             self.meta.error = err.code or type(err).__name__
+        self._log_decision(err)
         self.rt.metrics.inc("errors_total", code=err.code or type(err).__name__)
         if self.sink.stream_opened and self.renderer is not None:
             await self.sink.write(self.renderer.error(err, self.meta.to_json()))
@@ -284,6 +286,18 @@ class ChatTurn:
         if err.retry_after is not None:
             headers["retry-after"] = str(int(err.retry_after + 0.999))
         await self.sink.send_json(status, body, headers)
+
+    def _log_decision(self, err: DaariError | None = None) -> None:
+        """One line per routing decision: never content, never headers. Hits only at DEBUG (they are many)."""
+        meta = self.meta
+        level = logging.DEBUG if meta.cache_hit else (logging.WARNING if err is not None else logging.INFO)
+        if not log.isEnabledFor(level):
+            return
+        escalated = f" escalated_from={','.join(meta.escalated_from)}" if meta.escalated_from else ""
+        outcome = f" error={meta.error} status={err.status}" if err is not None else ""
+        log.log(level, "%s %s tier=%s rule=%s agent_turn=%s ms=%.1f%s%s%s", self.request.protocol,
+                "stream" if self.request.stream else "json", meta.tier or "-", meta.rule_id, meta.agent_turn,
+                self._elapsed_ms(), escalated, f" warning={meta.warning}" if meta.warning else "", outcome)
 
     def _elapsed_ms(self) -> float:
         return round((time.perf_counter() - self.started) * 1000, 3)
