@@ -163,6 +163,17 @@ def test_native_stream_passes_thinking_and_tool_input_through(tmp_path: Path) ->
         assert len(fake.requests) == 1
         assert sum(1 for e in events if e.type == "content_block_delta" and e.delta.type == "input_json_delta") > 1
         assert [b.input for b in again.content if b.type == "tool_use"] == [{"city": "Paris", "unit": "°C"}, {}]
+        # The thinking block and its signature survive the replay: an agent loop with extended thinking must
+        # send them back on its next turn, and the real API refuses a turn that lost them.
+        assert [b.type for b in again.content] == ["thinking", "text", "tool_use", "tool_use"]
+        assert again.content[0].thinking == final.content[0].thinking
+        assert again.content[0].signature == final.content[0].signature
+        whole = client.messages.create(**ask)
+        assert whole.model_extra["daari_meta"]["tier"] == "L0"
+        assert [b.type for b in whole.content] == ["thinking", "text", "tool_use", "tool_use"]
+        assert whole.content[0].signature == final.content[0].signature
+        assert whole.stop_reason == "tool_use"
+        assert len(fake.requests) == 1
 
 
 def test_client_key_forwarded_only_when_configured(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

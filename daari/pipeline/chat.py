@@ -231,6 +231,7 @@ class ChatTurn:
             self._settle(tier)
         meta.confidence = verdict.score
         meta.model = completion.model or None
+        completion.native = self.wire.capture_native(events)
         if store and self.cache_on and completion.finish_reason in STORABLE_FINISH:
             entry = L0Entry(completion=completion, tier=tier, agent_turn=meta.agent_turn,
                             semantic_ok=not (meta.agent_turn or completion.tool_calls),
@@ -250,8 +251,7 @@ class ChatTurn:
         # The classification made when the answer was stored: a hit does not classify again.
         meta.task_type, meta.rule_id, meta.ceiling = entry.task_type, entry.rule_id, entry.ceiling
         self.rt.metrics.inc("requests_total", tier="L0", cache="hit")
-        events = list(replay(entry.completion)) if self.request.stream else []
-        await self._deliver(entry.completion, events)
+        await self._deliver(entry.completion, self.wire.replay(entry.completion, self.request.stream))
 
     async def _deliver(self, completion: Completion, events: list[Event]) -> None:
         self._log_decision()

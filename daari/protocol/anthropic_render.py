@@ -22,7 +22,16 @@ from daari.jsonio import loads
 from daari.protocol import sse
 from daari.protocol.anthropic_wire import compact_json, parse_arguments
 from daari.protocol.chat import ChatRequest, Completion, FinishReason, Usage
-from daari.protocol.events import Event, Finish, KeepAlive, NativeEvent, TextDelta, ToolCallDelta, ToolCallStart
+from daari.protocol.events import (
+    Event,
+    Finish,
+    KeepAlive,
+    NativeEvent,
+    TextDelta,
+    ToolCallDelta,
+    ToolCallStart,
+    split_text,
+)
 from daari.routing.tokens import estimate_request_tokens
 
 STOP_REASON_TO_ANTHROPIC: dict[str, str] = {
@@ -226,15 +235,17 @@ def message_to_events(body: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     for index, block in enumerate(body.get("content") or []):
         kind = block.get("type")
         deltas: list[dict[str, Any]] = []
+        # Text, thinking and tool input go out in several deltas, as a live answer streams them.
         if kind == "text":
             start = {**block, "text": ""}
-            deltas.append({"type": "text_delta", "text": block.get("text", "")})
+            deltas += [{"type": "text_delta", "text": t} for t in split_text(block.get("text", ""))]
         elif kind == "tool_use":
             start = {**block, "input": {}}
-            deltas.append({"type": "input_json_delta", "partial_json": compact_json(block.get("input", {}))})
+            deltas += [{"type": "input_json_delta", "partial_json": p}
+                       for p in split_text(compact_json(block.get("input", {})), pieces=4, min_size=8)]
         elif kind == "thinking":
             start = {**block, "thinking": "", "signature": ""}
-            deltas.append({"type": "thinking_delta", "thinking": block.get("thinking", "")})
+            deltas += [{"type": "thinking_delta", "thinking": t} for t in split_text(block.get("thinking", ""))]
             deltas.append({"type": "signature_delta", "signature": block.get("signature", "")})
         else:
             start = block
@@ -250,6 +261,46 @@ def message_to_events(body: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
                                      "usage": usage}))
     events.append(("message_stop", {"type": "message_stop"}))
     return events
+
+
+def native_message(events: list[Event]) -> dict[str, Any] | None:
+    """The Anthropic message an upstream sent, rebuilt from its native events (or taken whole from a
+    non-stream answer); None when no Anthropic upstream answered natively."""
+    message: dict[str, Any] | None = None
+    blocks: dict[int, dict[str, Any]] = {}
+    partial_json: dict[int, list[str]] = {}
+    for event in events:
+        if not isinstance(event, NativeEvent) or event.protocol != "anthropic":
+            continue
+        data = event.data
+        if event.name == "message":
+            return data
+        if event.name == "message_start":
+            message = {**(data.get("message") or {}), "content": []}
+        elif event.name == "content_block_start":
+            blocks[data["index"]] = dict(data.get("content_block") or {})
+        elif event.name == "content_block_delta" and data.get("index") in blocks:
+            block, delta = blocks[data["index"]], data.get("delta") or {}
+            kind = delta.get("type")
+            if kind == "text_delta":
+                block["text"] = block.get("text", "") + delta.get("text", "")
+            elif kind == "thinking_delta":
+                block["thinking"] = block.get("thinking", "") + delta.get("thinking", "")
+            elif kind == "signature_delta":
+                block["signature"] = delta.get("signature", "")
+            elif kind == "input_json_delta":
+                partial_json.setdefault(data["index"], []).append(delta.get("partial_json", ""))
+            elif kind == "citations_delta":
+                block.setdefault("citations", []).append(delta.get("citation"))
+        elif event.name == "message_delta" and message is not None:
+            message.update(data.get("delta") or {})
+            message["usage"] = {**(message.get("usage") or {}), **(data.get("usage") or {})}
+    if message is None:
+        return None
+    for index, pieces in partial_json.items():
+        blocks[index]["input"] = parse_arguments("".join(pieces))
+    message["content"] = [blocks[i] for i in sorted(blocks)]
+    return message
 
 
 # ---------------------------------------------------------------- upstream Anthropic -> neutral events

@@ -107,6 +107,10 @@ class Completion:
     model: str = ""
     # Mean token log-probability where the executor had logprobs; feeds confidence.
     mean_logprob: float | None = None
+    # The upstream's own message, when it answered in the client's protocol (an Anthropic message body:
+    # thinking blocks with their signatures, server tool blocks). Replayed to clients of that protocol:
+    # an agent loop with extended thinking breaks if a replayed turn loses its thinking block.
+    native: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -118,6 +122,7 @@ class Completion:
                       "completion_tokens": self.usage.completion_tokens},
             "model": self.model,
             "mean_logprob": self.mean_logprob,
+            "native": self.native,
         }
 
     @classmethod
@@ -130,4 +135,5 @@ class Completion:
             usage=Usage(**data["usage"]),
             model=data.get("model", ""),
             mean_logprob=data.get("mean_logprob"),
+            native=data.get("native"),
         )

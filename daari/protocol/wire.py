@@ -11,7 +11,7 @@ from typing import Any, Protocol
 from daari.errors import DaariError
 from daari.protocol import anthropic_render, anthropic_wire, openai_render, openai_wire
 from daari.protocol.chat import ChatRequest, Completion
-from daari.protocol.events import Event, NativeEvent
+from daari.protocol.events import Event, Finish, NativeEvent, replay
 
 
 class StreamRenderer(Protocol):
@@ -29,6 +29,10 @@ class Wire:
     render: Callable[[Completion, ChatRequest, dict[str, Any], list[Event]], dict[str, Any]]
     stream_renderer: Callable[[ChatRequest], StreamRenderer]
     render_error: Callable[[DaariError], tuple[int, dict[str, Any]]]
+    # The upstream's own message in this protocol, from an answer's events (stored with it in L0).
+    capture_native: Callable[[list[Event]], dict[str, Any] | None]
+    # The events that replay a stored answer to a client of this protocol (`stream`: as a stream).
+    replay: Callable[[Completion, bool], list[Event]]
 
 
 def _openai_id() -> tuple[str, int]:
@@ -44,6 +48,19 @@ def _openai_render(completion: Completion, request: ChatRequest, meta: dict[str,
 def _openai_stream(request: ChatRequest) -> StreamRenderer:
     response_id, created = _openai_id()
     return openai_render.OpenAIStreamRenderer(request, response_id, created)
+
+
+def _neutral_replay(completion: Completion, stream: bool) -> list[Event]:
+    return list(replay(completion)) if stream else []
+
+
+def _anthropic_replay(completion: Completion, stream: bool) -> list[Event]:
+    """A stored native message replays whole (thinking blocks and signatures included), else neutrally."""
+    if completion.native is None:
+        return _neutral_replay(completion, stream)
+    return [NativeEvent("anthropic", "message", completion.native),
+            Finish(reason=completion.finish_reason, usage=completion.usage,
+                   stop_sequence=completion.stop_sequence, model=completion.model)]
 
 
 def _anthropic_id() -> str:
@@ -64,6 +81,8 @@ OPENAI = Wire(
     render=_openai_render,
     stream_renderer=_openai_stream,
     render_error=openai_render.render_error,
+    capture_native=lambda events: None,
+    replay=_neutral_replay,
 )
 
 ANTHROPIC = Wire(
@@ -72,4 +91,6 @@ ANTHROPIC = Wire(
     render=_anthropic_render,
     stream_renderer=lambda r: anthropic_render.AnthropicStreamRenderer(r, _anthropic_id()),
     render_error=anthropic_render.render_error,
+    capture_native=anthropic_render.native_message,
+    replay=_anthropic_replay,
 )
