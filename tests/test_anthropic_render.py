@@ -470,3 +470,15 @@ def test_sdk_raises_on_a_mid_stream_error_event() -> None:
                                                  messages=[{"role": "user", "content": "hi"}]) as stream:
                 stream.get_final_message()
     assert "overloaded_error" in str(info.value)
+
+
+def test_native_message_rebuilds_what_the_upstream_streamed() -> None:
+    from daari.protocol.anthropic_render import native_message
+
+    rebuilt = native_message(native_stream(UPSTREAM_MESSAGE))
+    assert rebuilt is not None
+    assert rebuilt["content"] == UPSTREAM_MESSAGE["content"]  # thinking + signature, text, tool input
+    assert rebuilt["stop_reason"] == "tool_use" and rebuilt["usage"]["output_tokens"] == 22
+    whole = native_message([NativeEvent("anthropic", "message", UPSTREAM_MESSAGE)])
+    assert whole == UPSTREAM_MESSAGE
+    assert native_message([TextDelta("hi"), Finish(reason="stop")]) is None
