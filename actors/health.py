@@ -19,7 +19,6 @@ class ActorStatus:
 @dataclass
 class Health:
     actors: dict[str, ActorStatus] = field(default_factory=dict)
-    details: dict[str, object] = field(default_factory=dict)  # e.g. model load state, breakers
 
     def status(self, name: str) -> ActorStatus:
         return self.actors.setdefault(name, ActorStatus(name))

@@ -62,11 +62,12 @@ class Address(Generic[Request]):
             except trio.WouldBlock:
                 raise Overloaded(f"the {self.name} actor is overloaded; retry shortly") from None
             except (trio.BrokenResourceError, trio.ClosedResourceError):
-                raise Overloaded(f"the {self.name} actor is down") from None
+                raise Overloaded(f"the {self.name} actor is down; GET /healthz shows why") from None
             try:
                 result = await reply_recv.receive()
             except trio.EndOfChannel:
-                raise Overloaded(f"the {self.name} actor stopped before answering") from None
+                raise Overloaded(f"the {self.name} actor stopped before answering; retry, or see GET /healthz") \
+                    from None
         return result.unwrap()
 
     def tell(self, request: Request) -> bool:

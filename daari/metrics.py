@@ -12,9 +12,6 @@ class Metrics:
     def inc(self, name: str, amount: float = 1, **labels: str) -> None:
         self.counters[(name, tuple(sorted(labels.items())))] += amount
 
-    def value(self, name: str, **labels: str) -> float:
-        return self.counters[(name, tuple(sorted(labels.items())))]
-
     def render(self, gauges: dict[str, float] | None = None) -> str:
         lines = []
         for (name, labels), value in sorted(self.counters.items()):

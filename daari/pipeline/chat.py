@@ -56,9 +56,9 @@ class ChatTurn:
         Runs before anything slow, so the server can skip its disconnect watcher for a hit.
         """
         try:
-            self.key = l0_key(self.request, self.controls.tier_override).digest
             if not self.cache_on:
-                return False
+                return False  # no key needed: nothing is read or stored
+            self.key = l0_key(self.request, self.controls.tier_override).digest
             entry = self.rt.l0_memory.peek(self.key) or await self.rt.cache.ask(L0Get(self.key))
             if entry is None:
                 return False
