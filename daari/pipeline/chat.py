@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from actors.cache_actor import L0Get, L0Put
@@ -21,7 +22,7 @@ from daari.pipeline.controls import Controls
 from daari.pipeline.judge import Judgement, judge
 from daari.pipeline.meta import Attempt, Meta
 from daari.pipeline.runtime import Runtime
-from daari.pipeline.shortcuts import shortcut_tiers
+from daari.pipeline.shortcuts import ShortcutQuery, shortcut_tiers
 from daari.pipeline.side_query import ask_tier
 from daari.pipeline.sink import Sink
 from daari.protocol.chat import ChatRequest, Completion
@@ -38,8 +39,10 @@ STORABLE_FINISH = ("stop", "length", "tool_calls", "stop_sequence")
 
 
 class ChatTurn:
-    def __init__(self, rt: Runtime, request: ChatRequest, controls: Controls, wire: Wire, sink: Sink) -> None:
+    def __init__(self, rt: Runtime, request: ChatRequest, controls: Controls, wire: Wire, sink: Sink,
+                 headers: Mapping[str, str] | None = None) -> None:
         self.rt = rt
+        self.headers: Mapping[str, str] = headers or {}
         self.request = request
         self.controls = controls
         self.wire = wire
@@ -113,15 +116,26 @@ class ChatTurn:
         return apply_verdict(heuristic, verdict)
 
     async def _try_shortcuts(self, key: str) -> bool:
-        for tier in shortcut_tiers(self.meta.agent_turn):
+        query = ShortcutQuery(self.request, self.headers, key if self.cache_on else "",
+                              agent_turn=self.meta.agent_turn)
+        for tier in shortcut_tiers(self.meta.agent_turn, self.rt.shortcuts):
             shortcut = self.rt.shortcuts.get(tier)
             if shortcut is None:
                 continue
-            completion = await shortcut(self.request)
-            if completion is not None:
-                await self._answer(key, tier, completion, list(replay(completion)),
-                                   Judgement(1.0, "rule", True), store=False)
-                return True
+            result = await shortcut.answer(query)
+            if result is None:
+                continue
+            self.meta.details.update(result.details)
+            if result.completion is None:
+                continue
+            completion = result.completion
+            if result.task_type is not None:
+                self.meta.task_type = result.task_type
+            if result.rule_id is not None:
+                self.meta.rule_id = result.rule_id
+            await self._answer(key, result.tier, completion, list(replay(completion)),
+                               Judgement(result.confidence, "shortcut", True), store=False)
+            return True
         return False
 
     def _tool_capable(self, chain: list[str]) -> list[str]:

@@ -31,6 +31,8 @@ class Meta:
     attempts: list[Attempt] = field(default_factory=list)
     warning: str | None = None
     error: str | None = None
+    # What a shortcut tier reported (similarity, verified_by, tool, confirmation_required...), merged as-is.
+    details: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         # Written out rather than dataclasses.asdict: this runs on every response, hits included.
@@ -46,6 +48,8 @@ class Meta:
             data["warning"] = self.warning
         if self.error is not None:
             data["error"] = self.error
+        if self.details:
+            data.update(self.details)
         return data
 
     def headers(self, cache_bypassed: bool = False) -> dict[str, str]:

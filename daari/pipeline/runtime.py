@@ -10,7 +10,7 @@ from actors import Address, Health
 from daari.cache.l0_memory import L0Memory
 from daari.config import Config
 from daari.metrics import Metrics
-from daari.pipeline.shortcuts import Shortcut
+from daari.pipeline.shortcuts import ShortcutTier
 
 
 @dataclass
@@ -26,5 +26,5 @@ class Runtime:
     # L0's in-memory front: request tasks peek it; the CacheActor is its only writer.
     l0_memory: L0Memory = field(default_factory=lambda: L0Memory(4096))
     started_at: float = field(default_factory=time.time)
-    # Shortcut tiers by name ("L1", "L2", "Lt"), registered as those tiers land; see pipeline/shortcuts.py.
-    shortcuts: dict[str, Shortcut] = field(default_factory=dict)
+    # Shortcut tiers by name ("CCS", "L1", "L2", "Lt"), registered at start; see pipeline/shortcuts.py.
+    shortcuts: dict[str, ShortcutTier] = field(default_factory=dict)

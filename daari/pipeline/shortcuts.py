@@ -1,22 +1,70 @@
-"""Shortcut tiers: answers found before any model runs (L1 semantic cache, L2 rules, Lt local tools).
+"""Shortcut tiers: answers found before any model runs (CCS, L1 semantic cache, L2 rules, Lt local tools).
 
-The rule that matters for agents lives here, once: an agent turn is never answered by a shortcut tier.
-A stale or approximate answer to a tool loop would break it; only an exact L0 hit or a real execution may
-answer an agent turn (ADR-0004). The tiers themselves register a `Shortcut` when they land.
+The rule that matters for agents lives here, once: an agent turn is never answered by a shortcut tier
+(ADR-0004), except through the agent-prefix L1 when that tier says it supports it. A stale or approximate
+answer to a tool loop would break it. Each tier plugs in as a `ShortcutTier` registered in
+`Runtime.shortcuts`; the pipeline asks them in `SHORTCUT_ORDER` and reports what each one did.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from daari.protocol.chat import ChatRequest, Completion
 
-SHORTCUT_ORDER = ("L1", "L2", "Lt")
-
-# Answers the request, or None to let it continue down the pipeline.
-Shortcut = Callable[[ChatRequest], Awaitable[Completion | None]]
+# Routing spec steps 4-8: the command context store, the semantic cache, rules (L2-dev and L2), tools.
+SHORTCUT_ORDER = ("CCS", "L1", "L2", "Lt")
 
 
-def shortcut_tiers(agent_turn: bool) -> tuple[str, ...]:
+@dataclass(frozen=True)
+class ShortcutQuery:
+    """What a shortcut tier may look at: the parsed request, its headers, its L0 key and cache partition."""
+
+    request: ChatRequest
+    headers: Mapping[str, str]  # lower-cased request headers (X-Daari-Repo, X-Daari-Confirm-Tool, ...)
+    l0_key: str  # "" when the cache is off for this request
+    partition: str = ""  # credential partition of the cache ("" for no credential)
+    agent_turn: bool = False
+
+
+@dataclass(frozen=True)
+class ShortcutResult:
+    """A tier's answer with its own judgement, or (completion None) why it declined, for daari_meta.
+
+    `details` is merged into daari_meta as-is (for example `similarity`, `verified_by`, `entry_id` for
+    L1, `tool` for Lt, `confirmation_required`), so a tier reports what it did in its own words.
+    """
+
+    tier: str
+    completion: Completion | None
+    confidence: float = 1.0
+    task_type: str | None = None  # "cache_hit", "rule", "tool"
+    rule_id: str | None = None
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def answered(self) -> bool:
+        return self.completion is not None
+
+
+class ShortcutTier(Protocol):
+    """One shortcut tier. `answer` returns None (or a declined result) to let the request go on."""
+
+    name: str
+    serves_agent_turns: bool  # only the agent-prefix L1 may say True
+
+    async def answer(self, query: ShortcutQuery) -> ShortcutResult | None: ...
+
+    async def remember(self, query: ShortcutQuery, completion: Completion, tier: str) -> None:
+        """Called after a model tier's answer was stored in L0 (L1 indexes it); most tiers do nothing."""
+        ...
+
+
+def shortcut_tiers(agent_turn: bool, registered: Mapping[str, ShortcutTier] | None = None) -> tuple[str, ...]:
     """The shortcut tiers a request may be answered by, in pipeline order."""
-    return () if agent_turn else SHORTCUT_ORDER
+    if not agent_turn:
+        return SHORTCUT_ORDER
+    registered = registered or {}
+    return tuple(t for t in SHORTCUT_ORDER if t in registered and registered[t].serves_agent_turns)

@@ -66,7 +66,7 @@ async def chat(req: Request) -> None:
     body = await req.json_body()
     request = req.wire.parse(body, req.headers)
     controls = parse_controls(req.headers)
-    turn = ChatTurn(req.rt, request, controls, req.wire, AsgiSink(req.send))
+    turn = ChatTurn(req.rt, request, controls, req.wire, AsgiSink(req.send), req.headers)
     if await turn.serve_from_cache():
         return  # an L0 hit waits on nothing external: no disconnect watcher needed
     # From here a client that leaves cancels everything the request started (upstream calls included).
