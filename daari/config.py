@@ -119,6 +119,55 @@ class RoutingConfig:
     stream_escalation: Literal["buffered", "live"] = "buffered"
 
 
+@dataclass
+class RulesConfig:
+    enabled: bool = True  # L2 generic rules (JSON/YAML conversions): deterministic, they run no commands
+    max_input_bytes: int = 256 * 1024  # a larger message is left to the model tiers
+
+
+@dataclass
+class ToolCommandConfig:
+    command: str | None = None  # split with shlex and run without a shell; None: found on PATH if installed
+    timeout_s: float | None = None  # None: tools.timeout_s
+
+
+@dataclass
+class CcsConfig:
+    """Command context store TTLs: how long a command's result answers a repeat without running it."""
+
+    enabled: bool = True
+    git_ttl_s: float = 60.0
+    test_ttl_s: float = 300.0
+    lint_ttl_s: float = 300.0
+    build_ttl_s: float = 600.0
+    script_ttl_s: float = 0.0  # 0: a script's result is never served again without running it
+
+
+@dataclass
+class ToolsConfig:
+    enabled: bool = False  # L2-dev / Lt / CCS: daari runs commands only when this is true
+    repo_root: str | None = None  # used when a request names no repo (X-Daari-Repo)
+    allowed_roots: list[str] = field(default_factory=list)  # X-Daari-Repo must be a directory under one
+    auto_confirm: bool = False  # true: destructive tools run without X-Daari-Confirm-Tool: true
+    min_confidence: float = 0.95  # a message must *be* the command (see docs/tools.md)
+    timeout_s: float = 300.0  # per command; the whole process group is killed past it
+    max_concurrency: int = 2  # commands running at once
+    max_queue: int = 16  # commands waiting beyond that; past it the request goes on to the model tiers
+    answer_max_chars: int = 6000  # output shown in the answer; the full log is saved in <data_dir>/tools/logs
+    log_max_bytes: int = 16 * 1024 * 1024  # per command log; output past it is dropped (and said so)
+    git: str = "git"  # the git executable
+    eslint: ToolCommandConfig = field(default_factory=ToolCommandConfig)
+    prettier: ToolCommandConfig = field(default_factory=ToolCommandConfig)
+    intellij: ToolCommandConfig = field(default_factory=ToolCommandConfig)  # never searched on PATH
+    ccs: CcsConfig = field(default_factory=CcsConfig)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.allowed_roots, list) or not all(isinstance(r, str) for r in self.allowed_roots):
+            raise ConfigError("tools.allowed_roots: expected a list of directory paths")
+        if self.max_concurrency < 1 or self.max_queue < 0 or self.timeout_s <= 0:
+            raise ConfigError("tools: max_concurrency >= 1, max_queue >= 0 and timeout_s > 0 are required")
+
+
 def _default_tiers() -> dict[str, TierConfig]:
     return {"L3": TierConfig(executor="embedded")}
 
@@ -133,6 +182,8 @@ class Config:
     frontier: FrontierConfig = field(default_factory=FrontierConfig)
     confidence: ConfidenceConfig = field(default_factory=ConfidenceConfig)
     routing: RoutingConfig = field(default_factory=RoutingConfig)
+    rules: RulesConfig = field(default_factory=RulesConfig)
+    tools: ToolsConfig = field(default_factory=ToolsConfig)
 
     def configured_tiers(self) -> list[str]:
         """Tiers in escalation order, L6 only when frontier is enabled."""

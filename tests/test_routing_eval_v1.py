@@ -11,7 +11,7 @@ from tests.fakes.openai_upstream import FakeOpenAI
 from tests.fakes.serving import serve_app_in_thread
 from tests.support import daari_in_thread, make_config, upstream_tier
 
-BUILT_TIERS = {"L0", "L3", "L4", "L6"}
+BUILT_TIERS = {"L0", "L2", "L3", "L4", "L6"}
 
 
 def test_v1_tiers_with_escalation_enabled(tmp_path: Path) -> None:

@@ -23,6 +23,7 @@ from daari.config import Config
 from daari.executors.base import Executor
 from daari.executors.registry import make_executors
 from daari.pipeline.runtime import Runtime
+from daari.rules.tier import RulesTier
 from daari.server.app import DaariApp
 
 log = logging.getLogger("daari")
@@ -74,6 +75,8 @@ async def run_server(config: Config, *, handle_signals: bool = False,
         executor_kinds={t: ex.kind for t, ex in executors.items()},
         l0_memory=L0Memory(config.cache.l0.lru_entries),
     )
+    if config.rules.enabled:
+        rt.shortcuts["L2"] = RulesTier(config.rules)
     db_path = Path(config.data_dir) / "l0.sqlite"
     memory = rt.l0_memory
     shutdown = trio.Event()
