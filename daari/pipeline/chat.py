@@ -51,6 +51,8 @@ class ChatTurn:
         self.started = time.perf_counter()
         self.renderer: StreamRenderer | None = None
         self.cache_on = rt.config.cache.l0.enabled and not controls.no_cache
+        if not self.cache_on:
+            self.meta.cache = "off" if not rt.config.cache.l0.enabled else "skipped"
         self.key = ""
 
     async def serve_from_cache(self) -> bool:
@@ -253,22 +255,20 @@ class ChatTurn:
                             ceiling=meta.ceiling)
             # Stored before the last bytes go out, so an identical request right after is a hit.
             await self.rt.cache.ask(L0Put(key, entry))
-        self.rt.metrics.inc("requests_total", tier=tier, cache="miss")
         await self._deliver(completion, events)
 
     async def _serve_hit(self, entry: L0Entry) -> None:
         meta = self.meta
-        meta.cache_hit = True
+        meta.cache_hit, meta.cache = True, "hit"
         self._settle("L0")
         meta.model = entry.completion.model or None
         meta.confidence = entry.confidence
         # The classification made when the answer was stored: a hit does not classify again.
         meta.task_type, meta.rule_id, meta.ceiling = entry.task_type, entry.rule_id, entry.ceiling
-        self.rt.metrics.inc("requests_total", tier="L0", cache="hit")
         await self._deliver(entry.completion, self.wire.replay(entry.completion, self.request.stream))
 
     async def _deliver(self, completion: Completion, events: list[Event]) -> None:
-        self._log_decision()
+        self.meta.usage = completion.usage
         if not self.request.stream:
             self.meta.latency_ms = self._elapsed_ms()
             body = self.wire.render(completion, self.request, self.meta.to_json(), events)
@@ -288,8 +288,6 @@ class ChatTurn:
         self.meta.latency_ms = self._elapsed_ms()
         if self.meta.error is None:
             self.meta.error = err.code or type(err).__name__
-        self._log_decision(err)
-        self.rt.metrics.inc("errors_total", code=err.code or type(err).__name__)
         if self.sink.stream_opened and self.renderer is not None:
             await self.sink.write(self.renderer.error(err, self.meta.to_json()))
             await self.sink.close_stream()
@@ -300,18 +298,6 @@ class ChatTurn:
         if err.retry_after is not None:
             headers["retry-after"] = str(int(err.retry_after + 0.999))
         await self.sink.send_json(status, body, headers)
-
-    def _log_decision(self, err: DaariError | None = None) -> None:
-        """One line per routing decision: never content, never headers. Hits only at DEBUG (they are many)."""
-        meta = self.meta
-        level = logging.DEBUG if meta.cache_hit else (logging.WARNING if err is not None else logging.INFO)
-        if not log.isEnabledFor(level):
-            return
-        escalated = f" escalated_from={','.join(meta.escalated_from)}" if meta.escalated_from else ""
-        outcome = f" error={meta.error} status={err.status}" if err is not None else ""
-        log.log(level, "%s %s tier=%s rule=%s agent_turn=%s ms=%.1f%s%s%s", self.request.protocol,
-                "stream" if self.request.stream else "json", meta.tier or "-", meta.rule_id, meta.agent_turn,
-                self._elapsed_ms(), escalated, f" warning={meta.warning}" if meta.warning else "", outcome)
 
     def _elapsed_ms(self) -> float:
         return round((time.perf_counter() - self.started) * 1000, 3)

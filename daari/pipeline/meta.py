@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from daari.protocol.chat import Usage
+
 
 @dataclass
 class Attempt:
@@ -31,6 +33,9 @@ class Meta:
     attempts: list[Attempt] = field(default_factory=list)
     warning: str | None = None
     error: str | None = None
+    # "hit", "miss", "off" (cache.l0.enabled false), "skipped" (X-Daari-No-Cache), "bypassed" (the cache failed)
+    cache: str = "miss"
+    usage: Usage | None = None  # of the answer served; for the decision record, not rendered
     # What a shortcut tier reported (similarity, verified_by, tool, confirmation_required...), merged as-is.
     details: dict[str, Any] = field(default_factory=dict)
 
@@ -41,6 +46,7 @@ class Meta:
             "executor": self.executor, "model": self.model, "latency_ms": self.latency_ms,
             "confidence": self.confidence, "escalated_from": self.escalated_from, "rule_id": self.rule_id,
             "agent_turn": self.agent_turn, "ceiling": self.ceiling, "classifier": self.classifier,
+            "cache": self.cache,
             "attempts": [{"tier": a.tier, "outcome": a.outcome, "confidence": a.confidence, "error": a.error}
                          for a in self.attempts],
         }
@@ -53,5 +59,8 @@ class Meta:
         return data
 
     def headers(self, cache_bypassed: bool = False) -> dict[str, str]:
-        cache = "bypass" if cache_bypassed else ("hit" if self.cache_hit else "miss")
+        if self.cache == "bypassed":
+            cache = "bypassed"  # the cache failed and was routed around
+        else:
+            cache = "bypass" if cache_bypassed else ("hit" if self.cache_hit else "miss")
         return {"x-daari-tier": self.tier or "none", "x-daari-cache": cache}

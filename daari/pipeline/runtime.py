@@ -7,9 +7,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from actors import Address, Health
+from actors.hub import Hub
 from daari.cache.l0_memory import L0Memory
 from daari.config import Config
 from daari.metrics import Metrics
+from daari.pipeline.decision import RoutingDecision
 from daari.pipeline.shortcuts import ShortcutTier
 
 
@@ -28,3 +30,12 @@ class Runtime:
     started_at: float = field(default_factory=time.time)
     # Shortcut tiers by name ("CCS", "L1", "L2", "Lt"), registered at start; see pipeline/shortcuts.py.
     shortcuts: dict[str, ShortcutTier] = field(default_factory=dict)
+    # One RoutingDecision per request is published here (pipeline/record.py); subscribers: log line,
+    # metrics (pipeline/decision_subscribers.py), decision log, live tail, shadow sampler.
+    decisions: Hub[RoutingDecision] = field(default_factory=lambda: Hub(default_buffer=256))
+
+    def __post_init__(self) -> None:
+        if self.decisions.on_drop is None:
+            metrics = self.metrics
+            self.decisions.on_drop = lambda name: metrics.inc("decision_subscribers_dropped_total",
+                                                              subscriber=name)

@@ -18,6 +18,7 @@ from daari.errors import DaariError, InvalidRequest, MethodNotAllowed, NotFound
 from daari.jsonio import loads
 from daari.pipeline.chat import ChatTurn
 from daari.pipeline.controls import parse_controls
+from daari.pipeline.record import DecisionRecorder
 from daari.pipeline.runtime import Runtime
 from daari.protocol import anthropic_render, anthropic_wire, openai_render
 from daari.protocol.wire import ANTHROPIC, OPENAI, Wire
@@ -63,17 +64,27 @@ class Request:
 
 
 async def chat(req: Request) -> None:
-    body = await req.json_body()
-    request = req.wire.parse(body, req.headers)
-    controls = parse_controls(req.headers)
-    turn = ChatTurn(req.rt, request, controls, req.wire, AsgiSink(req.send), req.headers)
-    if await turn.serve_from_cache():
-        return  # an L0 hit waits on nothing external: no disconnect watcher needed
-    # From here a client that leaves cancels everything the request started (upstream calls included).
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(watch_disconnect, req.receive, nursery.cancel_scope)
-        await turn.run()
-        nursery.cancel_scope.cancel()
+    recorder = DecisionRecorder(req.rt.decisions, req.wire.name, req.headers)
+    try:
+        body = await req.json_body()
+        request = req.wire.parse(body, req.headers)
+        controls = parse_controls(req.headers)
+    except DaariError as err:
+        recorder.refused(err, req.wire.render_error(err)[0])
+        raise
+    except ClientDisconnected:
+        recorder.abandoned()
+        raise
+    sink = recorder.parsed(request, AsgiSink(req.send))
+    turn = ChatTurn(req.rt, request, controls, req.wire, sink, req.headers)
+    with recorder.recording(turn.meta):
+        if await turn.serve_from_cache():
+            return  # an L0 hit waits on nothing external: no disconnect watcher needed
+        # From here a client that leaves cancels everything the request started (upstream calls included).
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(watch_disconnect, req.receive, nursery.cancel_scope)
+            await turn.run()
+            nursery.cancel_scope.cancel()
 
 
 async def count_tokens(req: Request) -> None:

@@ -22,6 +22,7 @@ from daari.cache.l0_memory import L0Memory
 from daari.config import Config
 from daari.executors.base import Executor
 from daari.executors.registry import make_executors
+from daari.pipeline.decision_subscribers import start_decision_subscribers
 from daari.pipeline.runtime import Runtime
 from daari.rules.tier import RulesTier
 from daari.server.app import DaariApp
@@ -84,6 +85,7 @@ async def run_server(config: Config, *, handle_signals: bool = False,
         await actors.start(supervise, lambda: CacheActor(db_path, memory),
                            cache_inbox, health, policy)
         await actors.start(supervise, lambda: ExecutorActor(executors), executor_inbox, health, policy)
+        await start_decision_subscribers(actors, rt.decisions, rt.metrics)
         if handle_signals:
             actors.start_soon(_stop_on_signal, shutdown)
         async with trio.open_nursery() as front:
@@ -94,6 +96,7 @@ async def run_server(config: Config, *, handle_signals: bool = False,
             log.info("daari listening on %s\n%s", url, tier_table(config, executors))
             task_status.started(RunningServer(url, rt, shutdown))
         log.info("daari stopped accepting requests; stopping actors")
+        rt.decisions.close()  # subscribers end once they have handled what is queued
         actors.cancel_scope.cancel()
 
 

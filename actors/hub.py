@@ -1,0 +1,180 @@
+"""A fan-out hub: each published item goes to every subscriber's own bounded channel, never waiting.
+
+A subscriber that falls behind (its channel is full) is dropped and counted: publishing never blocks and
+never slows the publisher. A dropped subscription ends (its iteration stops) with `lagged` set, so a live
+tail can tell its client and subscribe again. Imports nothing from daari.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import AsyncIterator, Awaitable, Callable
+from types import TracebackType
+from typing import Generic, TypeVar
+
+import trio
+
+T = TypeVar("T")
+
+log = logging.getLogger("actors.hub")
+
+
+class Subscription(Generic[T]):
+    """One subscriber's end of a hub: iterate it (`async for item in sub`) until it ends.
+
+    It ends when the subscriber closes it, when the hub drops it for lagging (`lagged` is then True) or
+    when its filter raised (`failed`), or when the hub closes.
+    """
+
+    def __init__(self, hub: Hub[T], name: str, buffer: int, accept: Callable[[T], bool] | None) -> None:
+        self.hub = hub
+        self.name = name
+        self.accept = accept
+        self.lagged = False
+        self.failed = False
+        self._send, self._receive = trio.open_memory_channel[T](buffer)
+
+    async def receive(self) -> T:
+        """The next item; raises `trio.EndOfChannel` once the subscription has ended and is drained."""
+        try:
+            return await self._receive.receive()
+        except trio.ClosedResourceError:
+            raise trio.EndOfChannel from None
+
+    def __aiter__(self) -> AsyncIterator[T]:
+        return self._items()
+
+    async def _items(self) -> AsyncIterator[T]:
+        while True:
+            try:
+                item = await self.receive()
+            except trio.EndOfChannel:
+                return
+            yield item
+
+    def close(self) -> None:
+        """Unsubscribe; items already queued are discarded."""
+        self.hub._remove(self)
+        self._send.close()
+        self._receive.close()
+
+    def __enter__(self) -> Subscription[T]:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    def _offer(self, item: T) -> bool:
+        """Hub only: queue `item` if the filter wants it; False when this subscriber must be dropped."""
+        try:
+            if self.accept is not None and not self.accept(item):
+                return True
+        except Exception:
+            log.exception("hub subscriber %s: filter failed; dropping it", self.name)
+            self.failed = True
+            return False
+        try:
+            self._send.send_nowait(item)
+        except trio.WouldBlock:
+            self.lagged = True
+            return False
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            return False  # closed by its subscriber
+        return True
+
+    def _end(self) -> None:
+        """Hub only: no more items; what is queued can still be read."""
+        self._send.close()
+
+
+class Hub(Generic[T]):
+    """Publish with `publish(item)` (synchronous, never blocks); subscribe with `subscribe(name, ...)`.
+
+    `on_drop(name)` is called for every subscriber dropped because it fell behind or its filter raised
+    (a metrics counter, typically); `dropped` counts the same by subscriber name.
+    """
+
+    def __init__(self, *, default_buffer: int = 256, on_drop: Callable[[str], None] | None = None) -> None:
+        self.default_buffer = default_buffer
+        self.on_drop = on_drop
+        self.published = 0
+        self.dropped: Counter[str] = Counter()
+        self._subscriptions: list[Subscription[T]] = []
+        self._closed = False
+
+    def subscribe(self, name: str, *, buffer: int | None = None,
+                  accept: Callable[[T], bool] | None = None) -> Subscription[T]:
+        """A new subscription receiving every item published from now on (that `accept` takes, if given)."""
+        subscription = Subscription(self, name, buffer or self.default_buffer, accept)
+        if self._closed:
+            subscription._end()
+        else:
+            self._subscriptions.append(subscription)
+        return subscription
+
+    def publish(self, item: T) -> int:
+        """Offer `item` to every subscriber; returns how many are still subscribed. Never awaits."""
+        self.published += 1
+        lagging: list[Subscription[T]] = []
+        for subscription in self._subscriptions:
+            if not subscription._offer(item):
+                lagging.append(subscription)
+        for subscription in lagging:
+            self._drop(subscription)
+        return len(self._subscriptions)
+
+    @property
+    def subscribers(self) -> list[str]:
+        return [s.name for s in self._subscriptions]
+
+    def close(self) -> None:
+        """End every subscription (each drains what it holds) and refuse new ones."""
+        self._closed = True
+        subscriptions, self._subscriptions = self._subscriptions, []
+        for subscription in subscriptions:
+            subscription._end()
+
+    def _drop(self, subscription: Subscription[T]) -> None:
+        if subscription not in self._subscriptions:
+            return  # closed by its subscriber meanwhile: not a drop
+        self._remove(subscription)
+        subscription._end()
+        if subscription.lagged or subscription.failed:
+            self.dropped[subscription.name] += 1
+            log.warning("hub subscriber %s fell behind and was dropped", subscription.name)
+            if self.on_drop is not None:
+                self.on_drop(subscription.name)
+
+    def _remove(self, subscription: Subscription[T]) -> None:
+        try:
+            self._subscriptions.remove(subscription)
+        except ValueError:
+            pass
+
+
+async def follow(hub: Hub[T], name: str, handle: Callable[[T], Awaitable[None] | None], *,
+                 buffer: int | None = None, accept: Callable[[T], bool] | None = None,
+                 task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+    """Run `handle` on every item until the hub closes; subscribe again after being dropped for lagging.
+
+    For in-process subscribers that must outlive a burst (log line, metrics). Start it with
+    `nursery.start(follow, ...)`: it is subscribed when `start` returns, so nothing published after is missed.
+    An exception from `handle` is logged and the item skipped: one bad item does not end the subscriber.
+    """
+    started = False
+    while True:
+        with hub.subscribe(name, buffer=buffer, accept=accept) as subscription:
+            if not started:
+                task_status.started()
+                started = True
+            async for item in subscription:
+                try:
+                    result = handle(item)
+                    if result is not None:
+                        await result
+                except Exception:
+                    log.exception("hub subscriber %s failed on an item", name)
+            if not (subscription.lagged or subscription.failed):
+                return  # the hub closed

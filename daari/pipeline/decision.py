@@ -1,0 +1,138 @@
+"""RoutingDecision: one record per chat request of what daari decided and how long it took.
+
+Published to the decision hub when the request ends (answered, refused, or abandoned by its client).
+It never holds content (prompts, answers) or headers: only what daari_meta says, timings and counts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from daari.pipeline.meta import Meta
+
+# Status recorded for a request whose client went away before it was answered (nginx's convention).
+CLIENT_CLOSED = 499
+
+# User-agent substrings (lower-case) -> client family, first match wins. Versions are not kept.
+_CLIENT_FAMILIES: tuple[tuple[str, str], ...] = (
+    ("claude-cli", "claude-code"),
+    ("claude-code", "claude-code"),
+    ("codex", "codex"),
+    ("aider", "aider"),
+    ("opencode", "opencode"),
+    ("continue", "continue"),
+    ("cursor", "cursor"),
+    ("cline", "cline"),
+    ("goose", "goose"),
+    ("openai/python", "openai-python"),
+    ("openai/js", "openai-node"),
+    ("anthropic/python", "anthropic-python"),
+    ("anthropic/js", "anthropic-node"),
+    ("ollama", "ollama"),
+    ("curl/", "curl"),
+    ("python-httpx", "httpx"),
+    ("python-requests", "requests"),
+    ("mozilla/", "browser"),
+)
+
+
+def client_family(user_agent: str | None) -> str:
+    """The kind of client from its User-Agent ("claude-code", "openai-python", "curl", ...; else "other")."""
+    if not user_agent:
+        return "unknown"
+    agent = user_agent.lower()
+    for needle, family in _CLIENT_FAMILIES:
+        if needle in agent:
+            return family
+    return "other"
+
+
+@dataclass(frozen=True)
+class AttemptRecord:
+    tier: str
+    outcome: str
+    confidence: float | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class RoutingDecision:
+    """What happened to one request. Field meanings: docs/architecture.md, "The decision hub"."""
+
+    request_id: str
+    time: float  # Unix time the request arrived
+    protocol: str  # "openai" or "anthropic" (the client's protocol)
+    client: str  # client family from the User-Agent
+    model_requested: str | None
+    stream: bool
+    status: int  # HTTP status answered (499: the client left first)
+    tier: str | None
+    executor: str | None
+    model: str | None  # the model that answered
+    cache: str  # "hit", "miss", "off", "skipped" (X-Daari-No-Cache), "bypassed" (the cache failed)
+    task_type: str | None
+    rule_id: str | None
+    ceiling: str | None
+    classifier: str
+    agent_turn: bool
+    confidence: float | None
+    escalated_from: tuple[str, ...]
+    attempts: tuple[AttemptRecord, ...]
+    warning: str | None
+    error: str | None
+    latency_ms: float  # arrival -> last byte of the response
+    ttft_ms: float | None  # arrival -> response start (a stream's first event; a JSON body entire)
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    details: dict[str, Any] = field(default_factory=dict)  # what a shortcut tier reported
+
+    @property
+    def cache_hit(self) -> bool:
+        return self.cache == "hit"
+
+    def to_json(self) -> dict[str, Any]:
+        """A flat JSON-ready dict (the decision log's row, the live tail's message)."""
+        return {
+            "request_id": self.request_id, "time": self.time, "protocol": self.protocol, "client": self.client,
+            "model_requested": self.model_requested, "stream": self.stream, "status": self.status,
+            "tier": self.tier, "executor": self.executor, "model": self.model, "cache": self.cache,
+            "task_type": self.task_type, "rule_id": self.rule_id, "ceiling": self.ceiling,
+            "classifier": self.classifier, "agent_turn": self.agent_turn, "confidence": self.confidence,
+            "escalated_from": list(self.escalated_from),
+            "attempts": [{"tier": a.tier, "outcome": a.outcome, "confidence": a.confidence, "error": a.error}
+                         for a in self.attempts],
+            "warning": self.warning, "error": self.error, "latency_ms": self.latency_ms,
+            "ttft_ms": self.ttft_ms, "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens, "details": dict(self.details),
+        }
+
+
+@dataclass(frozen=True)
+class RequestFacts:
+    """What is known about a request before routing: its identity, not its content."""
+
+    request_id: str
+    time: float
+    protocol: str
+    client: str
+    model_requested: str | None = None
+    stream: bool = False
+
+
+def decide(facts: RequestFacts, meta: Meta, *, status: int, latency_ms: float, ttft_ms: float | None,
+           error: str | None = None) -> RoutingDecision:
+    """The decision record of a request from what its pipeline put in `meta`."""
+    usage = meta.usage
+    return RoutingDecision(
+        request_id=facts.request_id, time=facts.time, protocol=facts.protocol, client=facts.client,
+        model_requested=facts.model_requested, stream=facts.stream, status=status,
+        tier=meta.tier, executor=meta.executor, model=meta.model, cache=meta.cache,
+        task_type=meta.task_type, rule_id=meta.rule_id, ceiling=meta.ceiling, classifier=meta.classifier,
+        agent_turn=meta.agent_turn, confidence=meta.confidence, escalated_from=tuple(meta.escalated_from or ()),
+        attempts=tuple(AttemptRecord(a.tier, a.outcome, a.confidence, a.error) for a in meta.attempts),
+        warning=meta.warning, error=meta.error or error, latency_ms=latency_ms, ttft_ms=ttft_ms,
+        prompt_tokens=usage.prompt_tokens if usage is not None else None,
+        completion_tokens=usage.completion_tokens if usage is not None else None,
+        details=dict(meta.details),
+    )

@@ -1,0 +1,115 @@
+"""Routing spec step 14, record: time a request's response and publish its RoutingDecision when it ends.
+
+`DecisionRecorder` wraps the response `Sink` (to see the status, when the response started and to add
+`x-daari-request-id`) and publishes exactly one decision per request: answered, refused or abandoned.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+from actors.hub import Hub
+from daari.errors import DaariError
+from daari.pipeline.decision import CLIENT_CLOSED, RequestFacts, RoutingDecision, client_family, decide
+from daari.pipeline.meta import Meta
+from daari.pipeline.sink import Sink
+from daari.protocol.chat import ChatRequest
+
+REQUEST_ID_HEADER = "x-daari-request-id"
+
+
+def new_request_id() -> str:
+    return "req_" + secrets.token_hex(8)
+
+
+class RecordingSink:
+    """A `Sink` that notes the status and the moment the response started, and adds the request id."""
+
+    def __init__(self, inner: Sink, request_id: str) -> None:
+        self.inner = inner
+        self.request_id = request_id
+        self.status: int | None = None
+        self.started_at: float | None = None  # perf_counter when the response (JSON or stream) began
+        self.finished = False  # the whole response went out
+
+    @property
+    def stream_opened(self) -> bool:
+        return self.inner.stream_opened
+
+    async def send_json(self, status: int, body: dict[str, Any], headers: dict[str, str]) -> None:
+        self.status, self.started_at = status, time.perf_counter()
+        # Marked before the await: Hypercorn may report the finished request's disconnect while this send
+        # yields, cancelling the request's scope after the last byte was handed over.
+        self.finished = True
+        await self.inner.send_json(status, body, {**headers, REQUEST_ID_HEADER: self.request_id})
+
+    async def open_stream(self, headers: dict[str, str]) -> None:
+        self.status, self.started_at = 200, time.perf_counter()
+        await self.inner.open_stream({**headers, REQUEST_ID_HEADER: self.request_id})
+
+    async def write(self, chunks: list[bytes]) -> None:
+        await self.inner.write(chunks)
+
+    async def close_stream(self) -> None:
+        self.finished = True  # as in send_json
+        await self.inner.close_stream()
+
+
+class DecisionRecorder:
+    """One per chat request, created when it arrives; publishes its decision to `hub` exactly once."""
+
+    def __init__(self, hub: Hub[RoutingDecision], protocol: str, headers: Mapping[str, str]) -> None:
+        self.hub = hub
+        self.started = time.perf_counter()
+        self.facts = RequestFacts(request_id=new_request_id(), time=time.time(), protocol=protocol,
+                                  client=client_family(headers.get("user-agent")))
+        self.sink: RecordingSink | None = None
+        self.published = False
+
+    def parsed(self, request: ChatRequest, sink: Sink) -> RecordingSink:
+        """The request is valid: note what it asked for; returns the sink the pipeline must write to."""
+        self.facts = RequestFacts(self.facts.request_id, self.facts.time, self.facts.protocol, self.facts.client,
+                                  model_requested=request.model or None, stream=request.stream)
+        self.sink = RecordingSink(sink, self.facts.request_id)
+        return self.sink
+
+    @contextmanager
+    def recording(self, meta: Meta) -> Iterator[None]:
+        """Publish the decision when the block ends, however it ends (a client that left included)."""
+        try:
+            yield
+        finally:
+            self._publish(meta, None)
+
+    def refused(self, err: DaariError, status: int) -> None:
+        """The request was refused before routing (bad body, too large, bad headers)."""
+        self._publish(Meta(error=err.code or type(err).__name__), status)
+
+    def abandoned(self) -> None:
+        """The client left before its request body arrived."""
+        self._publish(Meta(error="client_disconnected"), CLIENT_CLOSED)
+
+    def _publish(self, meta: Meta, status: int | None) -> None:
+        if self.published:
+            return
+        self.published = True
+        now = time.perf_counter()
+        sink = self.sink
+        error = None
+        if status is None:
+            # Routed: what the sink saw. A response that did not finish was cut short by its client.
+            finished = sink is not None and sink.finished and sink.status is not None
+            status = sink.status if finished and sink is not None and sink.status is not None else CLIENT_CLOSED
+            error = None if finished else "client_disconnected"
+        ttft = sink.started_at if sink is not None else None
+        self.hub.publish(decide(
+            self.facts, meta, status=status, latency_ms=_ms(now - self.started),
+            ttft_ms=_ms(ttft - self.started) if ttft is not None else None, error=error))
+
+
+def _ms(seconds: float) -> float:
+    return round(seconds * 1000, 3)

@@ -1,0 +1,114 @@
+"""Decisions are events: every request through a running daari publishes one RoutingDecision to the hub."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import httpx
+import pytest
+import trio
+
+from daari.pipeline.decision import RoutingDecision
+from tests.fakes.openai_upstream import FakeOpenAI
+from tests.fakes.serving import serve_app
+from tests.support import daari_server, make_config, upstream_tier
+
+SECRET_PROMPT = "my password is hunter2-canary"
+CHAT = {"model": "good", "messages": [{"role": "user", "content": SECRET_PROMPT}]}
+HEADERS = {"user-agent": "claude-cli/1.0.83 (external, cli)", "authorization": "Bearer sk-canary-key-123"}
+
+
+async def next_decision(sub: object) -> RoutingDecision:
+    with trio.fail_after(5):
+        return await sub.receive()  # type: ignore[attr-defined,no-any-return]
+
+
+async def test_a_miss_then_a_hit_publish_one_decision_each(tmp_path: Path) -> None:
+    fake = FakeOpenAI()
+    async with serve_app(fake) as upstream:
+        config = make_config(tmp_path, tiers={"L3": upstream_tier("openai", upstream + "/v1")})
+        async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url, headers=HEADERS) as client:
+            with server.runtime.decisions.subscribe("test") as sub:
+                first = await client.post("/v1/chat/completions", json=CHAT)
+                miss = await next_decision(sub)
+                second = await client.post("/v1/chat/completions", json={**CHAT, "stream": True})
+                hit = await next_decision(sub)
+    assert first.status_code == 200 and second.status_code == 200
+    assert miss.request_id == first.headers["x-daari-request-id"]
+    assert hit.request_id == second.headers["x-daari-request-id"] != miss.request_id
+    assert (miss.protocol, miss.client, miss.model_requested, miss.stream) == ("openai", "claude-code", "good", False)
+    assert (miss.status, miss.tier, miss.cache, miss.executor, miss.error) == (200, "L3", "miss", "openai", None)
+    meta = first.json()["daari_meta"]
+    assert (miss.rule_id, miss.task_type, miss.confidence) == (meta["rule_id"], meta["task_type"], meta["confidence"])
+    assert miss.prompt_tokens == first.json()["usage"]["prompt_tokens"] > 0
+    assert miss.completion_tokens == first.json()["usage"]["completion_tokens"] > 0
+    assert [a.outcome for a in miss.attempts] == ["accepted"]
+    assert miss.ttft_ms is not None and 0 < miss.ttft_ms <= miss.latency_ms
+    assert (hit.tier, hit.cache, hit.stream, hit.status) == ("L0", "hit", True, 200)
+    # No content, no headers: neither the prompt, the answer nor the key is in the record.
+    answer = first.json()["choices"][0]["message"]["content"]
+    for decision in (miss, hit):
+        text = json.dumps(decision.to_json())
+        assert "hunter2" not in text and "sk-canary" not in text and answer not in text
+
+
+async def test_refused_requests_publish_decisions_in_the_clients_status(tmp_path: Path) -> None:
+    config = make_config(tmp_path, server={"max_body_bytes": 1000})
+    async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url) as client:
+        with server.runtime.decisions.subscribe("test") as sub:
+            bad = await client.post("/v1/messages", content=b"{not json", headers={"content-type": "application/json"})
+            refused = await next_decision(sub)
+            big = await client.post("/v1/chat/completions", json={**CHAT, "pad": "x" * 2000})
+            too_big = await next_decision(sub)
+    assert bad.status_code == 400 and (refused.protocol, refused.status) == ("anthropic", 400)
+    assert refused.error == "InvalidRequest"
+    assert big.status_code == 413 and (too_big.status, too_big.protocol) == (413, "openai")
+    assert too_big.tier is None and too_big.error == "request_too_large"
+
+
+async def test_a_client_that_leaves_is_recorded_as_499(tmp_path: Path) -> None:
+    fake = FakeOpenAI()
+    async with serve_app(fake) as upstream:
+        config = make_config(tmp_path, tiers={"L3": upstream_tier("openai", upstream + "/v1")})
+        async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url) as client:
+            with server.runtime.decisions.subscribe("test") as sub:
+                with trio.move_on_after(0.3):
+                    await client.post("/v1/chat/completions", json={**CHAT, "model": "hang"})
+                gone = await next_decision(sub)
+    assert (gone.status, gone.error) == (499, "client_disconnected")
+
+
+async def test_log_line_and_metrics_are_subscribers(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    fake = FakeOpenAI()
+    async with serve_app(fake) as upstream:
+        config = make_config(tmp_path, tiers={"L3": upstream_tier("openai", upstream + "/v1")})
+        async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url) as client:
+            assert {"log", "metrics"} <= set(server.runtime.decisions.subscribers)
+            with caplog.at_level(logging.INFO, logger="daari.pipeline"):
+                answered = await client.post("/v1/chat/completions", json=CHAT)
+                refused = await client.post("/v1/chat/completions", json={"model": "good"})
+                metrics = (await client.get("/metrics")).text
+    request_id = answered.headers["x-daari-request-id"]
+    lines = [r.getMessage() for r in caplog.records if r.name == "daari.pipeline"]
+    assert any(request_id in line and "tier=L3" in line for line in lines)
+    assert refused.status_code == 400
+    assert any("status=400" in line for line in lines)
+    assert not any("hunter2" in line for line in lines)
+    assert 'daari_requests_total{cache="miss",tier="L3"} 1' in metrics
+    assert "daari_errors_total{code=" in metrics
+
+
+async def test_a_stalled_subscriber_is_dropped_and_never_slows_requests(tmp_path: Path) -> None:
+    fake = FakeOpenAI()
+    async with serve_app(fake) as upstream:
+        config = make_config(tmp_path, tiers={"L3": upstream_tier("openai", upstream + "/v1")})
+        async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url) as client:
+            stalled = server.runtime.decisions.subscribe("stalled", buffer=2)  # never read
+            with trio.fail_after(10):
+                statuses = [(await client.post("/v1/chat/completions", json=CHAT)).status_code for _ in range(4)]
+            metrics = (await client.get("/metrics")).text
+    assert statuses == [200] * 4
+    assert stalled.lagged and "stalled" not in server.runtime.decisions.subscribers
+    assert 'daari_decision_subscribers_dropped_total{subscriber="stalled"} 1' in metrics
