@@ -253,12 +253,13 @@ def test_pass_through_writes_native_events_once() -> None:
     assert "".join(texts) == "Héllo ✓"  # in pieces, as a live stream sends it
     thinking = [d for d in deltas if d["delta"]["type"] == "thinking_delta"]
     assert thinking[0]["index"] == 0
-    assert events[0][1]["message"]["id"] == "msg_1"
+    # the upstream's own message_start, unchanged: Claude Code's context meter reads its usage
+    assert events[0][1]["message"]["id"] == "msg_up"
+    assert events[0][1]["message"]["usage"] == UPSTREAM_MESSAGE["usage"]
     delta = events[-2][1]
     assert events[-2][0] == "message_delta"
     assert delta["delta"]["stop_reason"] == "tool_use"
     assert delta["daari_meta"] == META
-    # the upstream's real prompt counts replace daari's estimate from message_start
     assert delta["usage"] == {"input_tokens": 40, "cache_read_input_tokens": 100, "output_tokens": 22}
 
 

@@ -100,11 +100,13 @@ def test_parse_claude_code_body() -> None:
     assert request.sampling == {"max_tokens": 32000, "thinking": {"type": "enabled", "budget_tokens": 31999}}
     assert [t.name for t in request.tools] == ["Bash", "Read", "web_search"]
     assert request.tools[0].parameters["required"] == ["command"]
-    assert request.tools[2] == Tool(name="web_search", description=None, parameters={})
+    assert request.tools[2] == Tool(name="web_search", description=None, parameters={},
+                                    extra={"type": "web_search_20250305", "max_uses": 5})
     assert request.passthrough_headers == {
         "anthropic-beta": "claude-code-20250219,interleaved-thinking-2025-05-14",
         "anthropic-version": "2023-06-01",
         "x-api-key": "sk-ant-secret-123",
+        "user-agent": "claude-cli/2.0.0",
     }
 
 
@@ -203,7 +205,7 @@ _DELETE = object()
     (_with("messages", []), "messages"),
     (_with("messages", "hi"), "messages"),
     (_with("messages.0", "hi"), "messages.0"),
-    (_with("messages.0.role", "system"), "messages.0.role"),
+    (_with("messages.0.role", 7), "messages.0.role"),
     (_with("messages.0.role", _DELETE), "messages.0.role"),
     (_with("messages.0.content", 5), "messages.0.content"),
     (_with("messages.0.content", None), "messages.0.content"),

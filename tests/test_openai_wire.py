@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -36,8 +37,8 @@ BAD_INPUTS: list[tuple[object, str, str]] = [
     (body(messages=[{"role": "user", "content": [5]}]), "messages[0].content[0]", "content part object"),
     (body(messages=[{"role": "user", "content": [{"type": "text"}]}]), "messages[0].content[0].text",
      "'text' as a string"),
-    (body(messages=[{"role": "user", "content": [{"type": "input_audio", "input_audio": {}}]}]),
-     "messages[0].content[0].type", "'input_audio' is not supported"),
+    (body(messages=[{"role": "user", "content": [{"input_audio": {}}]}]),
+     "messages[0].content[0].type", "needs a string 'type'"),
     (body(messages=[{"role": "system", "content": [{"type": "image_url", "image_url": {"url": "http://x"}}]}]),
      "messages[0].content[0].type", "not supported in a system message"),
     (body(messages=[{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}]),
@@ -201,6 +202,8 @@ def test_upstream_body_round_trips_an_openai_agent_request() -> None:
         tool_choice="required", temperature=0.2, max_tokens=100, user="u",
     )
     out = to_upstream_body(parse_chat_request(client_body, {}), None, stream=False)
+    assert out == client_body | {"stream": False}  # an OpenAI client's body passes through whole
+    out = to_upstream_body(dataclasses.replace(parse_chat_request(client_body, {}), raw={}), None, stream=False)
     assert out == {
         "model": "gpt-4o",
         "messages": [

@@ -3,7 +3,9 @@
 In the key: normalized messages (tool messages and tool calls included), model, temperature (absent is
 not 0), a hash of the tools schema, the sampling fingerprint, and the tier override. Not in the key:
 `stream` and `stream_options` (a stored answer serves both), the client's protocol (a stored answer is
-protocol-neutral), headers, `user`, `metadata`.
+protocol-neutral), headers, and the fields `daari.cache.key_fields` lists as unable to change an answer
+(`user`, `metadata`, prompt-cache markers, Claude Code's billing block...). Every other field the client
+sent and daari does not interpret (`ChatRequest.extra`, `Tool.extra`) is in the key as sent.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
+from daari.cache.key_fields import without_cache_markers
 from daari.jsonio import canonical
 from daari.protocol.chat import ChatRequest, Message, Tool
 from daari.routing.normalize import normalize_message
@@ -30,7 +33,8 @@ class L0Key:
 def _message_json(message: Message) -> dict[str, Any]:
     return {
         "role": message.role,
-        "content": message.content,
+        "content": message.content if not isinstance(message.content, list)
+        else [without_cache_markers(p) for p in message.content],
         "tool_calls": [[c.id, c.name, c.arguments] for c in message.tool_calls],
         "tool_call_id": message.tool_call_id,
         "name": message.name,
@@ -39,7 +43,8 @@ def _message_json(message: Message) -> dict[str, Any]:
 
 
 def tools_hash(tools: list[Tool]) -> str:
-    schema = [{"name": t.name, "description": t.description, "parameters": t.parameters} for t in tools]
+    schema = [{"name": t.name, "description": t.description, "parameters": t.parameters,
+               **({"extra": t.extra} if t.extra else {})} for t in tools]
     return hashlib.sha256(canonical(schema)).hexdigest()
 
 
@@ -53,4 +58,6 @@ def l0_key(request: ChatRequest, tier_override: str | None = None) -> L0Key:
         "sampling": request.sampling,
         "override": tier_override,
     }
+    if request.extra:  # absent when empty, so keys of requests without such fields did not change
+        payload["extra"] = request.extra
     return L0Key(hashlib.sha256(canonical(payload)).hexdigest())

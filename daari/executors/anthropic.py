@@ -4,6 +4,8 @@
   both work).
 - Credentials: with `forward_client_key`, the client's own x-api-key (or else its Authorization) is sent;
   otherwise, or when the client sent none, `x-api-key` from `api_key_env`. Never both, never logged.
+- An Anthropic client's allowlisted headers (`anthropic_wire.PASSTHROUGH_HEADERS`: betas, version, x-app,
+  user-agent, session id) and its query string (Claude Code's `?beta=true`) reach the upstream unchanged.
 - For a client that speaks Anthropic, every upstream stream event is emitted first as
   `NativeEvent("anthropic", name, data)` and then as the neutral events it stands for (pings are not
   emitted). A non-stream answer emits `NativeEvent("anthropic", "message", body)` before its neutral
@@ -23,7 +25,7 @@ from daari.protocol.anthropic_render import (
     events_from_message,
     upstream_error,
 )
-from daari.protocol.anthropic_wire import SecretStr, to_upstream_body
+from daari.protocol.anthropic_wire import PASSTHROUGH_HEADERS, SecretStr, to_upstream_body
 from daari.protocol.chat import ChatRequest
 from daari.protocol.events import Event, NativeEvent
 from daari.protocol.sse import SSEDecoder
@@ -43,10 +45,9 @@ class AnthropicExecutor(HttpUpstream):
     def headers(self, request: ChatRequest) -> dict[str, str]:
         """Upstream request headers. Holds a credential: never log the result."""
         client = request.passthrough_headers
-        headers = {"content-type": "application/json",
-                   "anthropic-version": client.get("anthropic-version") or DEFAULT_ANTHROPIC_VERSION}
-        if client.get("anthropic-beta"):
-            headers["anthropic-beta"] = client["anthropic-beta"]
+        headers = {name: client[name] for name in PASSTHROUGH_HEADERS if client.get(name)}
+        headers["content-type"] = "application/json"
+        headers["anthropic-version"] = client.get("anthropic-version") or DEFAULT_ANTHROPIC_VERSION
         if self.config.forward_client_key and client.get("x-api-key"):
             headers["x-api-key"] = client["x-api-key"]
         elif self.config.forward_client_key and client.get("authorization"):
@@ -55,9 +56,16 @@ class AnthropicExecutor(HttpUpstream):
             headers["x-api-key"] = SecretStr(key)
         return headers
 
+    def url(self, request: ChatRequest) -> str:
+        url = messages_url(self.config.base_url or "")
+        if request.protocol == "anthropic" and request.query_string:
+            return f"{url}?{request.query_string}"
+        return url
+
     async def generate(self, request: ChatRequest, emit: Emit) -> None:
         body = to_upstream_body(request, self.config.model or request.model, request.stream)
         headers = self.headers(request)
+        url = self.url(request)
         native = request.protocol == "anthropic"
         emitted = False
 
@@ -68,14 +76,14 @@ class AnthropicExecutor(HttpUpstream):
 
         try:
             if request.stream:
-                async with self.http().stream("POST", messages_url(self.config.base_url or ""), json=body,
+                async with self.http().stream("POST", url, json=body,
                                                headers=headers) as response:
                     if response.status_code != 200:
                         await response.aread()
                         raise self._http_error(response, headers)
                     await self._relay_stream(response, send, native)
             else:
-                response = await self.http().post(messages_url(self.config.base_url or ""), json=body,
+                response = await self.http().post(url, json=body,
                                                    headers=headers)
                 if response.status_code != 200:
                     raise self._http_error(response, headers)

@@ -4,6 +4,10 @@ HTTP failures map onto daari's errors: 429 -> UpstreamRateLimited, 5xx and 408 -
 retryable), 401/403 -> UpstreamError 502 (daari's own key is wrong: passing 401 on would tell the client its
 key is bad), other 4xx -> UpstreamRejected carrying the upstream's status and message, connection refused ->
 UpstreamUnavailable. Read timeouts belong to the generic wrapper around executors; only connect is bounded.
+
+Credentials: with `forward_client_key`, the client's own `Authorization` is sent (Codex, aider and SDK users
+keep their key in the client); otherwise, or when the client sent none, `Bearer` + the key from
+`api_key_env`. Never both, never logged, redacted from upstream error messages.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from daari.errors import (
 from daari.executors.base import Emit
 from daari.executors.http_upstream import HttpUpstream, retry_after_seconds
 from daari.jsonio import dumps, loads
+from daari.protocol.anthropic_wire import SecretStr
 from daari.protocol.chat import ChatRequest
 from daari.protocol.openai_render import ChunkDecoder, events_from_response
 from daari.protocol.openai_wire import to_upstream_body
@@ -69,11 +74,15 @@ class OpenAIExecutor(HttpUpstream):
         return {"base_url": self.config.base_url, "model": self.config.model,
                 "started": self.started, "api_key_set": bool(self.config.api_key())}
 
-    def _headers(self) -> dict[str, str]:
+    def _headers(self, request: ChatRequest | None = None) -> dict[str, str]:
+        """Upstream request headers. Holds a credential: never log the result."""
         headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+        forwarded = request.passthrough_headers.get("authorization") if request is not None else None
         key = self.config.api_key()
-        if key:
-            headers["authorization"] = f"Bearer {key}"
+        if self.config.forward_client_key and forwarded:
+            headers["authorization"] = SecretStr(forwarded)
+        elif key:
+            headers["authorization"] = SecretStr(f"Bearer {key}")
         return headers
 
     def _error(self, cls: type[UpstreamError], message: str, **kw: Any) -> UpstreamError:
@@ -118,21 +127,26 @@ class OpenAIExecutor(HttpUpstream):
 
     async def generate(self, request: ChatRequest, emit: Emit) -> None:
         body = to_upstream_body(request, self.config.model or request.model, request.stream)
+        headers = self._headers(request)
         try:
             if request.stream:
-                await self._generate_stream(body, emit)
+                await self._generate_stream(body, headers, emit)
             else:
-                await self._generate_whole(body, emit)
+                await self._generate_whole(body, headers, emit)
         except UpstreamError as err:
+            forwarded = headers.get("authorization", "")
+            if forwarded and forwarded.removeprefix("Bearer ") in err.message:  # an upstream echoing the key
+                err.message = err.message.replace(forwarded.removeprefix("Bearer "), "***")
+                err.args = (err.message,)
             if err.upstream:
                 raise
             raise self._named(err) from None
 
-    async def _generate_whole(self, body: dict[str, Any], emit: Emit) -> None:
+    async def _generate_whole(self, body: dict[str, Any], headers: dict[str, str], emit: Emit) -> None:
         started = False
         try:
             async with self.http().stream("POST", self.url, content=dumps(body),
-                                          headers=self._headers()) as response:
+                                          headers=headers) as response:
                 started = True
                 await response.aread()
         except httpx.TransportError as exc:
@@ -151,11 +165,11 @@ class OpenAIExecutor(HttpUpstream):
         for event in events_from_response(data):
             await emit(event)
 
-    async def _generate_stream(self, body: dict[str, Any], emit: Emit) -> None:
+    async def _generate_stream(self, body: dict[str, Any], headers: dict[str, str], emit: Emit) -> None:
         started = False
         try:
             async with self.http().stream("POST", self.url, content=dumps(body),
-                                          headers=self._headers()) as response:
+                                          headers=headers) as response:
                 started = True
                 if response.status_code != 200:
                     await response.aread()

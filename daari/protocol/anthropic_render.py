@@ -6,9 +6,11 @@ Choices:
 - Tool input that is not a JSON object renders as {} (`anthropic_wire.parse_arguments`): Anthropic's
   `input` must be an object. In a stream, tool input pieces go out as they come (input_json_delta).
 - Pass-through: a `NativeEvent("anthropic", ...)` switches the stream renderer to writing the upstream's
-  own events; from then on neutral text and tool events are ignored (they shadow native ones). The upstream's
-  message_start is not written again (`start()` already wrote daari's), and its message_delta and
-  message_stop are held until `finish`, so daari_meta rides in the message_delta like in neutral mode.
+  own events; from then on neutral text and tool events are ignored (they shadow native ones). The stream's
+  message_start is written with its first event: the upstream's own when the answer is native (its usage,
+  cache_read_input_tokens and all, is what Claude Code's context meter and cost display read), daari's
+  otherwise. The upstream's message_delta and message_stop are held until `finish`, so daari_meta rides in
+  the message_delta like in neutral mode; the delta is otherwise the upstream's.
 - Decoding upstream usage, prompt tokens are input_tokens plus the cache creation and cache read counts,
   which Anthropic reports apart: the neutral Usage holds the whole prompt.
 """
@@ -121,8 +123,17 @@ class AnthropicStreamRenderer:
         self._native = False
         self._native_delta: dict[str, Any] | None = None
         self._native_input_usage: dict[str, Any] = {}  # the upstream message_start's prompt counts
+        self._started = False  # message_start written
+        self._native_start = False  # ... and it was the upstream's own
 
     def start(self) -> list[bytes]:
+        """Nothing yet: message_start goes out with the first event, so a native answer's can be the upstream's."""
+        return []
+
+    def _start(self) -> list[bytes]:
+        if self._started:
+            return []
+        self._started = True
         message = {
             "id": self.message_id, "type": "message", "role": "assistant", "model": self.request.model,
             "content": [], "stop_reason": None, "stop_sequence": None,
@@ -132,8 +143,14 @@ class AnthropicStreamRenderer:
                 _event("ping", {"type": "ping"})]
 
     def event(self, ev: Event) -> list[bytes]:
+        if isinstance(ev, NativeEvent) and ev.protocol == "anthropic":
+            return self._native_event(ev)
+        head = self._start()
+        return [*head, *self._neutral_event(ev)]
+
+    def _neutral_event(self, ev: Event) -> list[bytes]:
         if isinstance(ev, NativeEvent):
-            return self._native_event(ev) if ev.protocol == "anthropic" else []
+            return []
         if isinstance(ev, Finish):
             self._finish = ev
             return []
@@ -158,8 +175,10 @@ class AnthropicStreamRenderer:
         return []
 
     def finish(self, meta: dict[str, Any]) -> list[bytes]:
-        out = self._close()
-        if self._native_delta is not None:
+        out = [*self._start(), *self._close()]
+        if self._native_delta is not None and self._native_start:
+            delta = {**self._native_delta, "daari_meta": meta}  # the upstream's, as it sent it
+        elif self._native_delta is not None:
             # daari's message_start held an estimate; the upstream's real prompt counts replace it here,
             # as Anthropic's own cumulative message_delta usage does.
             usage = {**self._native_input_usage, **(self._native_delta.get("usage") or {})}
@@ -179,7 +198,7 @@ class AnthropicStreamRenderer:
         return [*out, _event("message_delta", delta), _event("message_stop", {"type": "message_stop"})]
 
     def error(self, err: DaariError, meta: dict[str, Any]) -> list[bytes]:
-        return [_event("error", {**error_body(err), "daari_meta": meta})]
+        return [*self._start(), _event("error", {**error_body(err), "daari_meta": meta})]
 
     def _text(self, text: str) -> list[bytes]:
         if not text:
@@ -214,9 +233,15 @@ class AnthropicStreamRenderer:
         if ev.name == "message_start":
             usage = (ev.data.get("message") or {}).get("usage") or {}
             self._native_input_usage = {k: v for k, v in usage.items() if k in _INPUT_USAGE_FIELDS}
-            return []  # start() wrote daari's message_start already
+            if self._started:
+                return []  # daari's message_start went out already
+            self._started = self._native_start = True
+            return [_event("message_start", ev.data), _event("ping", {"type": "ping"})]
         if ev.name in ("ping", "error"):
             return []  # daari writes its own ping; errors go out through `error()`
+        head = self._start()
+        if head:
+            return [*head, *self._native_event(ev)]
         if ev.name == "message_delta":
             self._native_delta = ev.data
             return []

@@ -10,6 +10,16 @@ Choices (documented here because both directions depend on them):
   internals: they are accepted but left out of the neutral messages and travel in `raw`, which is what an
   Anthropic upstream receives. Other block types daari does not model (document, search_result,
   server_tool_use, web_search_tool_result ...) are kept as parts holding the block verbatim.
+- Roles: `user` and `assistant` as documented; a `system` entry inside `messages` (Claude Code's
+  mid-conversation system messages) becomes a neutral system message at that position; any other role
+  string is read as `user` (its content is the client's input either way). An Anthropic upstream gets the
+  body unchanged through `raw`; an OpenAI upstream gets a system message at that position.
+- Claude Code's first system block (`x-anthropic-billing-header: ...`) is per request: it travels in `raw`
+  to an Anthropic upstream but is left out of the neutral system text (and so of every cache key).
+- Fields daari does not interpret (context_management, output_config, mcp_servers, future fields) are
+  `extra`, in the cache key unless `daari.cache.key_fields` lists them (metadata, service_tier); tool fields
+  beyond name/description/input_schema (a server tool's type and settings, `strict`) are `Tool.extra`.
+- Errors use Anthropic's own wording where clients match on it (Claude Code's fallbacks read 400 texts).
 - A missing `model` becomes "daari" (as on the OpenAI side); a missing `max_tokens` is an error, as upstream.
   A JSON null for an optional field means the field is absent.
 - Client credentials in `passthrough_headers` are `SecretStr`: they print as '***' in any repr or log.
@@ -21,6 +31,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from daari.cache.key_fields import is_billing_block, uninterpreted, without_cache_markers
 from daari.errors import InvalidRequest
 from daari.protocol.chat import ChatRequest, ContentPart, Message, Tool, ToolCall
 from daari.routing.tokens import estimate_request_tokens
@@ -28,10 +39,19 @@ from daari.routing.tokens import estimate_request_tokens
 DEFAULT_MODEL = "daari"
 DEFAULT_MAX_TOKENS = 4096
 ANTHROPIC_MAX_TEMPERATURE = 1.0
-_PASSTHROUGH_HEADERS = ("anthropic-beta", "anthropic-version")
+# Headers an Anthropic upstream gets from the client (docs/agents.md): they change the upstream's behaviour
+# (betas, API version) or its accounting (which app, which session). Never a credential: see _SECRET_HEADERS.
+PASSTHROUGH_HEADERS = ("anthropic-beta", "anthropic-version", "anthropic-dangerous-direct-browser-access",
+                       "x-app", "user-agent", "x-claude-code-session-id", "x-client-request-id")
 _SECRET_HEADERS = ("x-api-key", "authorization")
 _HISTORY_ONLY_BLOCKS = ("thinking", "redacted_thinking")
 _TOOL_CHOICE_TO_NEUTRAL = {"auto": "auto", "any": "required", "none": "none"}
+# OpenAI reasoning_effort <-> Anthropic thinking budget_tokens, both directions (docs/agents.md).
+EFFORT_BUDGET = {"low": 1024, "medium": 4096, "high": 16384}
+_MIN_THINKING_BUDGET = 1024
+_INTERPRETED = frozenset({"model", "messages", "system", "max_tokens", "stop_sequences", "temperature", "top_p",
+                          "top_k", "tool_choice", "thinking", "tools", "stream"})
+_TOOL_FIELDS = ("name", "description", "input_schema")
 
 
 class SecretStr(str):
@@ -86,6 +106,7 @@ def _parse(body: object, headers: Mapping[str, str], *, require_max_tokens: bool
         sampling=_sampling(body, require_max_tokens),
         raw=body,
         passthrough_headers=_passthrough_headers(headers),
+        extra=uninterpreted("anthropic", body, _INTERPRETED),
     )
 
 
@@ -100,8 +121,8 @@ def _system_messages(system: object) -> list[Message]:
     for index, block in enumerate(system):
         param = f"system.{index}"
         _require_block(block, param)
-        if block["type"] == "text":
-            texts.append(_block_text(block, param))
+        if block["type"] == "text" and not is_billing_block(text := _block_text(block, param)):
+            texts.append(text)
     return [Message(role="system", content="\n".join(texts))] if texts else []
 
 
@@ -109,9 +130,11 @@ def _parse_message(raw: object, param: str) -> list[Message]:
     if not isinstance(raw, dict):
         raise InvalidRequest(f"{param}: expected an object", param=param)
     role = raw.get("role")
-    if role not in ("user", "assistant"):
-        raise InvalidRequest(f"{param}.role: expected 'user' or 'assistant', got {role!r}",
-                             param=f"{param}.role")
+    if not isinstance(role, str):
+        # Anthropic's own wording: clients (Claude Code) recognise role errors by it.
+        raise InvalidRequest(f"{param}.role: Input should be 'user' or 'assistant'", param=f"{param}.role")
+    if role not in ("user", "assistant", "system"):
+        role = "user"  # a role daari does not know: the client's input, read as such (docs/agents.md)
     content = raw.get("content")
     if isinstance(content, str):
         return [Message(role=role, content=content)]
@@ -122,6 +145,10 @@ def _parse_message(raw: object, param: str) -> list[Message]:
         _require_block(block, f"{param}.content.{index}")
     if role == "assistant":
         return [_assistant_message(content, f"{param}.content")]
+    if role == "system":
+        parts = [_content_part(b, f"{param}.content.{i}") for i, b in enumerate(content)
+                 if b["type"] not in _HISTORY_ONLY_BLOCKS]
+        return [Message(role="system", content=_simplify(parts))]
     return _user_messages(content, f"{param}.content")
 
 
@@ -210,7 +237,7 @@ def _content_part(block: dict[str, Any], param: str) -> ContentPart:
         return {"type": "text", "text": _block_text(block, param)}
     if kind == "image":
         return _image_part(block, param)
-    # A block daari does not model: keep it whole, so it still counts in the cache key and survives.
+    # A block daari does not model: keep it whole (the key leaves out its cache_control), so it survives.
     return dict(block)
 
 
@@ -325,21 +352,22 @@ def _parse_tools(tools: object) -> list[Tool]:
         if description is not None and not isinstance(description, str):
             raise InvalidRequest(f"{param}.description: expected a string", param=f"{param}.description")
         kind = tool.get("type")
+        extra = without_cache_markers({k: v for k, v in tool.items() if k not in _TOOL_FIELDS})
         if kind not in (None, "custom"):
             # A server tool (web_search_..., bash_..., text_editor_...): its definition rides in `raw`.
-            parsed.append(Tool(name=name, description=description, parameters={}))
+            parsed.append(Tool(name=name, description=description, parameters={}, extra=extra))
             continue
         schema = tool.get("input_schema")
         if not isinstance(schema, dict):
             raise InvalidRequest(f"{param}.input_schema: expected a JSON schema object",
                                  param=f"{param}.input_schema")
-        parsed.append(Tool(name=name, description=description, parameters=schema))
+        parsed.append(Tool(name=name, description=description, parameters=schema, extra=extra))
     return parsed
 
 
 def _passthrough_headers(headers: Mapping[str, str]) -> dict[str, str]:
     lowered = {k.lower(): v for k, v in headers.items()}
-    out: dict[str, str] = {name: lowered[name] for name in _PASSTHROUGH_HEADERS if name in lowered}
+    out: dict[str, str] = {name: lowered[name] for name in PASSTHROUGH_HEADERS if name in lowered}
     out.update({name: SecretStr(lowered[name]) for name in _SECRET_HEADERS if name in lowered})
     return out
 
@@ -371,8 +399,23 @@ def to_upstream_body(request: ChatRequest, model: str | None, stream: bool) -> d
     _upstream_sampling(request, body)
     if request.tools:
         body["tools"] = [_upstream_tool(t) for t in request.tools]
+    _translate_effort(request, body)
     body["stream"] = stream
     return body
+
+
+def _translate_effort(request: ChatRequest, body: dict[str, Any]) -> None:
+    """OpenAI's reasoning_effort as a thinking budget (within max_tokens, as Anthropic requires). Thinking
+    admits no temperature other than 1 and no top_k, so those are left out then."""
+    effort = request.extra.get("reasoning_effort")
+    if effort not in EFFORT_BUDGET or "thinking" in body:
+        return
+    budget = min(EFFORT_BUDGET[effort], body["max_tokens"] - 1)
+    if budget < _MIN_THINKING_BUDGET:
+        return  # too small an answer budget to think in: answered without thinking
+    body["thinking"] = {"type": "enabled", "budget_tokens": budget}
+    body.pop("temperature", None)
+    body.pop("top_k", None)
 
 
 def _upstream_messages(messages: list[Message]) -> list[dict[str, Any]]:
@@ -480,4 +523,6 @@ def _upstream_tool(tool: Tool) -> dict[str, Any]:
     if tool.description:
         out["description"] = tool.description
     out["input_schema"] = schema
+    if isinstance(tool.extra.get("strict"), bool):
+        out["strict"] = tool.extra["strict"]
     return out

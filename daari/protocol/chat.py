@@ -48,6 +48,9 @@ class Tool:
     name: str
     description: str | None
     parameters: dict[str, Any]  # JSON schema of the arguments
+    # Definition fields daari does not model (OpenAI function `strict`, an Anthropic server tool's `type`
+    # and settings), minus prompt-cache markers: in the cache key, translated where the other side has them.
+    extra: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -71,6 +74,11 @@ class ChatRequest:
     raw: dict[str, Any] = field(default_factory=dict)
     # Request headers an upstream of the client's own protocol may need (anthropic-beta, x-api-key ...).
     passthrough_headers: dict[str, str] = field(default_factory=dict)
+    # Top-level fields daari does not interpret and that can change the answer (`daari.cache.key_fields`):
+    # in the cache key; an upstream of the client's protocol gets them through `raw`.
+    extra: dict[str, Any] = field(default_factory=dict)
+    # The client's query string (Claude Code sends `?beta=true`): kept for a same-protocol upstream.
+    query_string: str = ""
 
     @property
     def max_tokens(self) -> int | None:

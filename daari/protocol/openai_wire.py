@@ -8,14 +8,22 @@ Choices made here, because clients differ from the reference API:
 - Role "developer" is read as "system". The legacy role "function" and the legacy top-level `functions` /
   `function_call` fields are rejected with a message naming the replacement: dropping a tool definition
   silently would let a tier answer without the tools the client relies on.
-- Content parts other than text and image_url (input_audio, file) are rejected: no tier reads them, and an
-  answer that ignored them would be wrong. Assistant "refusal" parts are read as text.
+- Content parts other than text and image_url (input_audio, file, future types) are kept verbatim: an
+  OpenAI-compatible upstream gets them unchanged, the cache key hashes them whole, a tier of the other
+  protocol gets what has an equivalent (`file` PDFs become documents) and a clear 400 otherwise. Assistant
+  "refusal" parts are read as text.
 - `max_completion_tokens` folds into sampling["max_tokens"]; `raw` remembers which name the client used, and
   `to_upstream_body` sends it back under that name (OpenAI's reasoning models accept only that one).
-- `user`, `metadata`, `store`, `stream_options` and unknown fields do not change the answer: `raw` only.
-- Request headers change nothing here; the client's Authorization is never forwarded upstream.
+- Fields daari does not interpret (reasoning_effort, verbosity, service_tier, prediction, modalities,
+  audio, web_search_options, future fields) go into `extra` (the cache key) unless
+  `daari.cache.key_fields` lists them as unable to change the answer (user, metadata, store...); tool
+  definition fields beyond name/description/parameters (`strict`) go into `Tool.extra`.
+- The client's `Authorization` is kept as a `SecretStr` in `passthrough_headers`; only a tier with
+  `forward_client_key` sends it upstream.
 
-Upstream body choices (`to_upstream_body`), for requests that came in either protocol:
+Upstream body choices (`to_upstream_body`). A request that came in as OpenAI chat is sent as the client
+wrote it (messages, content parts and every field), with only `model`, `stream` and `stream_options`
+set by daari, and tool_choice / parallel_tool_calls left out without tools. Anything else is translated:
 - system, assistant and tool content is sent as one string (text parts joined): many OpenAI-compatible
   servers accept only strings there. User content keeps its parts (text and image_url).
 - An Anthropic tool result with is_error is sent with TOOL_ERROR_PREFIX before its text, as OpenAI tool
@@ -30,7 +38,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from daari.cache.key_fields import uninterpreted, without_cache_markers
 from daari.errors import InvalidRequest
+from daari.protocol.anthropic_wire import EFFORT_BUDGET, SecretStr
 from daari.protocol.chat import ChatRequest, ContentPart, Message, Role, Tool, ToolCall
 
 DEFAULT_MODEL = "daari"
@@ -45,6 +55,11 @@ _SAMPLING_KEYS = (
     "logit_bias", "logprobs", "top_logprobs", "parallel_tool_calls",
 )
 _NOT_UPSTREAM = ("top_k", "thinking")  # Anthropic-only parameters
+# Top-level fields the parser reads itself; every other field is `extra` (or a non-answer field).
+_INTERPRETED = frozenset({"model", "messages", "stream", "stream_options", "temperature", "tools",
+                          "max_tokens", "max_completion_tokens", *_SAMPLING_KEYS})
+_TOOL_FIELDS = ("type", "function")
+_FUNCTION_FIELDS = ("name", "description", "parameters")
 
 
 def _fail(message: str, param: str) -> InvalidRequest:
@@ -124,10 +139,14 @@ def _content(value: object, role: Role, param: str) -> str | list[ContentPart] |
             parts.append({"type": "text", "text": text})
         elif kind == "image_url" and role == "user":
             parts.append(_image_part(part, where))
-        else:
+        elif kind in ("image_url", "refusal"):
             allowed = "text and image_url" if role == "user" else "text"
             raise _fail(f"content part type {kind!r} is not supported in a {role} message "
                         f"(allowed: {allowed})", f"{where}.type")
+        elif isinstance(kind, str) and kind:
+            parts.append(dict(part))  # input_audio, file, future types: carried whole (and keyed whole)
+        else:
+            raise _fail("every content part needs a string 'type'", f"{where}.type")
     return parts
 
 
@@ -212,7 +231,10 @@ def _tools(value: object) -> list[Tool]:
         if not isinstance(parameters, dict):
             raise _fail(f"'{where}.function.parameters' must be a JSON schema object",
                         f"{where}.function.parameters")
-        tools.append(Tool(name=name, description=description, parameters=parameters))
+        extra = {k: v for k, v in function.items() if k not in _FUNCTION_FIELDS}
+        extra.update({k: v for k, v in tool.items() if k not in _TOOL_FIELDS})
+        tools.append(Tool(name=name, description=description, parameters=parameters,
+                          extra=without_cache_markers(extra)))
     return tools
 
 
@@ -281,16 +303,34 @@ def parse_chat_request(body: object, headers: Mapping[str, str]) -> ChatRequest:
         sampling=_sampling(body),
         include_usage=bool((stream_options or {}).get("include_usage")),
         raw=body,
+        passthrough_headers=_client_key(headers),
+        extra=uninterpreted("openai", body, _INTERPRETED),
     )
+
+
+def _client_key(headers: Mapping[str, str]) -> dict[str, str]:
+    """The client's own credential, for tiers with forward_client_key (a SecretStr: never printed)."""
+    for name, value in headers.items():
+        if name.lower() == "authorization" and value:
+            return {"authorization": SecretStr(value)}
+    return {}
 
 
 # --- the other direction: a neutral request as an OpenAI-compatible upstream wants it ---------------------
 
 def _part_to_wire(part: ContentPart) -> dict[str, Any]:
-    if part.get("type") == "image":
+    kind = part.get("type")
+    if kind == "image":
         url = part.get("url") or f"data:{part.get('media_type')};base64,{part.get('data', '')}"
         return {"type": "image_url", "image_url": {"url": url}}
-    return {"type": "text", "text": part.get("text", "")}
+    if kind == "text":
+        return {"type": "text", "text": part.get("text", "")}
+    source = part.get("source") if kind == "document" else None
+    if isinstance(source, dict) and source.get("type") == "base64":
+        data = f"data:{source.get('media_type')};base64,{source.get('data', '')}"
+        return {"type": "file", "file": {"filename": part.get("title") or "document", "file_data": data}}
+    raise InvalidRequest(f"content block type {kind!r} has no OpenAI chat equivalent: send it to an "
+                         "Anthropic tier, or leave it out", param="messages")
 
 
 def _message_to_wire(message: Message) -> dict[str, Any]:
@@ -328,6 +368,8 @@ def _tool_choice_to_wire(choice: Any) -> Any:
 
 def to_upstream_body(request: ChatRequest, model: str | None, stream: bool) -> dict[str, Any]:
     """The chat-completions body for an OpenAI-compatible upstream; `model` None keeps the client's."""
+    if request.protocol == "openai" and request.raw:
+        return _native_body(request, model, stream)
     body: dict[str, Any] = {
         "model": model or request.model,
         "messages": [_message_to_wire(m) for m in request.messages],
@@ -347,7 +389,36 @@ def to_upstream_body(request: ChatRequest, model: str | None, stream: bool) -> d
                 "parameters": t.parameters}}
             for t in request.tools
         ]
+    _translate_extra(request, body)
     body["stream"] = stream
     if stream:
         body["stream_options"] = {"include_usage": True}
     return body
+
+
+def _native_body(request: ChatRequest, model: str | None, stream: bool) -> dict[str, Any]:
+    """The client's own body: every field it sent reaches the upstream unchanged, except what daari owns."""
+    body = dict(request.raw)
+    body["model"] = model or request.model
+    body["stream"] = stream
+    if stream:  # daari needs the usage chunk; the client's other stream options stay
+        body["stream_options"] = {**(body.get("stream_options") or {}), "include_usage": True}
+    else:
+        body.pop("stream_options", None)
+    if not request.tools:  # OpenAI rejects these without tools
+        body.pop("tool_choice", None)
+        body.pop("parallel_tool_calls", None)
+    return body
+
+
+def _translate_extra(request: ChatRequest, body: dict[str, Any]) -> None:
+    """Fields of an Anthropic request with an OpenAI equivalent: thinking -> reasoning_effort, tool strict."""
+    thinking = request.sampling.get("thinking")
+    if isinstance(thinking, dict) and thinking.get("type") == "enabled":
+        budget = thinking.get("budget_tokens")
+        budget = budget if isinstance(budget, int) else EFFORT_BUDGET["medium"]
+        body["reasoning_effort"] = ("low" if budget < EFFORT_BUDGET["medium"]
+                                    else "medium" if budget < EFFORT_BUDGET["high"] else "high")
+    for wire_tool, tool in zip(body.get("tools") or [], request.tools, strict=True):
+        if isinstance(tool.extra.get("strict"), bool):
+            wire_tool["function"]["strict"] = tool.extra["strict"]

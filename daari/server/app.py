@@ -68,6 +68,7 @@ async def chat(req: Request) -> None:
     try:
         body = await req.json_body()
         request = req.wire.parse(body, req.headers)
+        request.query_string = req.scope.get("query_string", b"").decode("latin-1")
         controls = parse_controls(req.headers)
     except DaariError as err:
         recorder.refused(err, req.wire.render_error(err)[0])
@@ -85,6 +86,11 @@ async def chat(req: Request) -> None:
             nursery.start_soon(watch_disconnect, req.receive, nursery.cancel_scope)
             await turn.run()
             nursery.cancel_scope.cancel()
+
+
+async def root(req: Request) -> None:
+    """`HEAD /` is Claude Code's connectivity probe; `GET /` says what is listening."""
+    await send_json(req.send, 200, {"service": "daari", "status": "ok"})
 
 
 async def count_tokens(req: Request) -> None:
@@ -153,6 +159,7 @@ async def metrics(req: Request) -> None:
 
 
 ROUTES: dict[str, dict[str, Handler]] = {
+    "/": {"GET": root, "HEAD": root},
     "/v1/chat/completions": {"POST": chat},
     "/chat/completions": {"POST": chat},
     "/v1/messages": {"POST": chat},

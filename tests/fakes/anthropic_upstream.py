@@ -35,6 +35,7 @@ class RecordedRequest:
     path: str
     headers: dict[str, str]
     body: dict[str, Any]
+    query: str = ""
 
 
 def _sse(name: str, data: dict[str, Any]) -> bytes:
@@ -65,7 +66,8 @@ class FakeAnthropic:
         except ValueError:
             await self._json(send, 400, _error_body("invalid_request_error", "body is not valid JSON"))
             return
-        self.requests.append(RecordedRequest(path=path, headers=headers, body=body))
+        self.requests.append(RecordedRequest(path=path, headers=headers, body=body,
+                                             query=scope.get("query_string", b"").decode()))
         if scope["method"] != "POST" or path not in ("/v1/messages", "/v1/messages/count_tokens"):
             await self._json(send, 404, _error_body("not_found_error", f"no route {path}"))
             return
