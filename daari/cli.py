@@ -71,7 +71,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default=None, help="listen address (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=None, help="listen port (default 8787)")
     serve.add_argument("--config", default=None, help="daari.yaml path (default ./daari.yaml if present)")
-    serve.add_argument("--data-dir", default=None, help="where the L0 store lives (default .daari)")
+    serve.add_argument("--data-dir", default=None,
+                       help="where the cache lives (default $XDG_DATA_HOME/daari, else ~/.local/share/daari)")
     evals = sub.add_parser("eval", help="run an evaluation against a running daari")
     evals.add_argument("suite", help="routing")
     return parser

@@ -15,7 +15,9 @@ from typing import Any, Literal
 
 import yaml
 
+from daari.datadir import default_data_dir
 from daari.errors import ConfigError
+from daari.redact import redact_url
 
 TIER_NAMES = ("L3", "L4", "L5", "L6")
 DEFAULT_CONCURRENCY = {"embedded": 1, "ollama": 4, "openai": 32, "anthropic": 32}
@@ -28,6 +30,12 @@ class ServerConfig:
     port: int = 8787
     max_body_bytes: int = 8 * 1024 * 1024
     grace_period_s: float = 10.0  # SIGINT/SIGTERM: in-flight requests get this long, then are cancelled
+    # Host header names accepted besides the loopback names and the bound address ("*": any; DNS rebinding).
+    allowed_hosts: list[str] = field(default_factory=list)
+    # Browser origins allowed to call daari (CORS); a request with any other Origin gets 403.
+    allowed_origins: list[str] = field(default_factory=list)
+    # Environment variable holding daari's own token; when it is set, every request must carry it.
+    token_env: str = "DAARI_TOKEN"
 
 
 @dataclass
@@ -175,7 +183,7 @@ def _default_tiers() -> dict[str, TierConfig]:
 @dataclass
 class Config:
     server: ServerConfig = field(default_factory=ServerConfig)
-    data_dir: str = ".daari"
+    data_dir: str = field(default_factory=default_data_dir)  # $XDG_DATA_HOME/daari, else ~/.local/share/daari
     cache: CacheConfig = field(default_factory=CacheConfig)
     actors: ActorsConfig = field(default_factory=ActorsConfig)
     tiers: dict[str, TierConfig] = field(default_factory=_default_tiers)
@@ -263,7 +271,15 @@ def config_from_dict(data: dict[str, Any]) -> Config:
     return config
 
 
-SECRET_HINTS = ("key", "token", "secret", "password", "authorization")
+SECRET_WORDS = frozenset({"key", "token", "secret", "password", "authorization", "credential"})
+URL_KEYS = ("base_url", "url")
+
+
+def is_secret_name(name: str) -> bool:
+    """A key named like a secret: one of its words is a secret word (`api_key`, not `max_tokens`);
+    `*_env` keys name an environment variable and are not secrets."""
+    words = name.lower().split("_")
+    return words[-1] != "env" and any(w in SECRET_WORDS for w in words)
 
 
 def redacted(config: Config) -> dict[str, Any]:
@@ -273,9 +289,10 @@ def redacted(config: Config) -> dict[str, Any]:
         if isinstance(node, dict):
             out = {}
             for k, v in node.items():
-                if any(h in k.lower() for h in SECRET_HINTS) and not k.endswith("_env") and v is not None \
-                        and not isinstance(v, bool):
+                if is_secret_name(k) and v is not None and not isinstance(v, bool):
                     out[k] = "***"
+                elif k in URL_KEYS and isinstance(v, str):
+                    out[k] = redact_url(v)
                 else:
                     out[k] = scrub(v)
             return out

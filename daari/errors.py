@@ -146,6 +146,31 @@ class ModelNotInstalled(DaariError):
     code = "model_not_installed"
 
 
+class Unauthorized(DaariError):
+    """No valid daari token, or no credential for a tier that forwards the client's own key."""
+
+    status = 401
+    openai_type = "authentication_error"
+    anthropic_type = "authentication_error"
+    code = "unauthorized"
+
+
+class Forbidden(DaariError):
+    """The request guard refused it: a foreign Host (DNS rebinding) or an Origin not allowed (a web page)."""
+
+    status = 403
+    openai_type = "permission_error"
+    anthropic_type = "permission_error"
+    code = "forbidden"
+
+
+class UnsupportedMediaType(DaariError):
+    status = 415
+    openai_type = "invalid_request_error"
+    anthropic_type = "invalid_request_error"
+    code = "unsupported_media_type"
+
+
 class ConfigError(Exception):
     """daari.yaml is wrong: an unknown key, a bad value. Not a client error."""
 

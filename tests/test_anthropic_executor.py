@@ -11,7 +11,14 @@ import pytest
 import trio
 
 from daari.config import TierConfig
-from daari.errors import UpstreamError, UpstreamOverloaded, UpstreamRateLimited, UpstreamRejected, UpstreamUnavailable
+from daari.errors import (
+    Unauthorized,
+    UpstreamError,
+    UpstreamOverloaded,
+    UpstreamRateLimited,
+    UpstreamRejected,
+    UpstreamUnavailable,
+)
 from daari.executors.anthropic import AnthropicExecutor, messages_url
 from daari.executors.http_upstream import retry_after_seconds
 from daari.protocol.anthropic_wire import parse_messages_request
@@ -179,7 +186,6 @@ async def test_version_and_beta_headers() -> None:
     (False, False, {"x-api-key": CLIENT_KEY}, {}),
     (True, True, {"x-api-key": CLIENT_KEY}, {"x-api-key": CLIENT_KEY}),
     (True, False, {"authorization": f"Bearer {CLIENT_KEY}"}, {"authorization": f"Bearer {CLIENT_KEY}"}),
-    (True, True, {}, {"x-api-key": CONFIG_KEY}),
 ])
 async def test_which_key_goes_upstream(monkeypatch: pytest.MonkeyPatch, forward: bool, config_key: bool,
                                        client_headers: dict[str, str], expected: dict[str, str]) -> None:
@@ -191,6 +197,21 @@ async def test_which_key_goes_upstream(monkeypatch: pytest.MonkeyPatch, forward:
         await run(executor, client_request(headers=client_headers))
     sent = fake.requests[0].headers
     assert {k: sent[k] for k in ("x-api-key", "authorization") if k in sent} == expected
+
+
+async def test_forwarding_tier_refuses_a_request_without_a_client_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The client pays on a forwarding tier: no client key is a 401, never the configured key spent for it."""
+    monkeypatch.setenv("DAARI_TEST_ANTHROPIC_KEY", CONFIG_KEY)
+    async with upstream(forward_client_key=True, api_key_env="DAARI_TEST_ANTHROPIC_KEY") as (fake, executor):
+        with pytest.raises(Unauthorized) as info:
+            await run(executor, client_request(headers={}))
+    assert info.value.status == 401 and "forward_client_key" in info.value.message
+    assert fake.requests == []
+
+
+async def test_query_string_of_base_url_survives_and_never_shows() -> None:
+    assert messages_url("https://gw.example/v1?key=abcdef") == "https://gw.example/v1/messages?key=abcdef"
+    assert messages_url("https://gw.example?key=abcdef") == "https://gw.example/v1/messages?key=abcdef"
 
 
 async def test_base_url_with_v1_suffix() -> None:

@@ -121,9 +121,10 @@ def test_errors_in_anthropic_shape(via_openai_upstream) -> None:  # type: ignore
     assert "max_tokens" in no_max_tokens.json()["error"]["message"]
     missing = httpx.post(url + "/v1/messages/nope", json={})
     assert missing.status_code == 404 and missing.json()["error"]["type"] == "not_found_error"
-    big = httpx.post(url + "/v1/messages", content=b"x" * (9 * 1024 * 1024))
+    as_json = {"content-type": "application/json"}
+    big = httpx.post(url + "/v1/messages", content=b"x" * (9 * 1024 * 1024), headers=as_json)
     assert big.status_code == 413 and big.json()["error"]["type"] == "request_too_large"
-    bad_json = httpx.post(url + "/v1/messages", content=b"{")
+    bad_json = httpx.post(url + "/v1/messages", content=b"{", headers=as_json)
     assert bad_json.status_code == 400 and bad_json.json()["type"] == "error"
 
 

@@ -134,7 +134,7 @@ def test_bad_input_gets_openai_error_shapes(client: openai.OpenAI) -> None:
 def test_body_over_the_limit_is_413(client: openai.OpenAI) -> None:
     base = str(client.base_url).rstrip("/")
     big = b'{"model": "m", "messages": [{"role": "user", "content": "' + b"x" * (9 * 1024 * 1024) + b'"}]}'
-    response = httpx.post(base + "/chat/completions", content=big)
+    response = httpx.post(base + "/chat/completions", content=big, headers={"content-type": "application/json"})
     assert response.status_code == 413
     assert response.json()["error"]["type"] == "invalid_request_error"
 

@@ -1,9 +1,9 @@
 """L0Key: SHA-256 over a canonical encoding of everything that can change an answer.
 
 In the key: normalized messages (tool messages and tool calls included), model, temperature (absent is
-not 0), a hash of the tools schema, the sampling fingerprint, and the tier override. Not in the key:
-`stream` and `stream_options` (a stored answer serves both), the client's protocol (a stored answer is
-protocol-neutral), headers, and the fields `daari.cache.key_fields` lists as unable to change an answer
+not 0), a hash of the tools schema, the sampling fingerprint, the tier override, and the credential
+partition (when there is one). Not in the key: `stream` and `stream_options` (a stored answer serves
+both), the client's protocol (a stored answer is protocol-neutral), other headers, and the fields `daari.cache.key_fields` lists as unable to change an answer
 (`user`, `metadata`, prompt-cache markers, Claude Code's billing block...). Every other field the client
 sent and daari does not interpret (`ChatRequest.extra`, `Tool.extra`) is in the key as sent.
 """
@@ -48,7 +48,8 @@ def tools_hash(tools: list[Tool]) -> str:
     return hashlib.sha256(canonical(schema)).hexdigest()
 
 
-def l0_key(request: ChatRequest, tier_override: str | None = None) -> L0Key:
+def l0_key(request: ChatRequest, tier_override: str | None = None, partition: str = "") -> L0Key:
+    """`partition` (daari/cache/partition.py) keeps answers paid with one credential from every other."""
     payload = {
         "v": KEY_VERSION,
         "messages": [_message_json(normalize_message(m)) for m in request.messages],
@@ -60,4 +61,6 @@ def l0_key(request: ChatRequest, tier_override: str | None = None) -> L0Key:
     }
     if request.extra:  # absent when empty, so keys of requests without such fields did not change
         payload["extra"] = request.extra
+    if partition:  # the shared partition keeps the keys it always had
+        payload["partition"] = partition
     return L0Key(hashlib.sha256(canonical(payload)).hexdigest())

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import sqlite_utils
 
+from daari.datadir import private_file
 from daari.protocol.chat import Completion
 
 
@@ -36,7 +37,7 @@ class L0Store:
     TABLE = "l0"
 
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_file(path)  # prompts and answers: 0600 in a 0700 directory
         # One limiter of 1 owns this connection, so any single worker thread may use it.
         self._conn = sqlite3.connect(str(path), check_same_thread=False)
         self.db = sqlite_utils.Database(self._conn)

@@ -2,8 +2,9 @@
 
 - `base_url` may end with or without `/v1` (`https://api.anthropic.com` and `https://api.anthropic.com/v1`
   both work).
-- Credentials: with `forward_client_key`, the client's own x-api-key (or else its Authorization) is sent;
-  otherwise, or when the client sent none, `x-api-key` from `api_key_env`. Never both, never logged.
+- Credentials: with `forward_client_key`, the client's own x-api-key (or else its Authorization) is sent,
+  and a request with neither is refused with 401; otherwise `x-api-key` from `api_key_env`. Never both,
+  never logged.
 - An Anthropic client's allowlisted headers (`anthropic_wire.PASSTHROUGH_HEADERS`: betas, version, x-app,
   user-agent, session id) and its query string (Claude Code's `?beta=true`) reach the upstream unchanged.
 - For a client that speaks Anthropic, every upstream stream event is emitted first as
@@ -16,9 +17,9 @@ from __future__ import annotations
 
 import httpx
 
-from daari.errors import UpstreamError, UpstreamUnavailable
+from daari.errors import Unauthorized, UpstreamError, UpstreamUnavailable
 from daari.executors.base import Emit
-from daari.executors.http_upstream import HttpUpstream, retry_after_seconds
+from daari.executors.http_upstream import HttpUpstream, endpoint, retry_after_seconds
 from daari.protocol.anthropic_render import (
     AnthropicEventDecoder,
     decode_json,
@@ -29,13 +30,13 @@ from daari.protocol.anthropic_wire import PASSTHROUGH_HEADERS, SecretStr, to_ups
 from daari.protocol.chat import ChatRequest
 from daari.protocol.events import Event, NativeEvent
 from daari.protocol.sse import SSEDecoder
+from daari.redact import scrub, url_secrets
 
 DEFAULT_ANTHROPIC_VERSION = "2023-06-01"
 
 
 def messages_url(base_url: str) -> str:
-    base = base_url.rstrip("/")
-    return f"{base}/messages" if base.endswith("/v1") else f"{base}/v1/messages"
+    return endpoint(base_url, "/messages" if httpx.URL(base_url).path.rstrip("/").endswith("/v1") else "/v1/messages")
 
 
 class AnthropicExecutor(HttpUpstream):
@@ -52,6 +53,10 @@ class AnthropicExecutor(HttpUpstream):
             headers["x-api-key"] = client["x-api-key"]
         elif self.config.forward_client_key and client.get("authorization"):
             headers["authorization"] = client["authorization"]
+        elif self.config.forward_client_key:
+            # The client pays on this tier: without its key nobody may spend the configured one.
+            raise Unauthorized(f"tier {self.tier} forwards the client's own key (forward_client_key) and this "
+                               "request carries none: send x-api-key or Authorization")
         elif key := self.config.api_key():
             headers["x-api-key"] = SecretStr(key)
         return headers
@@ -59,7 +64,7 @@ class AnthropicExecutor(HttpUpstream):
     def url(self, request: ChatRequest) -> str:
         url = messages_url(self.config.base_url or "")
         if request.protocol == "anthropic" and request.query_string:
-            return f"{url}?{request.query_string}"
+            return f"{url}{'&' if '?' in url else '?'}{request.query_string}"
         return url
 
     async def generate(self, request: ChatRequest, emit: Emit) -> None:
@@ -127,9 +132,9 @@ class AnthropicExecutor(HttpUpstream):
             payload = None
         err = upstream_error(payload, status=response.status_code,
                              retry_after=retry_after_seconds(response.headers))
-        for secret in (headers.get("x-api-key"), headers.get("authorization")):
-            if secret and secret in err.message:  # an upstream that echoes the credential must not leak it
-                err.message = err.message.replace(secret, "***")
-                err.args = (err.message,)
+        echoed = [s for s in (headers.get("x-api-key"), headers.get("authorization")) if s]
+        # An upstream that echoes the credential (or the base URL's) must not leak it.
+        err.message = scrub(err.message, [*echoed, *url_secrets(self.config.base_url)])
+        err.args = (err.message,)
         err.upstream = self.name
         return err

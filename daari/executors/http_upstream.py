@@ -43,6 +43,12 @@ class HttpUpstream(Executor):
         return self._client is not None
 
 
+def endpoint(base_url: str, path: str) -> str:
+    """`path` appended to the base URL's path; a query string in base_url (some providers want ?key=) stays."""
+    url = httpx.URL(base_url)
+    return str(url.copy_with(path=url.path.rstrip("/") + path))
+
+
 def retry_after_seconds(headers: Mapping[str, str], now: float | None = None) -> float | None:
     """Seconds to wait: `retry-after-ms` (OpenAI), else Retry-After as seconds or an HTTP date; None if absent."""
     millis = headers.get("retry-after-ms")

@@ -15,7 +15,7 @@ import httpx
 from daari.config import TierConfig
 from daari.errors import InvalidRequest, UpstreamError, UpstreamRateLimited, UpstreamUnavailable
 from daari.executors.base import Emit
-from daari.executors.http_upstream import HttpUpstream
+from daari.executors.http_upstream import HttpUpstream, endpoint
 from daari.jsonio import loads
 from daari.protocol.chat import ChatRequest, FinishReason, Message, Tool, Usage
 from daari.protocol.events import Finish, KeepAlive, TextDelta, ToolCallDelta, ToolCallStart
@@ -43,7 +43,7 @@ class OllamaExecutor(HttpUpstream):
         """Model names from GET /api/tags, for GET /v1/models; any failure gives []."""
         timeout = httpx.Timeout(self.config.timeouts.first_byte_s, connect=self.config.timeouts.connect_s)
         try:
-            response = await self.http().get(f"{self.base_url}/api/tags", timeout=timeout)
+            response = await self.http().get(endpoint(self.base_url, "/api/tags"), timeout=timeout)
             response.raise_for_status()
             models = response.json().get("models") or []
             return [m.get("name") or m["model"] for m in models]
@@ -55,7 +55,7 @@ class OllamaExecutor(HttpUpstream):
         model = self.config.model or request.model
         body = chat_body(request, self.config)
         try:
-            async with self.http().stream("POST", f"{self.base_url}/api/chat", json=body) as response:
+            async with self.http().stream("POST", endpoint(self.base_url, "/api/chat"), json=body) as response:
                 if response.status_code >= 400:
                     await response.aread()
                     raise self._status_error(response, model)

@@ -6,8 +6,8 @@ key is bad), other 4xx -> UpstreamRejected carrying the upstream's status and me
 UpstreamUnavailable. Read timeouts belong to the generic wrapper around executors; only connect is bounded.
 
 Credentials: with `forward_client_key`, the client's own `Authorization` is sent (Codex, aider and SDK users
-keep their key in the client); otherwise, or when the client sent none, `Bearer` + the key from
-`api_key_env`. Never both, never logged, redacted from upstream error messages.
+keep their key in the client), and a request without one is refused with 401; otherwise `Bearer` + the key
+from `api_key_env`. Never both, never logged, redacted from upstream error messages.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from typing import Any
 import httpx
 
 from daari.errors import (
+    Unauthorized,
     UpstreamError,
     UpstreamRateLimited,
     UpstreamRejected,
@@ -26,23 +27,25 @@ from daari.errors import (
     UpstreamUnavailable,
 )
 from daari.executors.base import Emit
-from daari.executors.http_upstream import HttpUpstream, retry_after_seconds
+from daari.executors.http_upstream import HttpUpstream, endpoint, retry_after_seconds
 from daari.jsonio import dumps, loads
 from daari.protocol.anthropic_wire import SecretStr
 from daari.protocol.chat import ChatRequest
 from daari.protocol.openai_render import ChunkDecoder, events_from_response
 from daari.protocol.openai_wire import to_upstream_body
 from daari.protocol.sse import SSEDecoder
+from daari.redact import redact_url, scrub, url_secrets
 
 _KEY_LIKE = re.compile(r"\b(sk-|sk_|key-)[A-Za-z0-9_\-*]{6,}")
 _MESSAGE_LIMIT = 500
 
 
-def redact(text: str, key: str | None) -> str:
-    """The text without the key, nor anything shaped like one (upstreams echo keys in 401 messages)."""
+def redact(text: str, key: str | None, base_url: str | None = None) -> str:
+    """The text without the key, the base URL's credentials, nor anything shaped like a key (upstreams echo
+    keys in 401 messages)."""
     if key:
         text = text.replace(key, "***")
-    return _KEY_LIKE.sub(r"\1***", text)
+    return _KEY_LIKE.sub(r"\1***", scrub(text, url_secrets(base_url)))
 
 
 def upstream_message(body: bytes) -> str:
@@ -68,10 +71,10 @@ class OpenAIExecutor(HttpUpstream):
 
     @property
     def url(self) -> str:
-        return f"{(self.config.base_url or '').rstrip('/')}/chat/completions"
+        return endpoint(self.config.base_url or "", "/chat/completions")
 
     def status(self) -> dict[str, Any]:
-        return {"base_url": self.config.base_url, "model": self.config.model,
+        return {"base_url": redact_url(self.config.base_url or ""), "model": self.config.model,
                 "started": self.started, "api_key_set": bool(self.config.api_key())}
 
     def _headers(self, request: ChatRequest | None = None) -> dict[str, str]:
@@ -81,12 +84,16 @@ class OpenAIExecutor(HttpUpstream):
         key = self.config.api_key()
         if self.config.forward_client_key and forwarded:
             headers["authorization"] = SecretStr(forwarded)
+        elif self.config.forward_client_key and request is not None:
+            # The client pays on this tier: without its key nobody may spend the configured one.
+            raise Unauthorized(f"tier {self.tier} forwards the client's own key (forward_client_key) and this "
+                               "request carries none: send Authorization: Bearer")
         elif key:
             headers["authorization"] = SecretStr(f"Bearer {key}")
         return headers
 
     def _error(self, cls: type[UpstreamError], message: str, **kw: Any) -> UpstreamError:
-        return cls(redact(message, self.config.api_key()), upstream=self.name, **kw)
+        return cls(redact(message, self.config.api_key(), self.config.base_url), upstream=self.name, **kw)
 
     def _http_error(self, response: httpx.Response) -> UpstreamError:
         status = response.status_code
@@ -121,7 +128,7 @@ class OpenAIExecutor(HttpUpstream):
 
     def _named(self, err: UpstreamError) -> UpstreamError:
         err.upstream = err.upstream or self.name
-        err.message = f"upstream {self.name}: {redact(err.message, self.config.api_key())}"
+        err.message = f"upstream {self.name}: {redact(err.message, self.config.api_key(), self.config.base_url)}"
         err.args = (err.message,)
         return err
 

@@ -40,8 +40,9 @@ STORABLE_FINISH = ("stop", "length", "tool_calls", "stop_sequence")
 
 class ChatTurn:
     def __init__(self, rt: Runtime, request: ChatRequest, controls: Controls, wire: Wire, sink: Sink,
-                 headers: Mapping[str, str] | None = None) -> None:
+                 headers: Mapping[str, str] | None = None, partition: str = "") -> None:
         self.rt = rt
+        self.partition = partition  # the caller's credential partition of the cache (cache/partition.py)
         self.headers: Mapping[str, str] = headers or {}
         self.request = request
         self.controls = controls
@@ -63,7 +64,7 @@ class ChatTurn:
         try:
             if not self.cache_on:
                 return False  # no key needed: nothing is read or stored
-            self.key = l0_key(self.request, self.controls.tier_override).digest
+            self.key = l0_key(self.request, self.controls.tier_override, self.partition).digest
             entry = self.rt.l0_memory.peek(self.key) or await self.rt.cache.ask(L0Get(self.key))
             if entry is None:
                 return False
@@ -119,7 +120,7 @@ class ChatTurn:
 
     async def _try_shortcuts(self, key: str) -> bool:
         query = ShortcutQuery(self.request, self.headers, key if self.cache_on else "",
-                              agent_turn=self.meta.agent_turn)
+                              partition=self.partition, agent_turn=self.meta.agent_turn)
         for tier in shortcut_tiers(self.meta.agent_turn, self.rt.shortcuts):
             shortcut = self.rt.shortcuts.get(tier)
             if shortcut is None:

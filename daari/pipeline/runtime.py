@@ -33,6 +33,8 @@ class Runtime:
     # One RoutingDecision per request is published here (pipeline/record.py); subscribers: log line,
     # metrics (pipeline/decision_subscribers.py), decision log, live tail, shadow sampler.
     decisions: Hub[RoutingDecision] = field(default_factory=lambda: Hub(default_buffer=256))
+    # The HMAC key of the cache partitions when a tier forwards client keys; None: one shared partition.
+    partition_secret: bytes | None = None
 
     def __post_init__(self) -> None:
         if self.decisions.on_drop is None:

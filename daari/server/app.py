@@ -13,15 +13,17 @@ from typing import Any
 import trio
 
 from actors.executor_actor import ListModels, TierStatus
+from daari.cache.partition import cache_partition
 from daari.config import redacted
 from daari.errors import DaariError, InvalidRequest, MethodNotAllowed, NotFound
-from daari.jsonio import loads
+from daari.jsonio import dumps, loads
 from daari.pipeline.chat import ChatTurn
 from daari.pipeline.controls import parse_controls
 from daari.pipeline.record import DecisionRecorder
 from daari.pipeline.runtime import Runtime
 from daari.protocol import anthropic_render, anthropic_wire, openai_render
 from daari.protocol.wire import ANTHROPIC, OPENAI, Wire
+from daari.server import guard
 from daari.server.asgi_io import (
     AsgiSink,
     ClientDisconnected,
@@ -70,6 +72,7 @@ async def chat(req: Request) -> None:
         request = req.wire.parse(body, req.headers)
         request.query_string = req.scope.get("query_string", b"").decode("latin-1")
         controls = parse_controls(req.headers)
+        partition = cache_partition(req.rt.partition_secret, req.headers)
     except DaariError as err:
         recorder.refused(err, req.wire.render_error(err)[0])
         raise
@@ -77,7 +80,7 @@ async def chat(req: Request) -> None:
         recorder.abandoned()
         raise
     sink = recorder.parsed(request, AsgiSink(req.send))
-    turn = ChatTurn(req.rt, request, controls, req.wire, sink, req.headers)
+    turn = ChatTurn(req.rt, request, controls, req.wire, sink, req.headers, partition)
     with recorder.recording(turn.meta):
         if await turn.serve_from_cache():
             return  # an L0 hit waits on nothing external: no disconnect watcher needed
@@ -172,18 +175,33 @@ ROUTES: dict[str, dict[str, Handler]] = {
 }
 
 
+# Websocket routes (the live tail will be /v1/daari/tail): each runs only after `guard.check_websocket`.
+WebsocketHandler = Callable[[Runtime, Scope, Receive, Send], Awaitable[None]]
+WEBSOCKET_ROUTES: dict[str, WebsocketHandler] = {}
+
+
 class DaariApp:
-    def __init__(self, rt: Runtime) -> None:
+    def __init__(self, rt: Runtime, policy: guard.GuardPolicy | None = None) -> None:
         self.rt = rt
+        self.policy = policy or guard.GuardPolicy.from_config(rt.config.server)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
             await answer_lifespan(receive, send)
             return
+        if scope["type"] == "websocket":
+            await self._websocket(scope, receive, send)
+            return
         if scope["type"] != "http":
             return
-        req = Request(self.rt, scope, receive, send)
+        cors = guard.cors_headers(self.policy, header_map(scope))
+        req = Request(self.rt, scope, receive, _adding_headers(send, cors) if cors else send)
         try:
+            if guard.is_preflight(scope["method"], req.headers):
+                await self._preflight(req)
+                return
+            guard.check_http(self.policy, scope["method"], req.headers)
+            req.headers = guard.without_token(self.policy, req.headers)
             path = req.path.rstrip("/") or "/"
             methods = ROUTES.get(path)
             if methods is None and path.startswith(("/v1/models/", "/models/")):
@@ -204,3 +222,49 @@ class DaariApp:
             log.exception("unhandled error on %s %s", scope["method"], req.path)
             await req.error(DaariError("internal error in daari; see the server log"))
 
+    async def _preflight(self, req: Request) -> None:
+        """A browser asks before a JSON POST: only an allowed origin (and Host) gets the CORS answer."""
+        guard.check_host(self.policy, req.headers)
+        guard.check_origin(self.policy, req.headers)
+        raw = [(k.encode("latin-1"), v.encode("latin-1"))
+               for k, v in guard.preflight_headers(req.headers).items()]
+        await req.send({"type": "http.response.start", "status": 204, "headers": raw})
+        await req.send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def _websocket(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = header_map(scope)
+        try:
+            guard.check_websocket(self.policy, headers)
+            handler = WEBSOCKET_ROUTES.get(scope["path"].rstrip("/"))
+            if handler is None:
+                raise NotFound(f"no websocket route at {scope['path']}")
+        except DaariError as err:
+            await refuse_websocket(scope, receive, send, err)
+            return
+        await handler(self.rt, scope, receive, send)
+
+
+async def refuse_websocket(scope: Scope, receive: Receive, send: Send, err: DaariError) -> None:
+    """Answer a refused handshake with an HTTP error body where the server allows it, else a bare close."""
+    message = await receive()
+    if message["type"] != "websocket.connect":
+        return
+    if "websocket.http.response" in scope.get("extensions", {}):
+        status, body = OPENAI.render_error(err)
+        payload = dumps(body)
+        await send({"type": "websocket.http.response.start", "status": status,
+                    "headers": [(b"content-type", b"application/json")]})
+        await send({"type": "websocket.http.response.body", "body": payload, "more_body": False})
+    else:
+        await send({"type": "websocket.close", "code": 1008})
+
+
+def _adding_headers(send: Send, extra: dict[str, str]) -> Send:
+    raw = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in extra.items()]
+
+    async def wrapped(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            message = {**message, "headers": [*message.get("headers", []), *raw]}
+        await send(message)
+
+    return wrapped

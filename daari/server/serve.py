@@ -19,13 +19,18 @@ from actors import Health, RestartPolicy, open_mailbox, supervise
 from actors.cache_actor import CacheActor
 from actors.executor_actor import ExecutorActor
 from daari.cache.l0_memory import L0Memory
+from daari.cache.partition import forwards_client_keys
 from daari.config import Config
+from daari.datadir import load_secret
+from daari.errors import StartupError
 from daari.executors.base import Executor
 from daari.executors.registry import make_executors
 from daari.pipeline.decision_subscribers import start_decision_subscribers
 from daari.pipeline.runtime import Runtime
 from daari.rules.tier import RulesTier
+from daari.redact import redact_url
 from daari.server.app import DaariApp
+from daari.server.guard import GuardPolicy, require_token_off_loopback
 
 log = logging.getLogger("daari")
 
@@ -55,7 +60,7 @@ def tier_table(config: Config, executors: dict[str, Executor]) -> str:
         if tc is None:
             lines.append(f"{tier:<5} -          (not configured)")
             continue
-        where = tc.base_url or "in-process"
+        where = redact_url(tc.base_url) if tc.base_url else "in-process"
         model = tc.model or ("SmolLM2-135M-Instruct" if tc.executor == "embedded" else "(client's model)")
         state = "" if tier in executors else "  [disabled: frontier.enabled is false]"
         lines.append(f"{tier:<5} {tc.executor:<10} {model} @ {where}{state}")
@@ -64,6 +69,8 @@ def tier_table(config: Config, executors: dict[str, Executor]) -> str:
 
 async def run_server(config: Config, *, handle_signals: bool = False,
                      task_status: trio.TaskStatus[RunningServer] = trio.TASK_STATUS_IGNORED) -> None:
+    guard_policy = GuardPolicy.from_config(config.server)
+    require_token_off_loopback(config.server, guard_policy)
     health = Health()
     executors = make_executors(config)
     policy = RestartPolicy(config.actors.max_restarts, config.actors.restart_window_s,
@@ -86,18 +93,38 @@ async def run_server(config: Config, *, handle_signals: bool = False,
                            cache_inbox, health, policy)
         await actors.start(supervise, lambda: ExecutorActor(executors), executor_inbox, health, policy)
         await start_decision_subscribers(actors, rt.decisions, rt.metrics)
+        if forwards_client_keys(config):
+            rt.partition_secret = await trio.to_thread.run_sync(_partition_secret, Path(config.data_dir))
         if handle_signals:
             actors.start_soon(_stop_on_signal, shutdown)
         async with trio.open_nursery() as front:
             binds = await front.start(lambda task_status: hypercorn_serve(
-                DaariApp(rt), _hypercorn_config(config), shutdown_trigger=shutdown.wait,
+                DaariApp(rt, guard_policy), _hypercorn_config(config), shutdown_trigger=shutdown.wait,
                 task_status=task_status))
             url = binds[0]
-            log.info("daari listening on %s\n%s", url, tier_table(config, executors))
+            log.info("daari listening on %s\n%s\n%s", url, tier_table(config, executors),
+                     _privacy_lines(config, rt, guard_policy))
             task_status.started(RunningServer(url, rt, shutdown))
         log.info("daari stopped accepting requests; stopping actors")
         rt.decisions.close()  # subscribers end once they have handled what is queued
         actors.cancel_scope.cancel()
+
+
+def _partition_secret(data_dir: Path) -> bytes:
+    try:
+        return load_secret(data_dir)
+    except OSError as exc:
+        raise StartupError(f"cannot create the cache partition secret in {data_dir}: {exc.strerror}; "
+                           "choose another data dir with --data-dir or data_dir") from None
+
+
+def _privacy_lines(config: Config, rt: Runtime, policy: GuardPolicy) -> str:
+    """Where private data lives and who may call: a user should not have to read the docs to know."""
+    partition = "by client credential" if rt.partition_secret is not None else "shared (no tier forwards keys)"
+    token = f"required ({config.server.token_env})" if policy.token else "not set (loopback only)"
+    origins = ", ".join(sorted(policy.allowed_origins)) or "none"
+    return (f"data dir: {Path(config.data_dir).resolve()} (private: 0700, files 0600); cache partition: "
+            f"{partition}\ntoken: {token}; browser origins allowed: {origins}")
 
 
 async def _stop_on_signal(shutdown: trio.Event) -> None:
