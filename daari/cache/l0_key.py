@@ -3,9 +3,10 @@
 In the key: normalized messages (tool messages and tool calls included), model, temperature (absent is
 not 0), a hash of the tools schema, the sampling fingerprint, the tier override, and the credential
 partition (when there is one). Not in the key: `stream` and `stream_options` (a stored answer serves
-both), the client's protocol (a stored answer is protocol-neutral), other headers, and the fields `daari.cache.key_fields` lists as unable to change an answer
-(`user`, `metadata`, prompt-cache markers, Claude Code's billing block...). Every other field the client
-sent and daari does not interpret (`ChatRequest.extra`, `Tool.extra`) is in the key as sent.
+both), the client's protocol (a stored answer is protocol-neutral), other headers, and the fields
+`daari.cache.key_fields` lists as unable to change an answer (`user`, `metadata`, prompt-cache markers,
+Claude Code's billing block...). Every other field the client sent and daari does not interpret
+(`ChatRequest.extra`, `Tool.extra`) is in the key as sent.
 """
 
 from __future__ import annotations

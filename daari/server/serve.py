@@ -27,8 +27,8 @@ from daari.executors.base import Executor
 from daari.executors.registry import make_executors
 from daari.pipeline.decision_subscribers import start_decision_subscribers
 from daari.pipeline.runtime import Runtime
-from daari.rules.tier import RulesTier
 from daari.redact import redact_url
+from daari.rules.tier import RulesTier
 from daari.server.app import DaariApp
 from daari.server.guard import GuardPolicy, require_token_off_loopback
 
