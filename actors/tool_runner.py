@@ -1,0 +1,264 @@
+"""ToolRunnerActor: runs allowlisted commands (never through a shell) and owns the command context store.
+
+Asked to `RunCommand`, it starts the run as a task in its own nursery and replies at once with a
+`CommandRun`, so its mailbox never waits on a command. Runs beyond `tools.max_concurrency` wait for a
+slot; beyond `max_queue` more, the ask is shed (503). Each command runs with `trio.run_process` in its own
+session (process group); a timeout, or the asker leaving `async with run:` (client gone), kills the whole
+group. Output goes to a log file in the data dir; the answer gets a capped head and tail of it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from types import TracebackType
+from typing import TypeVar
+
+import trio
+
+from actors.actor import Actor
+from daari.config import ToolsConfig
+from daari.errors import Overloaded
+from daari.tools.ccs_store import CcsEntry, CcsStore
+from daari.tools.plan import CommandPlan
+from daari.tools.policy import GIT_HARDENING, Refused, git_overrides, scrubbed_env
+
+GIT_CONFIG_TIMEOUT_S = 10.0
+DRAIN_AFTER_EXIT_S = 1.0  # output still in the pipe when the command exits
+CHUNK = 64 * 1024
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class RunCommand:
+    plan: CommandPlan
+
+
+@dataclass(frozen=True)
+class CcsGet:
+    key: str
+
+
+@dataclass(frozen=True)
+class CcsInvalidate:
+    key: str
+
+
+@dataclass(frozen=True)
+class RunResult:
+    exit_code: int | None  # None when the command was killed (timeout)
+    duration_ms: float
+    timed_out: bool
+    summary: str  # head and tail of the output, capped at tools.answer_max_chars
+    log_path: str
+    output_bytes: int
+
+
+@dataclass(frozen=True)
+class RunRefused:
+    reason: str
+
+
+class CommandRun:
+    """A running command, owned by the request task that asked for it: leaving the block kills it."""
+
+    def __init__(self, result: trio.MemoryReceiveChannel[RunResult | RunRefused], scope: trio.CancelScope) -> None:
+        self._result = result
+        self.scope = scope
+
+    async def __aenter__(self) -> CommandRun:
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        self.scope.cancel()  # no await: this may run while the request's scope is cancelled
+        self._result.close()
+
+    async def result(self) -> RunResult | RunRefused:
+        return await self._result.receive()
+
+
+class _Capture:
+    """Keeps the first and the last `cap` bytes of the output, and writes all of it (up to a limit) to the log."""
+
+    def __init__(self, cap: int, log_limit: int) -> None:
+        self.cap = cap
+        self.log_limit = log_limit
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+        self.logged = 0
+
+    def add(self, chunk: bytes | bytearray) -> bytes:
+        """Remember `chunk`; returns the part of it that still fits in the log."""
+        self.total += len(chunk)
+        room = self.cap - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk_rest = chunk[room:]
+        else:
+            chunk_rest = chunk
+        if chunk_rest:
+            self.tail += chunk_rest
+            del self.tail[:-self.cap]
+        keep = bytes(chunk[:max(0, self.log_limit - self.logged)])
+        self.logged += len(keep)
+        return keep
+
+    def summary(self) -> str:
+        head = self.head.decode("utf-8", "replace")
+        if not self.tail:
+            return head
+        omitted = self.total - len(self.head) - len(self.tail)
+        half = self.cap // 2
+        if omitted <= 0 and len(self.head) + len(self.tail) <= self.cap:
+            return head + self.tail.decode("utf-8", "replace")
+        shown_head = self.head[:half].decode("utf-8", "replace")
+        shown_tail = self.tail[-half:].decode("utf-8", "replace")
+        skipped = self.total - half - len(self.tail[-half:])
+        return f"{shown_head}\n[... {skipped} bytes omitted here; the full output is in the log ...]\n{shown_tail}"
+
+
+async def _kill_group(process: trio.Process) -> None:
+    """run_process's deliver_cancel: the command and everything it started in its session."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+
+
+class ToolRunnerActor(Actor):
+    name = "tool_runner"
+
+    def __init__(self, data_dir: Path, config: ToolsConfig, base_env: Mapping[str, str] | None = None) -> None:
+        self.config = config
+        self.db_path = data_dir / "ccs.sqlite"
+        self.logs_dir = data_dir / "tools" / "logs"
+        self.base_env = dict(os.environ if base_env is None else base_env)
+        self.limiter = trio.CapacityLimiter(config.max_concurrency)
+        self.db_limiter = trio.CapacityLimiter(1)
+        self.in_flight = 0
+        self.store: CcsStore | None = None
+        self._nursery: trio.Nursery | None = None
+
+    @asynccontextmanager
+    async def lifespan(self) -> AsyncIterator[None]:
+        self.logs_dir.mkdir(parents=True, exist_ok=True)
+        os.chmod(self.logs_dir, 0o700)
+        self.store = await trio.to_thread.run_sync(CcsStore, self.db_path, limiter=self.db_limiter)
+        try:
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                try:
+                    yield
+                finally:
+                    nursery.cancel_scope.cancel()  # running commands are killed (their group with them)
+        finally:
+            self.store.close()
+
+    async def handle(self, request: object) -> object:
+        if isinstance(request, RunCommand):
+            return self._start(request.plan)
+        if isinstance(request, CcsGet):
+            return await self._db(lambda store: store.get(request.key, time.time()))
+        if isinstance(request, CcsInvalidate):
+            return await self._db(lambda store: store.invalidate(request.key))
+        raise TypeError(f"ToolRunnerActor cannot handle {type(request).__name__}")
+
+    async def _db(self, operation: Callable[[CcsStore], T]) -> T:
+        store = self.store
+        assert store is not None
+        return await trio.to_thread.run_sync(operation, store, limiter=self.db_limiter)
+
+    def _start(self, plan: CommandPlan) -> CommandRun:
+        if self.in_flight >= self.config.max_concurrency + self.config.max_queue:
+            raise Overloaded(f"the tool runner is busy: {self.config.max_concurrency} commands running and "
+                             f"{self.config.max_queue} waiting (tools.max_queue); retry shortly")
+        self.in_flight += 1
+        send, receive = trio.open_memory_channel[RunResult | RunRefused](1)
+        scope = trio.CancelScope()
+        assert self._nursery is not None
+        self._nursery.start_soon(self._run, plan, send, scope)
+        return CommandRun(receive, scope)
+
+    async def _run(self, plan: CommandPlan, send: trio.MemorySendChannel[RunResult | RunRefused],
+                   scope: trio.CancelScope) -> None:
+        with scope, send:
+            try:
+                async with self.limiter:
+                    outcome = await self._execute(plan)
+                if isinstance(outcome, RunResult) and not outcome.timed_out and plan.ttl_s > 0:
+                    await self._db(partial(_remember, plan, outcome))
+                with contextlib.suppress(trio.BrokenResourceError, trio.WouldBlock):
+                    send.send_nowait(outcome)
+            finally:
+                self.in_flight -= 1
+
+    async def _execute(self, plan: CommandPlan) -> RunResult | RunRefused:
+        env = {**scrubbed_env(self.base_env), **plan.extra_env}
+        argv = list(plan.argv)
+        if plan.git:
+            try:
+                argv[1:1] = git_overrides(await self._git_local_config(plan, env))
+            except Refused as exc:
+                return RunRefused(str(exc))
+        log_path = self.logs_dir / f"{time.strftime('%Y%m%d-%H%M%S')}-{plan.intent}-{uuid.uuid4().hex[:8]}.log"
+        capture = _Capture(self.config.answer_max_chars, self.config.log_max_bytes)
+        started = trio.current_time()
+        timed_out = False
+        exit_code: int | None = None
+        fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        async with await trio.open_file(fd, "wb") as log:
+            await log.write(f"$ {plan.display}\n# cwd: {plan.cwd}\n".encode())
+            async with trio.open_nursery() as nursery:
+                process: trio.Process = await nursery.start(partial(
+                    trio.run_process, argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT, check=False, cwd=plan.cwd, env=env, start_new_session=True,
+                    deliver_cancel=_kill_group))
+                with trio.move_on_after(plan.timeout_s) as timer:
+                    async with trio.open_nursery() as readers:
+                        assert process.stdout is not None
+                        readers.start_soon(self._pump, process.stdout, capture, log)
+                        exit_code = await process.wait()
+                        # What the command started and left behind goes with it; its output is drained briefly.
+                        await _kill_group(process)
+                        readers.cancel_scope.deadline = trio.current_time() + DRAIN_AFTER_EXIT_S
+                if timer.cancelled_caught:
+                    timed_out, exit_code = True, None
+                    nursery.cancel_scope.cancel()
+            if capture.total > capture.logged:
+                await log.write(f"\n[log truncated: {capture.total - capture.logged} more bytes]\n".encode())
+        duration_ms = round((trio.current_time() - started) * 1000, 1)
+        return RunResult(exit_code, duration_ms, timed_out, capture.summary(), str(log_path), capture.total)
+
+    @staticmethod
+    async def _pump(stream: trio.abc.ReceiveStream, capture: _Capture, log: trio.abc.AsyncResource) -> None:
+        while chunk := await stream.receive_some(CHUNK):
+            keep = capture.add(chunk)
+            if keep:
+                await log.write(keep)  # type: ignore[attr-defined]
+
+    async def _git_local_config(self, plan: CommandPlan, env: dict[str, str]) -> str:
+        """The repository's own config keys (no includes followed), to neutralize the command-running ones."""
+        argv = [plan.argv[0], *GIT_HARDENING, "config", "--local", "--no-includes", "--list", "-z"]
+        with trio.move_on_after(GIT_CONFIG_TIMEOUT_S):
+            done = await trio.run_process(argv, stdin=subprocess.DEVNULL, capture_stdout=True,
+                                          capture_stderr=True, check=False, cwd=plan.cwd, env=env,
+                                          start_new_session=True, deliver_cancel=_kill_group)
+            if done.returncode == 0:
+                return done.stdout.decode("utf-8", "replace")
+            raise Refused("git cannot read this repository's config")
+        raise Refused("git config did not answer in time")
+
+
+def _remember(plan: CommandPlan, result: RunResult, store: CcsStore) -> None:
+    now = time.time()
+    store.put(CcsEntry(plan.ccs_key, str(plan.cwd), plan.display, plan.kind, result.exit_code, result.summary,
+                       result.log_path, result.duration_ms, now, now + plan.ttl_s))

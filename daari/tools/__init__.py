@@ -1,0 +1,1 @@
+"""Tool-native tiers (L2-dev, Lt, CCS): command patterns, commands.yaml, the sandbox policy. Pure functions."""
