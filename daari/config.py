@@ -93,6 +93,9 @@ class TierConfig:
     max_queue: int = 64  # requests waiting for a slot beyond max_concurrency; past that: 503 (Anthropic 529)
     max_tokens: int = 512  # used when the client sets none (embedded and ollama)
     keep_alive: str | None = None  # ollama keep_alive
+    # openai: which API the upstream speaks. "responses" posts to {base_url}/responses, and a Responses
+    # client's body passes through untouched (custom tools, reasoning items); "chat": /chat/completions.
+    wire_api: Literal["chat", "responses"] = "chat"
     timeouts: TimeoutsConfig = field(default_factory=TimeoutsConfig)
     retry: RetryConfig = field(default_factory=RetryConfig)
     breaker: BreakerConfig = field(default_factory=BreakerConfig)
@@ -176,6 +179,11 @@ class ToolsConfig:
             raise ConfigError("tools: max_concurrency >= 1, max_queue >= 0 and timeout_s > 0 are required")
 
 
+@dataclass
+class ResponsesConfig:
+    keep: int = 10_000  # stored responses (store: true) kept for previous_response_id; oldest pruned
+
+
 def _default_tiers() -> dict[str, TierConfig]:
     return {"L3": TierConfig(executor="embedded")}
 
@@ -192,6 +200,7 @@ class Config:
     routing: RoutingConfig = field(default_factory=RoutingConfig)
     rules: RulesConfig = field(default_factory=RulesConfig)
     tools: ToolsConfig = field(default_factory=ToolsConfig)
+    responses: ResponsesConfig = field(default_factory=ResponsesConfig)
 
     def configured_tiers(self) -> list[str]:
         """Tiers in escalation order, L6 only when frontier is enabled."""

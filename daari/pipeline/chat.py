@@ -21,6 +21,7 @@ from daari.errors import DaariError, NotFound, ToolCallsUnsupportedLocally, Upst
 from daari.pipeline.controls import Controls
 from daari.pipeline.judge import Judgement, judge
 from daari.pipeline.meta import Attempt, Meta
+from daari.pipeline.native_only import native_tiers
 from daari.pipeline.runtime import Runtime
 from daari.pipeline.shortcuts import ShortcutQuery, shortcut_tiers
 from daari.pipeline.side_query import ask_tier
@@ -100,6 +101,8 @@ class ChatTurn:
             self._classified(classification)
         chain = plan_tiers(classification.ceiling, self.rt.config.configured_tiers(),
                            self.controls.tier_override, self.rt.config.routing.escalation)
+        chain = native_tiers(request, chain, self.rt.config.configured_tiers(), self.rt.executor_kinds,
+                             self.meta.attempts, self.controls.tier_override is not None)
         await self._execute(key, self._tool_capable(chain))
 
     def _classified(self, classification: Classification) -> None:

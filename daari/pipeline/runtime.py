@@ -13,6 +13,7 @@ from daari.config import Config
 from daari.metrics import Metrics
 from daari.pipeline.decision import RoutingDecision
 from daari.pipeline.shortcuts import ShortcutTier
+from daari.responses.store import ResponseArchive
 
 
 @dataclass
@@ -41,3 +42,5 @@ class Runtime:
             metrics = self.metrics
             self.decisions.on_drop = lambda name: metrics.inc("decision_subscribers_dropped_total",
                                                               subscriber=name)
+    # Stored Responses API responses (previous_response_id, GET /v1/responses/{id}); set by the server.
+    responses: ResponseArchive | None = None

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 Role = Literal["system", "user", "assistant", "tool"]
 FinishReason = Literal["stop", "length", "tool_calls", "stop_sequence", "content_filter"]
-Protocol = Literal["openai", "anthropic"]
+Protocol = Literal["openai", "anthropic", "responses"]
 
 # A content part is a small JSON object: {"type": "text", "text": str},
 # {"type": "image", "media_type": str, "data": str} (base64) or {"type": "image", "url": str}.

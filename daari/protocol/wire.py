@@ -9,7 +9,14 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from daari.errors import DaariError
-from daari.protocol import anthropic_render, anthropic_wire, openai_render, openai_wire
+from daari.protocol import (
+    anthropic_render,
+    anthropic_wire,
+    openai_render,
+    openai_wire,
+    responses_render,
+    responses_wire,
+)
 from daari.protocol.chat import ChatRequest, Completion
 from daari.protocol.events import Event, Finish, NativeEvent, replay
 
@@ -56,7 +63,7 @@ def _neutral_replay(completion: Completion, stream: bool) -> list[Event]:
 
 def _anthropic_replay(completion: Completion, stream: bool) -> list[Event]:
     """A stored native message replays whole (thinking blocks and signatures included), else neutrally."""
-    if completion.native is None:
+    if completion.native is None or completion.native.get("type") != "message":
         return _neutral_replay(completion, stream)
     return [NativeEvent("anthropic", "message", completion.native),
             Finish(reason=completion.finish_reason, usage=completion.usage,
@@ -94,3 +101,33 @@ ANTHROPIC = Wire(
     capture_native=anthropic_render.native_message,
     replay=_anthropic_replay,
 )
+
+
+def make_responses_wire(on_final: Callable[[dict[str, Any]], None] | None = None) -> Wire:
+    """The Responses API wire for one request; `on_final` sees the final response object before it is sent
+    (the route stores it for previous_response_id and GET /v1/responses/{id})."""
+
+    def render(completion: Completion, request: ChatRequest, meta: dict[str, Any],
+               events: list[Event]) -> dict[str, Any]:
+        body = responses_render.render_response(completion, request, meta, events,
+                                                responses_render.new_id("resp"), responses_render.now())
+        if on_final is not None:
+            on_final(body)
+        return body
+
+    def stream_renderer(request: ChatRequest) -> StreamRenderer:
+        return responses_render.ResponsesStreamRenderer(request, responses_render.new_id("resp"),
+                                                        responses_render.now(), on_final)
+
+    return Wire(
+        name="responses",
+        parse=responses_wire.parse_responses_request,
+        render=render,
+        stream_renderer=stream_renderer,
+        render_error=openai_render.render_error,
+        capture_native=responses_render.capture_native,
+        replay=responses_render.replay,
+    )
+
+
+RESPONSES = make_responses_wire()

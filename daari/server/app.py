@@ -21,9 +21,10 @@ from daari.pipeline.chat import ChatTurn
 from daari.pipeline.controls import parse_controls
 from daari.pipeline.record import DecisionRecorder
 from daari.pipeline.runtime import Runtime
+from daari.pipeline.sink import Sink
 from daari.protocol import anthropic_render, anthropic_wire, openai_render
-from daari.protocol.wire import ANTHROPIC, OPENAI, Wire
-from daari.server import guard
+from daari.protocol.wire import ANTHROPIC, OPENAI, RESPONSES, Wire
+from daari.server import guard, responses_routes
 from daari.server.asgi_io import (
     AsgiSink,
     ClientDisconnected,
@@ -51,7 +52,8 @@ class Request:
         self.send = send
         self.headers = header_map(scope)
         self.path: str = scope["path"]
-        self.wire: Wire = ANTHROPIC if self.path.startswith("/v1/messages") else OPENAI
+        self.wire: Wire = (ANTHROPIC if self.path.startswith("/v1/messages")
+                           else RESPONSES if self.path.startswith(("/v1/responses", "/responses")) else OPENAI)
 
     async def json_body(self) -> Any:
         body = await read_body(self.receive, self.headers, self.rt.config.server.max_body_bytes)
@@ -66,21 +68,29 @@ class Request:
 
 
 async def chat(req: Request) -> None:
-    recorder = DecisionRecorder(req.rt.decisions, req.wire.name, req.headers)
+    await serve_chat(req, req.wire, AsgiSink(req.send))
+
+
+async def serve_chat(req: Request, wire: Wire, out: Sink,
+                     prepare: Callable[[Any], Awaitable[Any]] | None = None) -> None:
+    """Parse the body (after `prepare`, which may rewrite it) and run the pipeline, recording the decision."""
+    recorder = DecisionRecorder(req.rt.decisions, wire.name, req.headers)
     try:
         body = await req.json_body()
-        request = req.wire.parse(body, req.headers)
+        if prepare is not None:
+            body = await prepare(body)
+        request = wire.parse(body, req.headers)
         request.query_string = req.scope.get("query_string", b"").decode("latin-1")
         controls = parse_controls(req.headers)
         partition = cache_partition(req.rt.partition_secret, req.headers)
     except DaariError as err:
-        recorder.refused(err, req.wire.render_error(err)[0])
+        recorder.refused(err, wire.render_error(err)[0])
         raise
     except ClientDisconnected:
         recorder.abandoned()
         raise
-    sink = recorder.parsed(request, AsgiSink(req.send))
-    turn = ChatTurn(req.rt, request, controls, req.wire, sink, req.headers, partition)
+    sink = recorder.parsed(request, out)
+    turn = ChatTurn(req.rt, request, controls, wire, sink, req.headers, partition)
     with recorder.recording(turn.meta):
         if await turn.serve_from_cache():
             return  # an L0 hit waits on nothing external: no disconnect watcher needed
@@ -167,6 +177,8 @@ ROUTES: dict[str, dict[str, Handler]] = {
     "/chat/completions": {"POST": chat},
     "/v1/messages": {"POST": chat},
     "/v1/messages/count_tokens": {"POST": count_tokens},
+    "/v1/responses": {"POST": responses_routes.create},
+    "/responses": {"POST": responses_routes.create},
     "/v1/models": {"GET": models},
     "/models": {"GET": models},
     "/healthz": {"GET": healthz},
@@ -206,6 +218,8 @@ class DaariApp:
             methods = ROUTES.get(path)
             if methods is None and path.startswith(("/v1/models/", "/models/")):
                 methods = {"GET": model}
+            if methods is None and path.startswith(("/v1/responses/", "/responses/")):
+                methods = {"GET": responses_routes.get, "DELETE": responses_routes.delete}
             if methods is None:
                 raise NotFound(f"no route for {scope['method']} {req.path}")
             handler = methods.get(scope["method"])

@@ -29,6 +29,7 @@ from daari.executors.registry import make_executors
 from daari.pipeline.decision_subscribers import start_decision_subscribers
 from daari.pipeline.runtime import Runtime
 from daari.redact import redact_url
+from daari.responses.store import ResponseArchive
 from daari.rules.tier import RulesTier
 from daari.server.app import DaariApp
 from daari.server.guard import GuardPolicy, require_token_off_loopback
@@ -84,6 +85,7 @@ async def run_server(config: Config, *, handle_signals: bool = False,
         tools_capable={t: ex.supports_tools for t, ex in executors.items()},
         executor_kinds={t: ex.kind for t, ex in executors.items()},
         l0_memory=L0Memory(config.cache.l0.lru_entries),
+        responses=ResponseArchive(Path(config.data_dir) / "responses.sqlite", config.responses.keep),
     )
     if config.rules.enabled:
         rt.shortcuts["L2"] = RulesTier(config.rules)

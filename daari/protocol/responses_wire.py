@@ -1,0 +1,387 @@
+"""OpenAI Responses requests (`POST /v1/responses`): parse a client's body into a `ChatRequest`, say what of
+it only a Responses upstream can serve, and build the body a Responses upstream gets from any `ChatRequest`.
+
+Choices made here (docs/agents.md, "OpenAI Responses API"):
+- `input` is a string (one user message) or a list of items. `message`, `function_call` and
+  `function_call_output` items become neutral messages; `instructions` becomes the first system message.
+- `reasoning` items (with their `encrypted_content`) have no neutral form: a Responses upstream gets them
+  untouched (the body passes through as the client sent it), another upstream does not get them (a model
+  of another provider cannot read them). Their hash is in the cache key.
+- Tool types other than `function` (custom/freeform, web_search, mcp, local_shell...), item types other
+  than the three above and reasoning, and content parts other than text and images can only be served by a
+  Responses upstream: `native_only_reason` names the first one, and a tier that would translate answers
+  400 instead of silently dropping it. They are in the cache key (hashed) and in `Tool.extra`.
+- `text` and `reasoning` are keyed as sent; translated fields: max_output_tokens -> max_tokens,
+  text.format -> response_format, text.verbosity -> verbosity, reasoning.effort -> reasoning_effort,
+  a forced {"type": "function", "name"} tool_choice -> the neutral {"name"}.
+- `previous_response_id` is resolved by the route before parsing (daari stores responses itself), so a
+  parsed request always holds the whole conversation.
+- Fields that cannot change the answer (`daari.cache.key_fields`: store, prompt_cache_key, metadata,
+  client_metadata...) stay out of the key; every other field daari does not interpret is keyed as sent.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from typing import Any
+
+from daari.cache.key_fields import uninterpreted
+from daari.errors import InvalidRequest
+from daari.jsonio import canonical
+from daari.protocol.chat import ChatRequest, ContentPart, Message, Role, Tool, ToolCall
+from daari.protocol.openai_wire import DEFAULT_MODEL
+
+_ROLES: dict[str, Role] = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant"}
+NEUTRAL_ITEMS = ("message", "function_call", "function_call_output")
+# Items with no neutral form that a translated request may leave out (they are the model's own scratch work).
+DROPPABLE_ITEMS = ("reasoning",)
+# Fields this module reads itself; everything else the client sent is in `ChatRequest.extra` (the key).
+INTERPRETED = frozenset({
+    "model", "input", "instructions", "tools", "tool_choice", "parallel_tool_calls", "temperature", "top_p",
+    "max_output_tokens", "stream", "previous_response_id",
+})
+_TEXT_PARTS = ("input_text", "output_text", "text", "refusal", "summary_text")
+
+
+def _fail(message: str, param: str) -> InvalidRequest:
+    return InvalidRequest(message, param=param)
+
+
+def _digest(value: object) -> str:
+    return hashlib.sha256(canonical(value)).hexdigest()
+
+
+def _number(body: Mapping[str, Any], key: str, low: float, high: float) -> float | None:
+    value = body.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, int | float) or isinstance(value, bool) or not low <= value <= high:
+        raise _fail(f"'{key}' must be a number between {low:g} and {high:g}, got {value!r}", key)
+    return float(value)
+
+
+def _image(part: Mapping[str, Any], where: str) -> ContentPart | None:
+    url = part.get("image_url")
+    if not isinstance(url, str) or not url:
+        return None  # a file_id image: only the upstream that holds the file can read it
+    if url.startswith("data:"):
+        head, comma, data = url[5:].partition(",")
+        media_type, _, encoding = head.partition(";")
+        if not comma or encoding != "base64" or not media_type:
+            raise _fail("a data: image URL must look like data:<media type>;base64,<data>", f"{where}.image_url")
+        return {"type": "image", "media_type": media_type, "data": data}
+    return {"type": "image", "url": url}
+
+
+def _opaque(part: Mapping[str, Any]) -> ContentPart:
+    """A part daari cannot read: kept for the cache key as a content hash (no tier reads it)."""
+    return {"type": "opaque", "kind": str(part.get("type")), "sha256": _digest(part)}
+
+
+def _content(value: object, where: str) -> str | list[ContentPart]:
+    if isinstance(value, str):
+        return value
+    if not isinstance(value, list):
+        raise _fail(f"'{where}' must be a string or a list of content parts", where)
+    parts: list[ContentPart] = []
+    for j, part in enumerate(value):
+        at = f"{where}[{j}]"
+        if not isinstance(part, dict):
+            raise _fail(f"'{at}' must be a content part object", at)
+        kind = part.get("type")
+        if kind in _TEXT_PARTS:
+            text = part.get("refusal" if kind == "refusal" else "text")
+            if not isinstance(text, str):
+                raise _fail(f"a {kind} part needs its text as a string", at)
+            parts.append({"type": "text", "text": text})
+        elif kind == "input_image" and (image := _image(part, at)) is not None:
+            parts.append(image)
+        else:
+            parts.append(_opaque(part))
+    return parts
+
+
+def _output_text(value: object, where: str) -> str | list[ContentPart]:
+    """A function_call_output's output: a string, or content parts."""
+    if value is None:
+        return ""
+    return _content(value, where)
+
+
+class _Items:
+    """Folds input items into neutral messages: consecutive calls join one assistant message."""
+
+    def __init__(self) -> None:
+        self.messages: list[Message] = []
+        self.opaque: list[dict[str, Any]] = []  # items with no neutral form, for the key
+
+    def _assistant(self) -> Message:
+        last = self.messages[-1] if self.messages else None
+        if last is None or last.role != "assistant":
+            last = Message(role="assistant", content=None)
+            self.messages.append(last)
+        return last
+
+    def add(self, item: object, i: int) -> None:
+        where = f"input[{i}]"
+        if not isinstance(item, dict):
+            raise _fail(f"'{where}' must be an object", where)
+        kind = item.get("type") or ("message" if "role" in item else None)
+        if kind == "message":
+            role = _ROLES.get(str(item.get("role")))
+            if role is None:
+                raise _fail(f"'{where}.role' must be one of {', '.join(_ROLES)}, got {item.get('role')!r}",
+                            f"{where}.role")
+            self.messages.append(Message(role=role, content=_content(item.get("content", ""), f"{where}.content")))
+        elif kind in ("function_call", "custom_tool_call"):
+            call_id, name = item.get("call_id"), item.get("name")
+            if not isinstance(call_id, str) or not call_id or not isinstance(name, str) or not name:
+                raise _fail(f"a {kind} item needs 'call_id' and 'name' strings", where)
+            arguments = item.get("arguments" if kind == "function_call" else "input", "")
+            if not isinstance(arguments, str):
+                raise _fail(f"'{where}' arguments must be a string", where)
+            self._assistant().tool_calls.append(ToolCall(id=call_id, name=name, arguments=arguments))
+            if kind != "function_call":
+                self.opaque.append({"at": len(self.messages), "sha256": _digest(item)})
+        elif kind in ("function_call_output", "custom_tool_call_output"):
+            call_id = item.get("call_id")
+            if not isinstance(call_id, str) or not call_id:
+                raise _fail(f"a {kind} item needs a 'call_id' string", f"{where}.call_id")
+            self.messages.append(Message(role="tool", content=_output_text(item.get("output"), f"{where}.output"),
+                                         tool_call_id=call_id))
+        elif isinstance(kind, str):
+            # reasoning, item_reference, hosted tool calls...: hashed, in order, for the key.
+            self.opaque.append({"at": len(self.messages), "sha256": _digest(item)})
+        else:
+            raise _fail(f"'{where}.type' is required", f"{where}.type")
+
+
+def _tools(value: object) -> list[Tool]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise _fail("'tools' must be a list", "tools")
+    tools: list[Tool] = []
+    for k, tool in enumerate(value):
+        where = f"tools[{k}]"
+        if not isinstance(tool, dict):
+            raise _fail(f"'{where}' must be an object", where)
+        kind = tool.get("type")
+        if kind == "function":
+            name = tool.get("name")
+            if not isinstance(name, str) or not name:
+                raise _fail(f"'{where}.name' must be a non-empty string", f"{where}.name")
+            description = tool.get("description")
+            parameters = tool.get("parameters") or {"type": "object", "properties": {}}
+            if not isinstance(parameters, dict):
+                raise _fail(f"'{where}.parameters' must be a JSON schema object", f"{where}.parameters")
+            extra = {k2: v for k2, v in tool.items()
+                     if k2 not in ("type", "name", "description", "parameters") and v is not None}
+            tools.append(Tool(name=name, description=description if isinstance(description, str) else None,
+                              parameters=parameters, extra=extra))
+        elif isinstance(kind, str) and kind:
+            name = tool.get("name")
+            tools.append(Tool(name=name if isinstance(name, str) and name else kind,
+                              description=tool.get("description") if isinstance(tool.get("description"), str)
+                              else None, parameters={}, extra=dict(tool)))
+        else:
+            raise _fail(f"'{where}.type' must be a string ('function', 'custom', 'web_search'...)", f"{where}.type")
+    return tools
+
+
+def _tool_choice(value: object) -> object:
+    if value is None or value in ("none", "auto", "required"):
+        return value
+    if isinstance(value, dict) and value.get("type") in ("function", "custom") and isinstance(value.get("name"), str):
+        return {"name": value["name"]}
+    if isinstance(value, dict) and isinstance(value.get("type"), str):
+        return value  # a hosted tool or allowed_tools: only a Responses upstream can honour it
+    raise _fail("'tool_choice' must be 'none', 'auto', 'required' or an object with a 'type'", "tool_choice")
+
+
+def _response_format(text: object) -> dict[str, Any] | None:
+    fmt = text.get("format") if isinstance(text, dict) else None
+    if not isinstance(fmt, dict) or fmt.get("type") in (None, "text"):
+        return None
+    if fmt.get("type") == "json_schema":
+        schema = {k: fmt[k] for k in ("name", "schema", "strict", "description") if fmt.get(k) is not None}
+        return {"type": "json_schema", "json_schema": schema}
+    return {k: v for k, v in fmt.items() if v is not None}
+
+
+def _sampling(body: Mapping[str, Any]) -> dict[str, Any]:
+    sampling: dict[str, Any] = {}
+    if (top_p := _number(body, "top_p", 0, 1)) is not None:
+        sampling["top_p"] = top_p
+    max_output = body.get("max_output_tokens")
+    if max_output is not None:
+        if not isinstance(max_output, int) or isinstance(max_output, bool) or max_output < 1:
+            raise _fail(f"'max_output_tokens' must be an integer >= 1, got {max_output!r}", "max_output_tokens")
+        sampling["max_tokens"] = max_output
+    choice = _tool_choice(body.get("tool_choice"))
+    if choice is not None:
+        sampling["tool_choice"] = choice
+    parallel = body.get("parallel_tool_calls")
+    if parallel is not None:
+        if not isinstance(parallel, bool):
+            raise _fail("'parallel_tool_calls' must be a boolean", "parallel_tool_calls")
+        sampling["parallel_tool_calls"] = parallel
+    text = body.get("text")
+    if text is not None and not isinstance(text, dict):
+        raise _fail("'text' must be an object", "text")
+    if (response_format := _response_format(text)) is not None:
+        sampling["response_format"] = response_format
+    if isinstance(text, dict) and text.get("verbosity") is not None:
+        sampling["verbosity"] = text["verbosity"]
+    reasoning = body.get("reasoning")
+    if reasoning is not None and not isinstance(reasoning, dict):
+        raise _fail("'reasoning' must be an object", "reasoning")
+    if isinstance(reasoning, dict) and reasoning.get("effort") is not None:
+        sampling["reasoning_effort"] = reasoning["effort"]
+    return sampling
+
+
+def parse_responses_request(body: object, headers: Mapping[str, str]) -> ChatRequest:
+    """Validate a Responses body; raise `InvalidRequest` naming the first bad field."""
+    if not isinstance(body, dict):
+        raise _fail("the request body must be a JSON object", "body")
+    model = body.get("model") or DEFAULT_MODEL
+    if not isinstance(model, str):
+        raise _fail("'model' must be a non-empty string", "model")
+    if body.get("conversation") is not None:
+        raise _fail("'conversation' (the Conversations API) is not supported by daari: send the history in "
+                    "'input', or chain with 'previous_response_id'", "conversation")
+    items = _Items()
+    instructions = body.get("instructions")
+    if instructions is not None and not isinstance(instructions, str | list):
+        raise _fail("'instructions' must be a string", "instructions")
+    if instructions:
+        items.messages.append(Message(role="system", content=_content(instructions, "instructions")))
+    value = body.get("input")
+    if isinstance(value, str):
+        items.messages.append(Message(role="user", content=value))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            items.add(item, i)
+    elif value is not None:
+        raise _fail("'input' must be a string or a list of input items", "input")
+    if not any(m.role != "system" for m in items.messages) and not items.opaque:
+        raise _fail("'input' must hold at least one message or item", "input")
+    stream = body.get("stream")
+    if stream is not None and not isinstance(stream, bool):
+        raise _fail("'stream' must be a boolean", "stream")
+    extra = uninterpreted("responses", body, INTERPRETED)
+    if items.opaque:
+        extra["input_items"] = items.opaque
+    return ChatRequest(
+        messages=items.messages,
+        model=model,
+        protocol="responses",
+        stream=bool(stream),
+        temperature=_number(body, "temperature", 0, 2),
+        tools=_tools(body.get("tools")),
+        sampling=_sampling(body),
+        raw=body,
+        extra=extra,
+    )
+
+
+def native_only_reason(request: ChatRequest) -> str | None:
+    """Why only a Responses upstream can serve this request (a tool, item or part with no neutral form)."""
+    if request.protocol != "responses":
+        return None
+    for tool in request.tools:
+        if tool.extra.get("type") not in (None, "function"):
+            return f"tool type {tool.extra.get('type')!r} ({tool.name})"
+    choice = request.sampling.get("tool_choice")
+    if isinstance(choice, dict) and "type" in choice:
+        return f"tool_choice type {choice['type']!r}"
+    items = request.raw.get("input")
+    for item in items if isinstance(items, list) else []:
+        kind = (item.get("type") or "message") if isinstance(item, dict) else None
+        if kind not in (*NEUTRAL_ITEMS, *DROPPABLE_ITEMS):
+            return f"input item type {kind!r}"
+    for message in request.messages:
+        for part in message.content if isinstance(message.content, list) else []:
+            if part.get("type") == "opaque":
+                return f"content part type {part.get('kind')!r}"
+    return None
+
+
+# --- the other direction: a request as a Responses upstream wants it ---------------------------------------
+
+def _part_to_wire(part: ContentPart, role: str) -> dict[str, Any]:
+    if part.get("type") == "image":
+        url = part.get("url") or f"data:{part.get('media_type')};base64,{part.get('data', '')}"
+        return {"type": "input_image", "image_url": url}
+    return {"type": "output_text" if role == "assistant" else "input_text", "text": part.get("text", "")}
+
+
+def _message_items(message: Message) -> list[dict[str, Any]]:
+    if message.role == "tool":
+        return [{"type": "function_call_output", "call_id": message.tool_call_id or "", "output": message.text()}]
+    items: list[dict[str, Any]] = []
+    if message.content:
+        content: Any = (message.content if isinstance(message.content, str)
+                        else [_part_to_wire(p, message.role) for p in message.content if p.get("type") != "opaque"])
+        items.append({"type": "message", "role": message.role, "content": content})
+    for call in message.tool_calls:
+        items.append({"type": "function_call", "call_id": call.id, "name": call.name, "arguments": call.arguments})
+    return items
+
+
+def _tool_choice_to_wire(choice: Any) -> Any:
+    if isinstance(choice, dict) and "name" in choice and "type" not in choice:
+        return {"type": "function", "name": choice["name"]}
+    if isinstance(choice, dict) and choice.get("type") in ("any", "auto", "none"):  # Anthropic's shape
+        return {"any": "required", "auto": "auto", "none": "none"}[choice["type"]]
+    if isinstance(choice, dict) and choice.get("type") == "tool" and choice.get("name"):
+        return {"type": "function", "name": choice["name"]}
+    return choice
+
+
+def _format_to_wire(response_format: Any) -> dict[str, Any] | None:
+    if not isinstance(response_format, dict):
+        return None
+    if response_format.get("type") == "json_schema" and isinstance(response_format.get("json_schema"), dict):
+        return {"type": "json_schema", **response_format["json_schema"]}
+    return response_format
+
+
+def to_responses_body(request: ChatRequest, model: str | None, stream: bool) -> dict[str, Any]:
+    """The body for a Responses upstream. A Responses client's own body passes through untouched (custom
+    tools, reasoning items and future fields included), with only model and stream set by daari."""
+    if request.protocol == "responses" and request.raw:
+        body = {k: v for k, v in request.raw.items() if k != "previous_response_id"}
+        body["model"] = model or request.model
+        body["stream"] = stream
+        return body
+    items = [item for m in request.messages for item in _message_items(m)]
+    out: dict[str, Any] = {"model": model or request.model, "input": items, "stream": stream, "store": False}
+    if request.temperature is not None:
+        out["temperature"] = request.temperature
+    sampling = request.sampling
+    if sampling.get("max_tokens") is not None:
+        out["max_output_tokens"] = sampling["max_tokens"]
+    if sampling.get("top_p") is not None:
+        out["top_p"] = sampling["top_p"]
+    if request.tools:
+        out["tools"] = [{"type": "function", "name": t.name,
+                         **({"description": t.description} if t.description else {}),
+                         "parameters": t.parameters,
+                         **({"strict": t.extra["strict"]} if "strict" in t.extra else {})} for t in request.tools]
+        if sampling.get("tool_choice") is not None:
+            out["tool_choice"] = _tool_choice_to_wire(sampling["tool_choice"])
+        if sampling.get("parallel_tool_calls") is not None:
+            out["parallel_tool_calls"] = sampling["parallel_tool_calls"]
+    text: dict[str, Any] = {}
+    if (fmt := _format_to_wire(sampling.get("response_format"))) is not None:
+        text["format"] = fmt
+    if sampling.get("verbosity") is not None:
+        text["verbosity"] = sampling["verbosity"]
+    if text:
+        out["text"] = text
+    if sampling.get("reasoning_effort") is not None:
+        out["reasoning"] = {"effort": sampling["reasoning_effort"]}
+    return out

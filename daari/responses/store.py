@@ -1,0 +1,93 @@
+"""Stored responses in SQLite (`responses.sqlite` in the data dir): what `previous_response_id` and
+`GET /v1/responses/{id}` read. `ResponseStore` blocks (one connection); `ResponseArchive` runs it in a worker
+thread behind a limiter of one, so request tasks never block the event loop and never share the connection
+between threads at once.
+
+A row holds the response object as sent (daari_meta included) and the whole input that produced it (the
+previous responses' input and output already folded in), so a chain is one lookup deep. The oldest rows
+beyond `keep` are pruned on write.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import trio
+
+
+@dataclass(frozen=True)
+class StoredResponse:
+    response: dict[str, Any]
+    input_items: list[dict[str, Any]]
+
+    @property
+    def output_items(self) -> list[dict[str, Any]]:
+        output = self.response.get("output")
+        return list(output) if isinstance(output, list) else []
+
+
+class ResponseStore:
+    def __init__(self, path: Path, keep: int) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.keep = keep
+        self._conn = sqlite3.connect(str(path), check_same_thread=False)
+        self._conn.execute("pragma journal_mode=wal")
+        self._conn.execute("create table if not exists responses (id text primary key, created_at real, "
+                           "response text, input text)")
+        self._conn.commit()
+
+    def get(self, response_id: str) -> StoredResponse | None:
+        row = self._conn.execute("select response, input from responses where id = ?", (response_id,)).fetchone()
+        if row is None:
+            return None
+        return StoredResponse(json.loads(row[0]), json.loads(row[1]))
+
+    def put(self, response_id: str, stored: StoredResponse) -> None:
+        self._conn.execute("insert or replace into responses values (?, ?, ?, ?)",
+                           (response_id, time.time(), json.dumps(stored.response, ensure_ascii=False),
+                            json.dumps(stored.input_items, ensure_ascii=False)))
+        self._conn.execute("delete from responses where id not in "
+                           "(select id from responses order by created_at desc limit ?)", (self.keep,))
+        self._conn.commit()
+
+    def delete(self, response_id: str) -> bool:
+        cursor = self._conn.execute("delete from responses where id = ?", (response_id,))
+        self._conn.commit()
+        return cursor.rowcount > 0
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+class ResponseArchive:
+    """The async face of a `ResponseStore`: each call runs in a worker thread, one at a time."""
+
+    def __init__(self, path: Path, keep: int) -> None:
+        self._path = path
+        self._keep = keep
+        self._store: ResponseStore | None = None
+        self._limiter = trio.CapacityLimiter(1)
+
+    def _open(self) -> ResponseStore:
+        if self._store is None:
+            self._store = ResponseStore(self._path, self._keep)
+        return self._store
+
+    async def get(self, response_id: str) -> StoredResponse | None:
+        return await trio.to_thread.run_sync(lambda: self._open().get(response_id), limiter=self._limiter)
+
+    async def put(self, response_id: str, stored: StoredResponse) -> None:
+        await trio.to_thread.run_sync(lambda: self._open().put(response_id, stored), limiter=self._limiter)
+
+    async def delete(self, response_id: str) -> bool:
+        return await trio.to_thread.run_sync(lambda: self._open().delete(response_id), limiter=self._limiter)
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+            self._store = None

@@ -1,0 +1,106 @@
+"""The Responses API routes: POST /v1/responses (through the same pipeline as chat), and stored responses
+(GET and DELETE /v1/responses/{id}).
+
+A response with `store` true (OpenAI's default) is written to the archive before its last bytes go out, so a
+client that chains with `previous_response_id` right after `response.completed` always finds it.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from daari.errors import NotFound
+from daari.protocol.wire import make_responses_wire
+from daari.responses.history import input_items, previous_not_found, with_history
+from daari.responses.store import ResponseArchive, StoredResponse
+from daari.server.asgi_io import AsgiSink, send_json
+
+if TYPE_CHECKING:
+    from daari.server.app import Request
+
+log = logging.getLogger("daari.server")
+
+
+class StoringSink:
+    """A `Sink` that stores the final response object (handed over by the renderer) before writing it."""
+
+    def __init__(self, inner: AsgiSink, archive: ResponseArchive | None, input_items: list[dict[str, Any]],
+                 store: bool) -> None:
+        self.inner = inner
+        self.archive = archive
+        self.input_items = input_items
+        self.store = store
+        self.final: list[dict[str, Any]] = []  # the renderer appends the final response here
+
+    @property
+    def stream_opened(self) -> bool:
+        return self.inner.stream_opened
+
+    async def _store(self) -> None:
+        if not self.final or self.archive is None:
+            return
+        response = self.final.pop()
+        if not self.store or not isinstance(response.get("id"), str):
+            return
+        try:
+            await self.archive.put(response["id"], StoredResponse(response, self.input_items))
+        except Exception:  # a full disk must not fail an answer that is ready
+            log.exception("storing response %s failed", response["id"])
+
+    async def send_json(self, status: int, body: dict[str, Any], headers: dict[str, str]) -> None:
+        if status == 200:
+            await self._store()
+        await self.inner.send_json(status, body, headers)
+
+    async def open_stream(self, headers: dict[str, str]) -> None:
+        await self.inner.open_stream(headers)
+
+    async def write(self, chunks: list[bytes]) -> None:
+        await self._store()
+        await self.inner.write(chunks)
+
+    async def close_stream(self) -> None:
+        await self.inner.close_stream()
+
+
+async def create(req: Request) -> None:
+    from daari.server.app import serve_chat
+
+    archive = req.rt.responses
+    sink = StoringSink(AsgiSink(req.send), archive, [], store=True)
+
+    async def prepare(body: Any) -> Any:
+        """Fold in the previous response's history; note what to store with this one."""
+        if not isinstance(body, dict):
+            return body
+        previous_id = body.get("previous_response_id")
+        if isinstance(previous_id, str):
+            previous = await archive.get(previous_id) if archive is not None else None
+            if previous is None:
+                raise previous_not_found(previous_id)
+            body = with_history(body, previous)
+        sink.input_items = input_items(body.get("input"))
+        sink.store = body.get("store") is not False
+        return body
+
+    await serve_chat(req, make_responses_wire(sink.final.append), sink, prepare)
+
+
+def _response_id(req: Request) -> str:
+    return req.path.rstrip("/").removeprefix("/v1").removeprefix("/responses/")
+
+
+async def get(req: Request) -> None:
+    response_id = _response_id(req)
+    stored = await req.rt.responses.get(response_id) if req.rt.responses is not None else None
+    if stored is None:
+        raise NotFound(f"Response with id '{response_id}' not found.", param="response_id")
+    await send_json(req.send, 200, stored.response)
+
+
+async def delete(req: Request) -> None:
+    response_id = _response_id(req)
+    if req.rt.responses is None or not await req.rt.responses.delete(response_id):
+        raise NotFound(f"Response with id '{response_id}' not found.", param="response_id")
+    await send_json(req.send, 200, {"id": response_id, "object": "response.deleted", "deleted": True})
