@@ -117,13 +117,18 @@ def virtual_time(mock_clock: trio.testing.MockClock) -> trio.testing.MockClock:
 
 
 async def test_success_passes_events_through_and_closes_breaker(virtual_time: object) -> None:
-    inner = ScriptedExecutor(tier_config(), answer("a b"))
+    inner = ScriptedExecutor(tier_config(threshold=3, cooldown=30.0), fail(server_error()), answer("a b"))
     executor = ResilientExecutor(inner)
+    with pytest.raises(UpstreamError):
+        await executor.generate(REQUEST, Collector())
+    assert executor.status()["breaker"]["consecutive_failures"] == 1
     out = Collector()
     await executor.generate(REQUEST, out)
     assert assemble(out.events).text == "a b "
-    assert executor.status() == {"calls": 1, "breaker": executor.breaker.snapshot()}
-    assert executor.breaker.state == "closed"
+    # Written out, not compared with the breaker's own snapshot: a success resets the failure count.
+    assert executor.status() == {"calls": 2, "breaker": {"state": "closed", "consecutive_failures": 0,
+                                                         "opened_at": None, "failure_threshold": 3,
+                                                         "cooldown_s": 30.0}}
 
 
 async def test_wrapper_presents_the_inner_executor() -> None:
