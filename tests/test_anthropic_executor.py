@@ -64,7 +64,8 @@ async def run(executor: AnthropicExecutor, request: ChatRequest) -> list[Event]:
     events: list[Event] = []
 
     async def emit(event: Event) -> None:
-        events.append(event)
+        if not isinstance(event, KeepAlive):  # "headers are in" (http_upstream.response_started)
+            events.append(event)
 
     await executor.generate(request, emit)
     return events
@@ -288,7 +289,8 @@ async def test_error_event_mid_stream() -> None:
     emitted: list[Event] = []
 
     async def emit(event: Event) -> None:
-        emitted.append(event)
+        if not isinstance(event, KeepAlive):  # "headers are in" (http_upstream.response_started)
+            emitted.append(event)
 
     async with upstream() as (_, executor):
         with pytest.raises(UpstreamOverloaded) as info:

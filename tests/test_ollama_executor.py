@@ -14,7 +14,7 @@ from daari.errors import InvalidRequest, UpstreamError, UpstreamTimeout, Upstrea
 from daari.executors.ollama import OllamaExecutor, chat_body, ollama_messages
 from daari.executors.resilience import ResilientExecutor
 from daari.protocol.chat import ChatRequest, Message, Tool, ToolCall, Usage
-from daari.protocol.events import Event, Finish, TextDelta, ToolCallDelta, ToolCallStart, assemble
+from daari.protocol.events import Event, Finish, KeepAlive, TextDelta, ToolCallDelta, ToolCallStart, assemble
 from tests.fakes.ollama_upstream import FakeOllama
 from tests.fakes.serving import serve_app
 
@@ -37,7 +37,8 @@ async def run(executor: OllamaExecutor | ResilientExecutor, request: ChatRequest
     events: list[Event] = []
 
     async def emit(event: Event) -> None:
-        events.append(event)
+        if not isinstance(event, KeepAlive):  # "headers are in" (http_upstream.response_started)
+            events.append(event)
 
     try:
         await executor.generate(request, emit)
@@ -201,7 +202,8 @@ async def test_dropped_connection_is_a_truncated_stream(fake: tuple[FakeOllama, 
     events: list[Event] = []
 
     async def emit(event: Event) -> None:
-        events.append(event)
+        if not isinstance(event, KeepAlive):  # "headers are in" (http_upstream.response_started)
+            events.append(event)
 
     executor = OllamaExecutor("L4", config(base_url))
     with pytest.raises(UpstreamError, match="truncated stream"):

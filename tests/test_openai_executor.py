@@ -16,7 +16,7 @@ from daari.errors import UpstreamError, UpstreamRateLimited, UpstreamRejected, U
 from daari.executors.http_upstream import retry_after_seconds
 from daari.executors.openai_compat import OpenAIExecutor, redact
 from daari.protocol.chat import ChatRequest, Completion, Message, Tool
-from daari.protocol.events import Event, Finish, TextDelta, ToolCallStart, assemble
+from daari.protocol.events import Event, Finish, KeepAlive, TextDelta, ToolCallStart, assemble
 from tests.fakes.openai_upstream import TOKEN_LOGPROB, FakeOpenAI
 from tests.fakes.serving import serve_app
 
@@ -55,7 +55,8 @@ async def run(executor: OpenAIExecutor, request: ChatRequest) -> list[Event]:
     events: list[Event] = []
 
     async def emit(event: Event) -> None:
-        events.append(event)
+        if not isinstance(event, KeepAlive):  # "headers are in" (http_upstream.response_started)
+            events.append(event)
 
     await executor.generate(request, emit)
     return events
@@ -153,7 +154,8 @@ async def test_dropped_stream_fails_after_partial_events(executor: OpenAIExecuto
     events: list[Event] = []
 
     async def emit(event: Event) -> None:
-        events.append(event)
+        if not isinstance(event, KeepAlive):  # "headers are in" (http_upstream.response_started)
+            events.append(event)
 
     with pytest.raises(UpstreamError) as info:
         await executor.generate(chat("drop", stream=True), emit)

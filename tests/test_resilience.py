@@ -157,15 +157,43 @@ async def test_hang_before_first_byte_times_out_after_first_byte_s(virtual_time:
     assert info.value.status == 504
 
 
-async def test_first_byte_timeout_is_retried_with_backoff(virtual_time: object) -> None:
-    inner = ScriptedExecutor(tier_config(max_retries=2), hang, hang, answer())
+async def test_first_byte_timeout_is_not_retried(virtual_time: object) -> None:
+    # The request was sent: the upstream may be generating, and a retry would pay for the answer again.
+    inner = ScriptedExecutor(tier_config(max_retries=2), hang, answer())
     executor = ResilientExecutor(inner)
     start = trio.current_time()
+    with pytest.raises(UpstreamTimeout) as info:
+        await executor.generate(REQUEST, Collector())
+    assert "first_byte" in info.value.message
+    assert inner.calls == 1
+    assert trio.current_time() - start == pytest.approx(FIRST_BYTE)
+
+
+async def test_headers_end_the_first_byte_wait_and_the_body_gets_idle_s(virtual_time: object) -> None:
+    async def headers_then_slow_body(emit: Emit) -> None:
+        await emit(KeepAlive())  # what HTTP executors emit once response headers are in
+        await trio.sleep(IDLE * 0.9)  # past first_byte_s, within idle_s
+        await answer("late")(emit)
+
+    config = tier_config(max_retries=2)
+    config.timeouts = TimeoutsConfig(connect_s=1.0, first_byte_s=IDLE / 2, idle_s=IDLE, total_s=TOTAL)
+    inner = ScriptedExecutor(config, headers_then_slow_body)
     out = Collector()
-    await executor.generate(REQUEST, out)
-    assert inner.calls == 3
-    assert trio.current_time() - start == pytest.approx(2 * FIRST_BYTE + 0.25 + 0.5)
-    assert assemble(out.events).text == "hello world "
+    await ResilientExecutor(inner).generate(REQUEST, out)
+    assert assemble(out.events).text == "late "
+    assert inner.calls == 1
+    assert not any(isinstance(e, KeepAlive) for e in out.events)  # liveness stays in the wrapper
+
+
+async def test_nothing_is_retried_after_the_headers(virtual_time: object) -> None:
+    async def headers_then_500(emit: Emit) -> None:
+        await emit(KeepAlive())
+        await fail(server_error())(emit)
+
+    inner = ScriptedExecutor(tier_config(max_retries=2), headers_then_500, answer())
+    with pytest.raises(UpstreamError):
+        await ResilientExecutor(inner).generate(REQUEST, Collector())
+    assert inner.calls == 1
 
 
 async def test_idle_timeout_mid_stream_is_not_retried(virtual_time: object) -> None:
@@ -488,11 +516,11 @@ async def test_retries_and_timeouts_are_logged_with_the_upstream_name(
         virtual_time: object, caplog: pytest.LogCaptureFixture) -> None:
     secret_request = ChatRequest(messages=[Message("user", "my secret prompt")], model="m",
                                  passthrough_headers={"x-api-key": "sk-hidden"})
-    inner = ScriptedExecutor(tier_config(max_retries=1), hang, answer())
-    with caplog.at_level(logging.WARNING, logger="daari.upstream"):
+    inner = ScriptedExecutor(tier_config(max_retries=1), fail(server_error()), hang)
+    with caplog.at_level(logging.WARNING, logger="daari.upstream"), pytest.raises(UpstreamTimeout):
         await ResilientExecutor(inner).generate(secret_request, Collector())
     text = caplog.text
-    assert "upstream L4:scripted: first_byte timeout (10s)" in text
-    assert "upstream L4:scripted: attempt 1 failed (UpstreamTimeout" in text
+    assert "upstream L4:scripted: attempt 1 failed (UpstreamError" in text
     assert "retry 1/1 in 0.25s" in text
+    assert "upstream L4:scripted: first_byte timeout (10s)" in text
     assert "secret prompt" not in text and "sk-hidden" not in text

@@ -19,7 +19,13 @@ import httpx
 
 from daari.errors import Unauthorized, UpstreamError, UpstreamUnavailable
 from daari.executors.base import Emit
-from daari.executors.http_upstream import HttpUpstream, endpoint, retry_after_seconds
+from daari.executors.http_upstream import (
+    HttpUpstream,
+    endpoint,
+    request_never_arrived,
+    response_started,
+    retry_after_seconds,
+)
 from daari.protocol.anthropic_render import (
     AnthropicEventDecoder,
     decode_json,
@@ -28,7 +34,7 @@ from daari.protocol.anthropic_render import (
 )
 from daari.protocol.anthropic_wire import PASSTHROUGH_HEADERS, SecretStr, to_upstream_body
 from daari.protocol.chat import ChatRequest
-from daari.protocol.events import Event, NativeEvent
+from daari.protocol.events import NativeEvent
 from daari.protocol.sse import SSEDecoder
 from daari.redact import scrub, url_secrets
 
@@ -72,32 +78,23 @@ class AnthropicExecutor(HttpUpstream):
         headers = self.headers(request)
         url = self.url(request)
         native = request.protocol == "anthropic"
-        emitted = False
-
-        async def send(event: Event) -> None:
-            nonlocal emitted
-            emitted = True
-            await emit(event)
-
         try:
-            if request.stream:
-                async with self.http().stream("POST", url, json=body,
-                                               headers=headers) as response:
-                    if response.status_code != 200:
-                        await response.aread()
-                        raise self._http_error(response, headers)
-                    await self._relay_stream(response, send, native)
-            else:
-                response = await self.http().post(url, json=body,
-                                                   headers=headers)
+            async with self.http().stream("POST", url, json=body, headers=headers) as response:
                 if response.status_code != 200:
+                    await response.aread()
                     raise self._http_error(response, headers)
-                message = decode_json(response.text)
-                events = events_from_message(message)
-                if native:
-                    await send(NativeEvent("anthropic", "message", message))
-                for event in events:
-                    await send(event)
+                # Accepted: the body (a whole message may take the whole generation) is under idle/total.
+                await response_started(emit)
+                if request.stream:
+                    await self._relay_stream(response, emit, native)
+                    return
+                await response.aread()
+            message = decode_json(response.text)
+            events = events_from_message(message)
+            if native:
+                await emit(NativeEvent("anthropic", "message", message))
+            for event in events:
+                await emit(event)
         except UpstreamError as exc:
             exc.upstream = exc.upstream or self.name
             raise
@@ -105,9 +102,9 @@ class AnthropicExecutor(HttpUpstream):
             raise UpstreamUnavailable(f"cannot connect to {self.name}: {type(exc).__name__}",
                                       upstream=self.name, retryable=True) from None
         except httpx.TransportError as exc:
-            # Before anything reached the client a retry is safe; after, the failure must show.
+            # Retried only if the request never reached Anthropic: once sent, it may be generating (and billed).
             raise UpstreamError(f"connection to {self.name} failed: {type(exc).__name__}", upstream=self.name,
-                                retryable=not emitted) from None
+                                retryable=request_never_arrived(exc)) from None
 
     async def _relay_stream(self, response: httpx.Response, send: Emit, native: bool) -> None:
         sse = SSEDecoder()

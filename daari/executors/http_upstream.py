@@ -3,6 +3,8 @@ and reading Retry-After.
 
 Only the connect timeout is httpx's: first-byte, idle and total timeouts are the resilience wrapper's
 cancel scopes (`executors/resilience.py`), which also cover the time a slow client takes to read.
+Every HTTP executor calls `response_started` once an upstream accepted a request (status 200, headers
+read, body not yet): from then on the body is under idle/total timeouts and nothing is retried.
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ from email.utils import parsedate_to_datetime
 import httpx
 import trio
 
-from daari.executors.base import Executor
+from daari.executors.base import Emit, Executor
+from daari.protocol.events import KeepAlive
 
 
 class HttpUpstream(Executor):
@@ -68,3 +71,13 @@ def retry_after_seconds(headers: Mapping[str, str], now: float | None = None) ->
         return max(0.0, parsedate_to_datetime(value).timestamp() - (time.time() if now is None else now))
     except (TypeError, ValueError):
         return None
+
+
+async def response_started(emit: Emit) -> None:
+    """The upstream accepted the request (headers in): it may be generating, so this attempt is now bought."""
+    await emit(KeepAlive())
+
+
+def request_never_arrived(exc: httpx.TransportError) -> bool:
+    """Whether a transport failure happened before the upstream had the whole request (safe to retry)."""
+    return isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout | httpx.WriteError | httpx.PoolTimeout)

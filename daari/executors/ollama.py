@@ -15,7 +15,7 @@ import httpx
 from daari.config import TierConfig
 from daari.errors import InvalidRequest, UpstreamError, UpstreamRateLimited, UpstreamUnavailable
 from daari.executors.base import Emit
-from daari.executors.http_upstream import HttpUpstream, endpoint
+from daari.executors.http_upstream import HttpUpstream, endpoint, request_never_arrived, response_started
 from daari.jsonio import loads
 from daari.protocol.chat import ChatRequest, FinishReason, Message, Tool, Usage
 from daari.protocol.events import Finish, KeepAlive, TextDelta, ToolCallDelta, ToolCallStart
@@ -59,16 +59,18 @@ class OllamaExecutor(HttpUpstream):
                 if response.status_code >= 400:
                     await response.aread()
                     raise self._status_error(response, model)
+                await response_started(emit)
                 await self._relay(response, emit)
         except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
             raise UpstreamUnavailable(f"{self.name}: cannot connect to Ollama at {_where(self.base_url)}",
                                       upstream=self.name, retryable=True) from exc
         except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
+            # The request was sent: Ollama may have generated (and spent the time); not retried.
             raise UpstreamError(f"{self.name}: truncated stream (Ollama closed the connection before done)",
-                                upstream=self.name, retryable=True) from exc
+                                upstream=self.name) from exc
         except httpx.TransportError as exc:
             raise UpstreamError(f"{self.name}: transport error talking to Ollama ({type(exc).__name__})",
-                                upstream=self.name, retryable=True) from exc
+                                upstream=self.name, retryable=request_never_arrived(exc)) from exc
 
     async def _relay(self, response: httpx.Response, emit: Emit) -> None:
         """NDJSON lines -> events. Ollama gives no tool call ids, so they are made here."""
@@ -104,8 +106,7 @@ class OllamaExecutor(HttpUpstream):
                     model=chunk.get("model") or "",
                 ))
                 return
-        raise UpstreamError(f"{self.name}: truncated stream (ended without done)", upstream=self.name,
-                            retryable=True)
+        raise UpstreamError(f"{self.name}: truncated stream (ended without done)", upstream=self.name)
 
     def _status_error(self, response: httpx.Response, model: str) -> UpstreamError:
         status = response.status_code

@@ -27,7 +27,13 @@ from daari.errors import (
     UpstreamUnavailable,
 )
 from daari.executors.base import Emit
-from daari.executors.http_upstream import HttpUpstream, endpoint, retry_after_seconds
+from daari.executors.http_upstream import (
+    HttpUpstream,
+    endpoint,
+    request_never_arrived,
+    response_started,
+    retry_after_seconds,
+)
 from daari.jsonio import dumps, loads
 from daari.protocol.anthropic_wire import SecretStr
 from daari.protocol.chat import ChatRequest
@@ -114,7 +120,8 @@ class OpenAIExecutor(HttpUpstream):
         return self._error(UpstreamError, f"{head} answered HTTP {status}", upstream_status=status)
 
     def _transport_error(self, exc: httpx.TransportError, started: bool) -> UpstreamError:
-        """A network failure: before any response it may be retried; mid-body it may not."""
+        """A network failure: retried only when the request never reached the upstream (it cannot be
+        generating); once sent, a retry could pay for the answer twice."""
         what = type(exc).__name__
         if isinstance(exc, httpx.ConnectTimeout):
             return self._error(UpstreamTimeout, f"upstream {self.name}: connect timed out", retryable=True)
@@ -124,7 +131,7 @@ class OpenAIExecutor(HttpUpstream):
         if started:
             return self._error(UpstreamError, f"upstream {self.name} broke off the response ({what})")
         return self._error(UpstreamError, f"upstream {self.name} failed before answering ({what})",
-                           retryable=True)
+                           retryable=request_never_arrived(exc))
 
     def _named(self, err: UpstreamError) -> UpstreamError:
         err.upstream = err.upstream or self.name
@@ -155,6 +162,8 @@ class OpenAIExecutor(HttpUpstream):
             async with self.http().stream("POST", self.url, content=dumps(body),
                                           headers=headers) as response:
                 started = True
+                if response.status_code == 200:
+                    await response_started(emit)  # the body may take the whole generation: idle/total now
                 await response.aread()
         except httpx.TransportError as exc:
             raise self._transport_error(exc, started) from None
@@ -181,6 +190,7 @@ class OpenAIExecutor(HttpUpstream):
                 if response.status_code != 200:
                     await response.aread()
                     raise self._http_error(response)
+                await response_started(emit)
                 if response.headers.get("content-type", "").startswith("application/json"):
                     # A server that ignores "stream": the whole answer in one JSON body.
                     await response.aread()

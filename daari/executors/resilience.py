@@ -18,7 +18,7 @@ from daari.errors import DaariError, UpstreamError, UpstreamTimeout, UpstreamUna
 from daari.executors.base import Emit, Executor
 from daari.executors.breaker import CircuitBreaker
 from daari.protocol.chat import ChatRequest
-from daari.protocol.events import Event, Finish
+from daari.protocol.events import Event, Finish, KeepAlive
 
 log = logging.getLogger("daari.upstream")
 
@@ -36,12 +36,18 @@ class ResilientExecutor(Executor):
     """Wraps `inner` with the timeouts, retries and breaker of `inner.config` (a TierConfig).
 
     Timeouts (per attempt, Trio cancel scopes around `inner.generate`, so the upstream stream is closed):
-      - first_byte: attempt start -> first emitted event.
-      - idle: between two emitted events. Time spent inside the downstream `emit` (a slow client) is not
-        upstream idle time: the deadline is suspended while the real emit runs and re-armed after it.
+      - first_byte: attempt start -> the upstream's response headers. HTTP executors announce accepted
+        headers with a `KeepAlive` event before reading the body (`http_upstream.response_started`), so a
+        non-stream answer's body is not under this timeout.
+      - idle: between two upstream events (headers included), so it also bounds a non-stream body. Time
+        spent inside the downstream `emit` (a slow client) is not upstream idle time: the deadline is
+        suspended while the real emit runs and re-armed after it.
       - total: the whole attempt, downstream time included; it bounds how long one upstream call may live.
-    Retries: only while nothing has been emitted, for `UpstreamError(retryable=True)` (5xx, 429, refused
-    connections) and first-byte timeouts; exponential backoff, or the error's `retry_after` (capped).
+    Retries: never once the upstream may have started generating. Only `UpstreamError(retryable=True)`
+    raised before any event is retried: connection failures before the request was sent, and 429 / 5xx /
+    408 answered before any body. A first-byte timeout is not retried (the request was sent: a retry
+    would pay for the answer again). Exponential backoff, or the error's `retry_after` (capped).
+    `KeepAlive` events are the wrapper's business (liveness) and are not passed on.
     Breaker: checked before every attempt; each failed attempt counts as one failure (a request retried
     twice against a dead upstream counts three), so a dead upstream is detected in fewer requests. A
     completed answer (Finish emitted) is a success. Not counted either way: cancellation from outside
@@ -127,7 +133,10 @@ class ResilientExecutor(Executor):
         gap_scope = trio.CancelScope(deadline=start + timeouts.first_byte_s)
 
         async def timed_emit(event: Event) -> None:
-            attempt.emitted = True
+            attempt.emitted = True  # the upstream answered: it may be generating, no retry from here
+            if isinstance(event, KeepAlive):
+                gap_scope.deadline = trio.current_time() + timeouts.idle_s
+                return
             gap_scope.deadline = math.inf  # the client's time is not the upstream's idle time
             delivered = False
             try:
@@ -158,7 +167,7 @@ class ResilientExecutor(Executor):
         if gap:
             if attempt.emitted:
                 return self._timeout("idle", timeouts.idle_s, retryable=False)
-            return self._timeout("first_byte", timeouts.first_byte_s, retryable=True)
+            return self._timeout("first_byte", timeouts.first_byte_s, retryable=False)
         if total:
             return self._timeout("total", timeouts.total_s, retryable=False)
         return None

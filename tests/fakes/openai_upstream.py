@@ -8,7 +8,8 @@ Usage:
 
 Behaviour is chosen per request by its `model` (unknown names behave as "good"), unless `fake.script`
 holds behaviours: then each request pops the first one (e.g. `fake.script = ["error500", "good"]`).
-`fake.delay_s` makes every answer wait that long first (a slow upstream); `fake.token_delay_s` (default 0)
+`fake.delay_s` makes every answer wait that long first (a slow upstream); `fake.body_delay_s` makes a
+whole (non-stream) answer send its headers at once and its body that much later; `fake.token_delay_s` (default 0)
 paces generation: a stream waits that long before each content chunk, a whole answer waits it once per
 token (benchmarks use it to make time-to-first-token meaningful). A request whose last user
 message is daari's self-evaluation probe is answered with `fake.grade` (default "5"), as a grader would;
@@ -94,6 +95,8 @@ class FakeOpenAI:
         self.active_streams = 0
         self.closed_streams = 0
         self.delay_s = 0.0  # wait this long before answering (a slow upstream)
+        # A whole (non-stream) answer sends its headers at once, then waits this long before its body.
+        self.body_delay_s = 0.0
         self.token_delay_s = 0.0  # per generated token: before each stream chunk, or summed for a whole answer
         self.grade = "5"  # the reply to daari's self-evaluation probe ("Rate 1-5 ...")
         # The reply to daari's Phase B classifier probe.
@@ -162,6 +165,13 @@ class FakeOpenAI:
         else:
             if self.token_delay_s:
                 await trio.sleep(self.token_delay_s * max(1, len(_tokens(text))))
+            if self.body_delay_s:
+                await send({"type": "http.response.start", "status": 200,
+                            "headers": [(b"content-type", b"application/json")]})
+                await trio.sleep(self.body_delay_s)
+                payload = json.dumps(self._completion(body, text, calls, reason)).encode()
+                await send({"type": "http.response.body", "body": payload, "more_body": False})
+                return
             await _json(send, 200, self._completion(body, text, calls, reason))
 
     def _answer(self, behaviour: str, body: dict[str, Any]) -> tuple[str, list[dict[str, Any]], str]:
