@@ -286,7 +286,7 @@ def test_events_from_message() -> None:
         TextDelta("Héllo ✓"),
         ToolCallStart(0, "toolu_9", "Bash"),
         ToolCallDelta(0, '{"command":"ls -la"}'),
-        Finish(reason="tool_calls", usage=Usage(prompt_tokens=140, completion_tokens=22),
+        Finish(reason="tool_calls", usage=Usage(prompt_tokens=140, completion_tokens=22, cached_tokens=100),
                model="claude-upstream"),
     ]
 
@@ -299,7 +299,7 @@ def test_decoder_over_a_stream_assembles_the_message() -> None:
     assert completion.text == "Héllo ✓"
     assert completion.tool_calls == [ToolCall("toolu_9", "Bash", '{"command":"ls -la"}')]
     assert completion.finish_reason == "tool_calls"
-    assert completion.usage == Usage(prompt_tokens=140, completion_tokens=22)
+    assert completion.usage == Usage(prompt_tokens=140, completion_tokens=22, cached_tokens=100)
 
 
 def test_decoder_maps_block_indexes_to_tool_indexes_and_ignores_unknown_events() -> None:

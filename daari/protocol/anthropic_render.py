@@ -79,10 +79,19 @@ def render_message(completion: Completion, request: ChatRequest, meta: dict[str,
         "content": content,
         "stop_reason": STOP_REASON_TO_ANTHROPIC.get(completion.finish_reason, "end_turn"),
         "stop_sequence": completion.stop_sequence,
-        "usage": {"input_tokens": completion.usage.prompt_tokens,
-                  "output_tokens": completion.usage.completion_tokens},
+        "usage": anthropic_usage(completion.usage),
         "daari_meta": meta,
     }
+
+
+def anthropic_usage(usage: Usage) -> dict[str, int]:
+    """Anthropic counts cache reads and writes apart from input_tokens; neutral prompt_tokens holds all three."""
+    out = {"input_tokens": max(0, usage.prompt_tokens - usage.cached_tokens - usage.cache_write_tokens),
+           "output_tokens": usage.completion_tokens}
+    if usage.cached_tokens or usage.cache_write_tokens:
+        out["cache_creation_input_tokens"] = usage.cache_write_tokens
+        out["cache_read_input_tokens"] = usage.cached_tokens
+    return out
 
 
 def error_body(err: DaariError) -> dict[str, Any]:
@@ -187,7 +196,7 @@ class AnthropicStreamRenderer:
             finish = self._finish or Finish(reason="stop")
             usage: dict[str, int] = {"output_tokens": finish.usage.completion_tokens}
             if finish.usage.prompt_tokens:
-                usage["input_tokens"] = finish.usage.prompt_tokens
+                usage = {**anthropic_usage(finish.usage), **usage}
             delta = {
                 "type": "message_delta",
                 "delta": {"stop_reason": STOP_REASON_TO_ANTHROPIC.get(finish.reason, "end_turn"),
@@ -347,6 +356,19 @@ def _usage(usage: object) -> tuple[int, int]:
     return inputs, (outputs if isinstance(outputs, int) else 0)
 
 
+def neutral_usage(usage: object) -> Usage:
+    """An Anthropic usage object (message_start's merged with message_delta's) as neutral Usage."""
+    inputs, outputs = _usage(usage)
+    counts = usage if isinstance(usage, dict) else {}
+
+    def count(name: str) -> int:
+        value = counts.get(name)
+        return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+    return Usage(prompt_tokens=inputs, completion_tokens=outputs, cached_tokens=count("cache_read_input_tokens"),
+                 cache_write_tokens=count("cache_creation_input_tokens"))
+
+
 def events_from_message(body: dict[str, Any]) -> list[Event]:
     """A non-stream upstream Messages response as neutral events, ending with Finish."""
     if not isinstance(body, dict) or not isinstance(body.get("content"), list):
@@ -369,10 +391,9 @@ def events_from_message(body: dict[str, Any]) -> list[Event]:
             events.append(ToolCallStart(index=tools, id=call_id, name=name))
             events.append(ToolCallDelta(index=tools, arguments=compact_json(block.get("input") or {})))
             tools += 1
-    inputs, outputs = _usage(body.get("usage"))
     events.append(Finish(
         reason=STOP_REASON_FROM_ANTHROPIC.get(body.get("stop_reason") or "end_turn", "stop"),
-        usage=Usage(prompt_tokens=inputs, completion_tokens=outputs),
+        usage=neutral_usage(body.get("usage")),
         stop_sequence=body.get("stop_sequence"),
         model=body.get("model") or "",
     ))
@@ -405,8 +426,7 @@ class AnthropicEventDecoder:
     def __init__(self) -> None:
         self._tools: dict[int, int] = {}  # content block index -> neutral tool index
         self._model = ""
-        self._input_tokens = 0
-        self._output_tokens = 0
+        self._usage: dict[str, Any] = {}  # message_start's usage, updated by message_delta's (cumulative)
         self._stop_reason: FinishReason = "stop"
         self._stop_sequence: str | None = None
         self.finished = False
@@ -424,7 +444,7 @@ class AnthropicEventDecoder:
         if kind == "message_start":
             message = data["message"]
             self._model = message.get("model") or ""
-            self._input_tokens, self._output_tokens = _usage(message.get("usage"))
+            self._usage = dict(message.get("usage") or {})
             return []
         if kind == "content_block_start":
             return self._block_start(int(data["index"]), data["content_block"])
@@ -435,18 +455,13 @@ class AnthropicEventDecoder:
             if delta.get("stop_reason"):
                 self._stop_reason = STOP_REASON_FROM_ANTHROPIC.get(delta["stop_reason"], "stop")
             self._stop_sequence = delta.get("stop_sequence")
-            usage = data.get("usage") or {}
-            # message_delta usage is cumulative; its input counts, when present, replace message_start's.
-            if isinstance(usage.get("output_tokens"), int):
-                self._output_tokens = usage["output_tokens"]
-            if any(isinstance(usage.get(k), int) for k in _INPUT_USAGE_FIELDS):
-                self._input_tokens = _usage(usage)[0]
+            # message_delta usage is cumulative: its counts, where present, replace message_start's.
+            self._usage.update({k: v for k, v in (data.get("usage") or {}).items() if v is not None})
             return []
         if kind == "message_stop":
             self.finished = True
-            totals = Usage(prompt_tokens=self._input_tokens, completion_tokens=self._output_tokens)
-            return [Finish(reason=self._stop_reason, usage=totals, stop_sequence=self._stop_sequence,
-                           model=self._model)]
+            return [Finish(reason=self._stop_reason, usage=neutral_usage(self._usage),
+                           stop_sequence=self._stop_sequence, model=self._model)]
         if kind == "error":
             raise upstream_error(data)
         if kind == "ping":

@@ -6,6 +6,7 @@ events (`daari.protocol.events`) that assemble into a `Completion`, which render
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -95,8 +96,17 @@ class ChatRequest:
 
 @dataclass
 class Usage:
+    """Token counts. `prompt_tokens` is the whole prompt: `cached_tokens` (read from the provider's prompt
+    cache) and `cache_write_tokens` (written to it, Anthropic's cache_creation) are parts of it, as
+    `reasoning_tokens` are part of `completion_tokens`. `native` is an OpenAI upstream's own usage object,
+    which an OpenAI client gets unchanged (audio and prediction details included)."""
+
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_tokens: int = 0
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
+    native: dict[str, Any] | None = field(default=None, compare=False)
 
     @property
     def total_tokens(self) -> int:
@@ -126,8 +136,7 @@ class Completion:
             "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in self.tool_calls],
             "finish_reason": self.finish_reason,
             "stop_sequence": self.stop_sequence,
-            "usage": {"prompt_tokens": self.usage.prompt_tokens,
-                      "completion_tokens": self.usage.completion_tokens},
+            "usage": {k: v for k, v in dataclasses.asdict(self.usage).items() if v},
             "model": self.model,
             "mean_logprob": self.mean_logprob,
             "native": self.native,

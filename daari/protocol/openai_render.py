@@ -21,9 +21,17 @@ def _finish_reason(reason: FinishReason) -> str:
     return "stop" if reason == "stop_sequence" else reason
 
 
-def _usage(usage: Usage) -> dict[str, int]:
-    return {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
-            "total_tokens": usage.total_tokens}
+def _usage(usage: Usage) -> dict[str, Any]:
+    """An OpenAI upstream's own usage object as it sent it; otherwise built, with the details there are."""
+    if usage.native is not None:
+        return usage.native
+    out: dict[str, Any] = {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
+                           "total_tokens": usage.total_tokens}
+    if usage.cached_tokens:
+        out["prompt_tokens_details"] = {"cached_tokens": usage.cached_tokens}
+    if usage.reasoning_tokens:
+        out["completion_tokens_details"] = {"reasoning_tokens": usage.reasoning_tokens}
+    return out
 
 
 def render_completion(completion: Completion, request: ChatRequest, meta: dict[str, Any], response_id: str,
@@ -155,7 +163,15 @@ def _usage_from(value: object) -> Usage | None:
     prompt, completion = value.get("prompt_tokens", 0) or 0, value.get("completion_tokens", 0) or 0
     if not isinstance(prompt, int) or not isinstance(completion, int):
         raise _malformed("usage token counts are not integers")
-    return Usage(prompt_tokens=prompt, completion_tokens=completion)
+    return Usage(prompt_tokens=prompt, completion_tokens=completion,
+                 cached_tokens=_detail(value, "prompt_tokens_details", "cached_tokens"),
+                 reasoning_tokens=_detail(value, "completion_tokens_details", "reasoning_tokens"), native=value)
+
+
+def _detail(usage: dict[str, Any], group: str, name: str) -> int:
+    details = usage.get(group)
+    value = details.get(name) if isinstance(details, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def _logprobs(choice: dict[str, Any]) -> tuple[float | None, int]:
