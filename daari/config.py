@@ -277,6 +277,8 @@ def config_from_dict(data: dict[str, Any]) -> Config:
     for name, tier in config.tiers.items():
         if tier.executor != "embedded" and not tier.base_url:
             raise ConfigError(f"tiers.{name}: executor '{tier.executor}' needs base_url")
+        if tier.wire_api == "responses" and tier.executor != "openai":
+            raise ConfigError(f"tiers.{name}: wire_api 'responses' is for executor 'openai' only")
     return config
 
 

@@ -17,7 +17,11 @@ def make_executor(tier: str, config: TierConfig) -> Executor:
     from daari.executors.resilience import ResilientExecutor
 
     inner: Executor
-    if config.executor == "openai":
+    if config.executor == "openai" and config.wire_api == "responses":
+        from daari.executors.openai_responses import OpenAIResponsesExecutor
+
+        inner = OpenAIResponsesExecutor(tier, config)
+    elif config.executor == "openai":
         from daari.executors.openai_compat import OpenAIExecutor
 
         inner = OpenAIExecutor(tier, config)

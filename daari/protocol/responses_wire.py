@@ -30,7 +30,7 @@ from daari.cache.key_fields import uninterpreted
 from daari.errors import InvalidRequest
 from daari.jsonio import canonical
 from daari.protocol.chat import ChatRequest, ContentPart, Message, Role, Tool, ToolCall
-from daari.protocol.openai_wire import DEFAULT_MODEL
+from daari.protocol.openai_wire import DEFAULT_MODEL, _client_key
 
 _ROLES: dict[str, Role] = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant"}
 NEUTRAL_ITEMS = ("message", "function_call", "function_call_output")
@@ -283,6 +283,7 @@ def parse_responses_request(body: object, headers: Mapping[str, str]) -> ChatReq
         tools=_tools(body.get("tools")),
         sampling=_sampling(body),
         raw=body,
+        passthrough_headers=_client_key(headers),
         extra=extra,
     )
 

@@ -1,0 +1,213 @@
+"""A fake OpenAI Responses upstream (ASGI): POST /v1/responses, stream or not, with the real event sequence.
+
+Usage:
+    fake = FakeResponses()
+    async with serve_app(fake) as base_url:   # or serve_app_in_thread(fake)
+        ... a tier with executor: openai, wire_api: responses, base_url: base_url + "/v1" ...
+    fake.requests[-1].body, fake.requests[-1].headers
+
+Behaviour by `model` (unknown names behave as "good"), or popped from `fake.script`:
+    good      a reasoning item first (encrypted_content when `include` asks for
+              "reasoning.encrypted_content"), then a message quoting the last user text
+    tools     a call to the request's first tool: `function_call` with arguments filled from its required
+              properties, or `custom_tool_call` (freeform input) for a custom tool; when the last input item
+              is a tool output: a message quoting it
+    length    a message, then status "incomplete" (max_output_tokens)
+    failed    stream: created, in_progress, then response.failed; whole: 500
+    error400  HTTP 400 invalid_request_error
+    truncate  stream: created and a text delta, then the body ends without response.completed
+
+Streams: response.created, response.in_progress, per item output_item.added / content_part.added /
+output_text.delta... / ...done / output_item.done (function_call_arguments.delta, custom_tool_call_input.delta
+for calls; reasoning_summary_text.delta for reasoning), then response.completed. Every event carries
+`sequence_number`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from daari.server.asgi_io import answer_lifespan, read_all
+
+CREATED = 1_700_000_000
+PATCH = "*** Begin Patch\n*** Add File: hello.txt\n+hello\n*** End Patch\n"
+
+
+@dataclass
+class RecordedRequest:
+    path: str
+    headers: dict[str, str]
+    body: Any
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return " ".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return ""
+
+
+def _sample(schema: Any) -> Any:
+    kind = schema.get("type") if isinstance(schema, dict) else None
+    return {"integer": 1, "number": 1, "boolean": True, "array": [], "object": {}}.get(kind, "example")
+
+
+def _items(body: dict[str, Any]) -> list[dict[str, Any]]:
+    value = body.get("input")
+    if isinstance(value, str):
+        return [{"type": "message", "role": "user", "content": value}]
+    return [i for i in value or [] if isinstance(i, dict)]
+
+
+def _last_user_text(items: list[dict[str, Any]]) -> str:
+    for item in reversed(items):
+        if (item.get("type") or "message") == "message" and item.get("role") == "user":
+            return _text_of(item.get("content"))
+    return ""
+
+
+class FakeResponses:
+    def __init__(self) -> None:
+        self.requests: list[RecordedRequest] = []
+        self.script: list[str] = []
+        self._ids = 0
+
+    def _id(self, prefix: str) -> str:
+        self._ids += 1
+        return f"{prefix}_fake{self._ids}"
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            return await answer_lifespan(receive, send)
+        if scope["type"] != "http":
+            return
+        raw = await read_all(receive)
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        body: Any = json.loads(raw) if raw else None
+        self.requests.append(RecordedRequest(scope["path"], headers, body))
+        if scope["method"] != "POST" or scope["path"] != "/v1/responses" or not isinstance(body, dict):
+            await _json(send, 404, {"error": {"message": "not found", "type": "invalid_request_error",
+                                              "param": None, "code": None}})
+            return
+        behaviour = self.script.pop(0) if self.script else str(body.get("model"))
+        if behaviour == "error400":
+            await _json(send, 400, {"error": {"message": "Invalid value for 'input'.", "type":
+                                              "invalid_request_error", "param": "input", "code": None}})
+            return
+        if behaviour == "failed" and not body.get("stream"):
+            await _json(send, 500, {"error": {"message": "The server had an error", "type": "server_error",
+                                              "param": None, "code": None}})
+            return
+        output, status = self._output(behaviour, body)
+        response = self._response(body, output, status)
+        if not body.get("stream"):
+            await _json(send, 200, response)
+            return
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", b"text/event-stream")]})
+        for event in self._events(behaviour, response):
+            await send({"type": "http.response.body", "body": _sse(event), "more_body": True})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    def _output(self, behaviour: str, body: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
+        items = _items(body)
+        tools = [t for t in body.get("tools") or [] if isinstance(t, dict)]
+        last = items[-1] if items else {}
+        if behaviour == "tools" and tools and last.get("type") not in ("function_call_output",
+                                                                        "custom_tool_call_output"):
+            tool = tools[0]
+            if tool.get("type") == "custom":
+                return [{"id": self._id("ctc"), "type": "custom_tool_call", "status": "completed",
+                         "call_id": self._id("call"), "name": tool["name"], "input": PATCH}], "completed"
+            schema = tool.get("parameters") or {}
+            arguments = {k: _sample(schema.get("properties", {}).get(k)) for k in schema.get("required", [])}
+            return [{"id": self._id("fc"), "type": "function_call", "status": "completed",
+                     "call_id": self._id("call"), "name": tool["name"],
+                     "arguments": json.dumps(arguments)}], "completed"
+        if behaviour == "tools" and last.get("type") in ("function_call_output", "custom_tool_call_output"):
+            text = f"The tool said: {_text_of(last.get('output'))}"
+        else:
+            text = f"Here is a fine answer about {_last_user_text(items)!r} from the Responses fake."
+        output: list[dict[str, Any]] = []
+        if behaviour == "good":
+            reasoning: dict[str, Any] = {"id": self._id("rs"), "type": "reasoning",
+                                         "summary": [{"type": "summary_text", "text": "Thinking it over."}]}
+            if "reasoning.encrypted_content" in (body.get("include") or []):
+                reasoning["encrypted_content"] = f"enc-{self._ids}-opaque"
+            output.append(reasoning)
+        output.append({"id": self._id("msg"), "type": "message", "status": "completed", "role": "assistant",
+                       "content": [{"type": "output_text", "text": text, "annotations": []}]})
+        return output, "incomplete" if behaviour == "length" else "completed"
+
+    def _response(self, body: dict[str, Any], output: list[dict[str, Any]], status: str) -> dict[str, Any]:
+        return {"id": self._id("resp"), "object": "response", "created_at": CREATED, "status": status,
+                "error": None, "incomplete_details": {"reason": "max_output_tokens"} if status == "incomplete"
+                else None, "model": body.get("model"), "output": output, "parallel_tool_calls": True,
+                "tool_choice": body.get("tool_choice", "auto"), "tools": body.get("tools") or [],
+                "usage": {"input_tokens": 11, "input_tokens_details": {"cached_tokens": 3},
+                          "output_tokens": 7, "output_tokens_details": {"reasoning_tokens": 2},
+                          "total_tokens": 18}}
+
+    def _events(self, behaviour: str, response: dict[str, Any]) -> list[dict[str, Any]]:
+        shell = {**response, "status": "in_progress", "output": [], "usage": None}
+        events: list[dict[str, Any]] = [{"type": "response.created", "response": shell},
+                                        {"type": "response.in_progress", "response": shell}]
+        for index, item in enumerate(response["output"]):
+            events.extend(_item_events(index, item))
+            if behaviour == "truncate":
+                return _numbered(events[:4])
+        if behaviour == "failed":
+            failed = {**shell, "status": "failed", "error": {"code": "server_error", "message": "model crashed"}}
+            return _numbered([*events[:2], {"type": "response.failed", "response": failed}])
+        kind = "response.incomplete" if response["status"] == "incomplete" else "response.completed"
+        return _numbered([*events, {"type": kind, "response": response}])
+
+
+def _item_events(index: int, item: dict[str, Any]) -> list[dict[str, Any]]:
+    kind, item_id = item["type"], item["id"]
+    if kind == "message":
+        text = item["content"][0]["text"]
+        words = [w + " " for w in text.split(" ")]
+        words[-1] = words[-1].rstrip(" ")
+        part = {"type": "output_text", "text": "", "annotations": []}
+        at = {"item_id": item_id, "output_index": index, "content_index": 0}
+        return [{"type": "response.output_item.added", "output_index": index,
+                 "item": {**item, "status": "in_progress", "content": []}},
+                {"type": "response.content_part.added", **at, "part": part},
+                *({"type": "response.output_text.delta", **at, "delta": w, "logprobs": []} for w in words),
+                {"type": "response.output_text.done", **at, "text": text, "logprobs": []},
+                {"type": "response.content_part.done", **at, "part": item["content"][0]},
+                {"type": "response.output_item.done", "output_index": index, "item": item}]
+    if kind in ("function_call", "custom_tool_call"):
+        key, name = ("arguments", "function_call_arguments") if kind == "function_call" else \
+            ("input", "custom_tool_call_input")
+        value = item[key]
+        half = len(value) // 2
+        at = {"item_id": item_id, "output_index": index}
+        return [{"type": "response.output_item.added", "output_index": index,
+                 "item": {**item, key: "", "status": "in_progress"}},
+                {"type": f"response.{name}.delta", **at, "delta": value[:half]},
+                {"type": f"response.{name}.delta", **at, "delta": value[half:]},
+                {"type": f"response.{name}.done", **at, key: value},
+                {"type": "response.output_item.done", "output_index": index, "item": item}]
+    summary = item["summary"][0]["text"]
+    return [{"type": "response.output_item.added", "output_index": index, "item": {**item, "summary": []}},
+            {"type": "response.reasoning_summary_text.delta", "item_id": item_id, "output_index": index,
+             "summary_index": 0, "delta": summary},
+            {"type": "response.output_item.done", "output_index": index, "item": item}]
+
+
+def _numbered(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{**event, "sequence_number": n} for n, event in enumerate(events)]
+
+
+def _sse(event: dict[str, Any]) -> bytes:
+    return f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode()
+
+
+async def _json(send: Any, status: int, data: dict[str, Any]) -> None:
+    await send({"type": "http.response.start", "status": status, "headers": [(b"content-type", b"application/json")]})
+    await send({"type": "http.response.body", "body": json.dumps(data).encode(), "more_body": False})
