@@ -98,8 +98,9 @@ def test_forward_client_key_for_openai_tiers(tmp_path: Path, monkeypatch: pytest
             assert fake.requests[-1].headers["authorization"] == "Bearer sk-client-111111"
             keyless = httpx.post(server.url + "/v1/chat/completions",
                                  json={"model": "good", "messages": [{"role": "user", "content": "theirs"}]})
-            assert keyless.status_code == 200
-            assert fake.requests[-1].headers["authorization"] == "Bearer sk-configured-000000"
+            # Never both: a tier that forwards clients' keys does not spend the configured one for a keyless client.
+            assert keyless.status_code == 401 and keyless.json()["error"]["type"] == "authentication_error"
+            assert len(fake.requests) == 1
             with pytest.raises(openai.APIStatusError) as info:
                 client.chat.completions.create(model="error401", messages=[{"role": "user", "content": "leak?"}])
             assert "sk-client-111111" not in str(info.value.body)

@@ -237,8 +237,8 @@ class AgentUpstream:
         if self.record:
             headers = {k.decode(): v.decode() for k, v in scope["headers"]}
             line = {"path": path, "query": scope["query_string"].decode(), "headers": headers, "body": body}
-            with open(self.record, "a") as out:
-                out.write(json.dumps(line) + "\n")
+            async with await trio.open_file(self.record, "a") as out:
+                await out.write(json.dumps(line) + "\n")
         if path == "/v1/messages":
             await anthropic_messages(body, send)
         elif path == "/v1/messages/count_tokens":
