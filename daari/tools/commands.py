@@ -27,6 +27,7 @@ MAX_FILE_BYTES = 64 * 1024
 # Tokens that only mean something to a shell: a command containing one was written for a shell, and
 # running it without one would do something else than its author meant.
 SHELL_TOKENS = re.compile(r"^(?:&&|\|\||;|\||&|>|>>|<|<<|2>&1|2>|\(|\))$|[`]|\$\(|\$\{|^\$[A-Za-z_]")
+_OPERATOR_CHARS = set("();<>|&")
 _INTENT = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
 
 
@@ -50,12 +51,20 @@ class ProjectCommands:
 
 def split_command(text: str, where: str) -> tuple[str, ...]:
     """shlex-split a configured command; refuse shell syntax instead of passing it on as arguments."""
+    if any(c in text for c in "\n\r\0"):
+        raise CommandsFileError(f"{where}: a command is one line (a line break is shell syntax)")
     try:
         argv = tuple(shlex.split(text, comments=False, posix=True))
+        lexer = shlex.shlex(text, posix=True, punctuation_chars=True)
+        lexer.whitespace_split = True
+        operators = [t for t in lexer if t and set(t) <= _OPERATOR_CHARS]
     except ValueError as exc:
         raise CommandsFileError(f"{where}: cannot split {text!r}: {exc}") from None
     if not argv:
         raise CommandsFileError(f"{where}: empty command")
+    if operators:
+        raise CommandsFileError(f"{where}: {operators[0]!r} is shell syntax; commands run without a shell "
+                                "(put pipelines and && chains in a script and list that script)")
     for arg in argv:
         if SHELL_TOKENS.search(arg) or "\n" in arg or "\0" in arg:
             raise CommandsFileError(f"{where}: {arg!r} is shell syntax; commands run without a shell "
