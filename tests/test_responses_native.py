@@ -88,14 +88,16 @@ def test_custom_tool_round_trip_and_l0_replay_of_encrypted_reasoning(server_url:
                {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "enc-opaque-1"},
                {"type": "custom_tool_call", "call_id": "call_1", "name": "apply_patch", "input": PATCH},
                {"type": "custom_tool_call_output", "call_id": "call_1", "output": "Done: hello.txt"}]
-    first = httpx.post(server_url + "/v1/responses", json=codex_body(input=history), timeout=30)
+    first = httpx.post(server_url + "/v1/responses", json=codex_body(input=history), timeout=30,
+                       headers={"session_id": "s-1", "originator": "codex_cli_rs"})
     sent = fake.requests[-1].body
     assert sent["input"] == history  # the reasoning item and its encrypted content reach the upstream
     final = sse_events(first)[-1]["response"]
     assert "The tool said: Done: hello.txt" in final["output"][-1]["content"][0]["text"]
-    # A repeat from another session (prompt_cache_key differs) is an L0 hit that replays the same items.
+    # A repeat from another session (prompt_cache_key and session header differ) is an L0 hit that replays
+    # the same items.
     again = httpx.post(server_url + "/v1/responses", json=codex_body(input=history, prompt_cache_key="other"),
-                       timeout=30)
+                       timeout=30, headers={"session_id": "s-2", "originator": "codex_cli_rs"})
     replayed = sse_events(again)
     assert len(fake.requests) == 1
     assert replayed[-1]["response"]["daari_meta"]["cache_hit"] is True

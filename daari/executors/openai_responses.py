@@ -17,7 +17,7 @@ import httpx
 
 from daari.errors import UpstreamError
 from daari.executors.base import Emit
-from daari.executors.http_upstream import endpoint
+from daari.executors.http_upstream import endpoint, response_started
 from daari.executors.openai_compat import OpenAIExecutor
 from daari.jsonio import dumps, loads
 from daari.protocol.chat import ChatRequest
@@ -60,6 +60,7 @@ class OpenAIResponsesExecutor(OpenAIExecutor):
                 if response.status_code != 200:
                     await response.aread()
                     raise self._http_error(response)
+                await response_started(emit)  # the body may take the whole generation: idle/total now
                 if not stream or response.headers.get("content-type", "").startswith("application/json"):
                     await response.aread()
                     await self._whole(response, emit, native)
