@@ -1,6 +1,8 @@
 """daari.yaml: every key with its default, loaded strictly (an unknown key is an error naming it).
 
 The dataclasses below are the documentation of record for defaults; docs/configuration.md mirrors them.
+Ranges: a field's `Annotated[..., Ge(1)]` (annotated_types) is checked by pydantic; a plain int or float
+field must be >= 0 (sizes, counts, seconds); `Annotated[float, Le(0)]` and the like state other ranges.
 """
 
 from __future__ import annotations
@@ -10,10 +12,13 @@ import os
 import types
 import typing
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
+from annotated_types import Ge, Gt, Le
+from pydantic import TypeAdapter, ValidationError
 
 from daari.datadir import default_data_dir
 from daari.errors import ConfigError
@@ -27,8 +32,8 @@ ExecutorKind = Literal["embedded", "openai", "ollama", "anthropic"]
 @dataclass
 class ServerConfig:
     host: str = "127.0.0.1"
-    port: int = 8787
-    max_body_bytes: int = 8 * 1024 * 1024
+    port: Annotated[int, Ge(0), Le(65535)] = 8787  # 0: any free port
+    max_body_bytes: Annotated[int, Ge(1)] = 8 * 1024 * 1024
     grace_period_s: float = 10.0  # SIGINT/SIGTERM: in-flight requests get this long, then are cancelled
     # Host header names accepted besides the loopback names and the bound address ("*": any; DNS rebinding).
     allowed_hosts: list[str] = field(default_factory=list)
@@ -51,19 +56,19 @@ class CacheConfig:
 
 @dataclass
 class ActorsConfig:
-    mailbox_size: int = 256
+    mailbox_size: Annotated[int, Ge(1)] = 256
     max_restarts: int = 5  # in restart_window_s; past that the actor stays down and /healthz says so
-    restart_window_s: float = 60.0
+    restart_window_s: Annotated[float, Gt(0)] = 60.0
     backoff_initial_s: float = 0.05
     backoff_max_s: float = 5.0
 
 
 @dataclass
 class TimeoutsConfig:
-    connect_s: float = 5.0
-    first_byte_s: float = 60.0  # request sent -> response headers / first stream chunk
-    idle_s: float = 30.0  # between two stream chunks
-    total_s: float = 600.0
+    connect_s: Annotated[float, Gt(0)] = 5.0
+    first_byte_s: Annotated[float, Gt(0)] = 60.0  # request sent -> response headers / first stream chunk
+    idle_s: Annotated[float, Gt(0)] = 30.0  # between two stream chunks
+    total_s: Annotated[float, Gt(0)] = 600.0
 
 
 @dataclass
@@ -76,7 +81,7 @@ class RetryConfig:
 
 @dataclass
 class BreakerConfig:
-    failure_threshold: int = 5  # consecutive failures that open the circuit
+    failure_threshold: Annotated[int, Ge(1)] = 5  # consecutive failures that open the circuit
     cooldown_s: float = 30.0  # open -> half-open after this long
 
 
@@ -89,9 +94,9 @@ class TierConfig:
     forward_client_key: bool = False  # anthropic: forward the client's own x-api-key
     # Generations at once; None: by executor (DEFAULT_CONCURRENCY): a local model serves one or a few at a
     # time, a hosted API many (agents such as Claude Code send parallel requests).
-    max_concurrency: int | None = None
+    max_concurrency: Annotated[int, Ge(1)] | None = None
     max_queue: int = 64  # requests waiting for a slot beyond max_concurrency; past that: 503 (Anthropic 529)
-    max_tokens: int = 512  # used when the client sets none (embedded and ollama)
+    max_tokens: Annotated[int, Ge(1)] = 512  # used when the client sets none (embedded and ollama)
     keep_alive: str | None = None  # ollama keep_alive
     # openai: which API the upstream speaks. "responses" posts to {base_url}/responses, and a Responses
     # client's body passes through untouched (custom tools, reasoning items); "chat": /chat/completions.
@@ -114,10 +119,10 @@ class FrontierConfig:
 
 @dataclass
 class ConfidenceConfig:
-    l3_min: float = 0.5
-    l4_min: float = 4.0  # self-evaluation score 1-5
-    l5_min: float = 4.0
-    logprob_floor: float = -2.5  # mean token logprob mapped to confidence 0 (see docs/routing.md)
+    l3_min: Annotated[float, Ge(0), Le(1)] = 0.5
+    l4_min: Annotated[float, Ge(0), Le(5)] = 4.0  # self-evaluation score 1-5
+    l5_min: Annotated[float, Ge(0), Le(5)] = 4.0
+    logprob_floor: Annotated[float, Le(0)] = -2.5  # mean token logprob mapped to confidence 0 (see docs/routing.md)
 
 
 @dataclass
@@ -213,7 +218,7 @@ def _build(cls: Any, data: Any, path: str) -> Any:
         data = {}
     if not isinstance(data, dict):
         raise ConfigError(f"{path or 'config'}: expected a mapping, got {type(data).__name__}")
-    hints = typing.get_type_hints(cls)
+    hints = typing.get_type_hints(cls, include_extras=True)
     known = {f.name for f in dataclasses.fields(cls)}
     kwargs: dict[str, Any] = {}
     for key, value in data.items():
@@ -224,9 +229,14 @@ def _build(cls: Any, data: Any, path: str) -> Any:
     return cls(**kwargs)
 
 
-def _coerce(hint: Any, value: Any, path: str) -> Any:
+def _coerce(hint: Any, value: Any, path: str, ranged: bool = False) -> Any:
+    """`value` as type `hint`; `ranged`: the caller checks the range the field states (no default range)."""
     origin = typing.get_origin(hint)
     args = typing.get_args(hint)
+    if origin is Annotated:
+        checked = _coerce(args[0], value, path, ranged=True)
+        _check_range(hint, checked, path)
+        return checked
     if dataclasses.is_dataclass(hint):
         return _build(hint, value, path)
     if origin is dict:
@@ -237,6 +247,10 @@ def _coerce(hint: Any, value: Any, path: str) -> Any:
                 if name not in TIER_NAMES:
                     raise ConfigError(f"unknown tier '{path}.{name}' (tiers are {', '.join(TIER_NAMES)})")
         return {k: _coerce(args[1], v, f"{path}.{k}") for k, v in value.items()}
+    if origin is list:
+        if not isinstance(value, list):
+            raise ConfigError(f"{path}: expected a list, got {value!r}")
+        return [_coerce(args[0], v, f"{path}[{i}]") for i, v in enumerate(value)]
     if origin is Literal:
         if value not in args:
             raise ConfigError(f"{path}: {value!r} is not one of {', '.join(map(str, args))}")
@@ -247,10 +261,28 @@ def _coerce(hint: Any, value: Any, path: str) -> Any:
         inner = [a for a in args if a is not type(None)]
         return _coerce(inner[0], value, path)
     if hint is float and isinstance(value, int | float) and not isinstance(value, bool):
+        if not ranged:
+            _check_range(Annotated[float, Ge(0)], value, path)  # no stated range: seconds, sizes are >= 0
         return float(value)
     if hint in (int, str, bool) and not (isinstance(value, hint) and not (hint is int and isinstance(value, bool))):
         raise ConfigError(f"{path}: expected {hint.__name__}, got {value!r}")
+    if hint is int and not ranged:
+        _check_range(Annotated[int, Ge(0)], value, path)
     return value
+
+
+@cache
+def _adapter(hint: Any) -> TypeAdapter[Any]:
+    return TypeAdapter(hint)
+
+
+def _check_range(hint: Any, value: Any, path: str) -> None:
+    """One line naming the key when pydantic finds `value` outside the range `hint` states."""
+    try:
+        _adapter(hint).validate_python(value, strict=True)
+    except ValidationError as exc:
+        message = exc.errors()[0]["msg"]
+        raise ConfigError(f"{path}: {message[:1].lower()}{message[1:]} (got {value!r})") from None
 
 
 def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None = None) -> Config:

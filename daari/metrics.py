@@ -1,22 +1,120 @@
-"""Counters and a latency summary, exposed as Prometheus text at GET /metrics."""
+"""daari's metrics through prometheus-client: counters and latency histograms, exposed at GET /metrics.
+
+Callers name a metric and its labels (`metrics.inc("requests_total", tier="L3")`); each name is declared
+on first use with the label names it came with, in one registry per server. State that is read at scrape
+time (actor and breaker states) is passed to `render` as `Sample`s.
+"""
 
 from __future__ import annotations
 
-from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+import prometheus_client
+from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+PREFIX = "daari_"
+CONTENT_TYPE = prometheus_client.CONTENT_TYPE_LATEST
+# Seconds: a cache hit takes well under 10 ms, a local model seconds, a frontier answer up to minutes.
+LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
+
+HELP = {
+    "requests_total": "Chat requests answered, by the tier that answered and the cache result.",
+    "errors_total": "Chat requests that ended in an error, by error code.",
+    "escalations_total": "Answers below their tier's confidence threshold that escalated to the next tier.",
+    "tier_failures_total": "Tier attempts that failed, by tier and error code.",
+    "cache_bypassed_total": "Requests routed without the cache because it failed.",
+    "decision_subscribers_dropped_total": "Decision hub subscribers dropped for falling behind.",
+    "request_duration_seconds": "Time to answer a chat request (until its last byte), by answering tier.",
+    "first_byte_seconds": "Time until a chat response started (a stream's first event), by answering tier.",
+    "actor_restarts_total": "Restarts of each actor since daari started.",
+    "actor_up": "1 while the actor runs, else 0.",
+    "breaker_open": "1 while the tier's circuit breaker is open.",
+    "breaker_half_open": "1 while the tier's circuit breaker lets a trial request through.",
+    "breaker_consecutive_failures": "Consecutive failures the tier's circuit breaker has counted.",
+}
+
+prometheus_client.disable_created_metrics()  # *_created series only add noise to a local proxy's page
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One scrape-time value: a gauge, or a counter kept elsewhere (`counter=True`)."""
+
+    name: str
+    value: float
+    labels: dict[str, str] = field(default_factory=dict)
+    counter: bool = False
 
 
 class Metrics:
     def __init__(self) -> None:
-        self.counters: Counter[tuple[str, tuple[tuple[str, str], ...]]] = Counter()
+        self.registry = CollectorRegistry(auto_describe=True)
+        self._counters: dict[str, tuple[Counter, tuple[str, ...]]] = {}
+        self._histograms: dict[str, tuple[Histogram, tuple[str, ...]]] = {}
 
     def inc(self, name: str, amount: float = 1, **labels: str) -> None:
-        self.counters[(name, tuple(sorted(labels.items())))] += amount
+        counter, names = self._counters.get(name) or self._declare_counter(name, labels)
+        _check_labels(name, names, labels)
+        (counter.labels(**labels) if names else counter).inc(amount)
 
-    def render(self, gauges: dict[str, float] | None = None) -> str:
-        lines = []
-        for (name, labels), value in sorted(self.counters.items()):
-            label_text = ",".join(f'{k}="{v}"' for k, v in labels)
-            lines.append(f"daari_{name}{{{label_text}}} {value:g}" if labels else f"daari_{name} {value:g}")
-        for name, value in sorted((gauges or {}).items()):
-            lines.append(f"daari_{name} {value:g}")
-        return "\n".join(lines) + "\n"
+    def observe(self, name: str, value: float, **labels: str) -> None:
+        """A latency (seconds) into histogram `name`."""
+        histogram, names = self._histograms.get(name) or self._declare_histogram(name, labels)
+        _check_labels(name, names, labels)
+        (histogram.labels(**labels) if names else histogram).observe(value)
+
+    def value(self, name: str, **labels: str) -> float:
+        """The current value of a counter (0 when never counted): for tests and benchmarks."""
+        full = PREFIX + (name if name.endswith("_total") else f"{name}_total")
+        return self.registry.get_sample_value(full, labels) or 0.0
+
+    def render(self, samples: Iterable[Sample] = ()) -> bytes:
+        """Prometheus text exposition: everything counted, plus the scrape-time `samples`."""
+        text = prometheus_client.generate_latest(self.registry)
+        extra = list(samples)
+        if extra:
+            scrape = CollectorRegistry(auto_describe=False)
+            scrape.register(_SampleCollector(extra))
+            text += prometheus_client.generate_latest(scrape)
+        return text
+
+    def _declare_counter(self, name: str, labels: dict[str, str]) -> tuple[Counter, tuple[str, ...]]:
+        names = tuple(sorted(labels))
+        counter = Counter(PREFIX + name, _help(name), names, registry=self.registry)
+        self._counters[name] = (counter, names)
+        return counter, names
+
+    def _declare_histogram(self, name: str, labels: dict[str, str]) -> tuple[Histogram, tuple[str, ...]]:
+        names = tuple(sorted(labels))
+        histogram = Histogram(PREFIX + name, _help(name), names, registry=self.registry, buckets=LATENCY_BUCKETS)
+        self._histograms[name] = (histogram, names)
+        return histogram, names
+
+
+def _help(name: str) -> str:
+    return HELP.get(name, f"daari {name.replace('_', ' ')}")
+
+
+def _check_labels(name: str, declared: tuple[str, ...], labels: dict[str, str]) -> None:
+    if tuple(sorted(labels)) != declared:
+        raise ValueError(f"metric {name} has labels {list(declared)}, got {sorted(labels)}")
+
+
+class _SampleCollector(Collector):
+    def __init__(self, samples: list[Sample]) -> None:
+        self.samples = samples
+
+    def collect(self) -> Iterator[Metric]:
+        families: dict[str, Metric] = {}
+        for sample in self.samples:
+            names = sorted(sample.labels)
+            family = families.get(sample.name)
+            if family is None:
+                kind = CounterMetricFamily if sample.counter else GaugeMetricFamily
+                family = kind(PREFIX + sample.name, _help(sample.name), labels=names)
+                families[sample.name] = family
+            family.add_metric([sample.labels[n] for n in names], sample.value)  # type: ignore[attr-defined]
+        yield from families.values()

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import re
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
@@ -22,13 +24,17 @@ from tests.fakes.serving import serve_app_in_thread
 LISTENING = re.compile(r"daari listening on (http://127\.0\.0\.1:\d+)")
 
 
-def start_daari(args: list[str], cwd: Path) -> tuple[subprocess.Popen[str], str]:
-    env = {**os.environ, "DAARI_LOG_LEVEL": "INFO"}
+def start_daari(args: list[str], cwd: Path, log_level: str = "INFO",
+                transcript: list[str] | None = None) -> tuple[subprocess.Popen[str], str]:
+    """Start `daari serve` and wait for its address; the lines read so far go to `transcript`."""
+    env = {**os.environ, "DAARI_LOG_LEVEL": log_level}
     proc = subprocess.Popen([sys.executable, "-m", "daari", "serve", *args], cwd=cwd, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     assert proc.stdout is not None
     deadline = time.monotonic() + 60
     for line in proc.stdout:
+        if transcript is not None:
+            transcript.append(line)
         match = LISTENING.search(line)
         if match:
             return proc, match.group(1)
@@ -39,14 +45,29 @@ def start_daari(args: list[str], cwd: Path) -> tuple[subprocess.Popen[str], str]
 
 
 @pytest.fixture
-def upstream() -> Iterator[str]:
+def slow_fake() -> Iterator[tuple[FakeOpenAI, str]]:
     fake = FakeOpenAI()
     fake.delay_s = 0.5
     with serve_app_in_thread(fake) as url:
-        yield url
+        yield fake, url
 
 
-def test_serve_with_a_config_file_answers_and_stops_gracefully_on_sigterm(tmp_path: Path, upstream: str) -> None:
+@pytest.fixture
+def upstream(slow_fake: tuple[FakeOpenAI, str]) -> str:
+    return slow_fake[1]
+
+
+def wait_until(condition: Callable[[], bool], timeout: float = 10) -> None:
+    """Block until `condition()` holds (a fact, not a guess at how long something takes)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "condition not reached in time"
+        time.sleep(0.005)
+
+
+def test_serve_with_a_config_file_answers_and_stops_gracefully_on_sigterm(
+        tmp_path: Path, slow_fake: tuple[FakeOpenAI, str]) -> None:
+    fake, upstream = slow_fake
     config = tmp_path / "daari.yaml"
     config.write_text(f"tiers:\n  L3: {{executor: openai, base_url: '{upstream}/v1'}}\nserver:\n  grace_period_s: 5\n")
     proc, url = start_daari(["--config", str(config), "--port", "0", "--data-dir", str(tmp_path / "d")], tmp_path)
@@ -64,7 +85,8 @@ def test_serve_with_a_config_file_answers_and_stops_gracefully_on_sigterm(tmp_pa
                     "/v1/chat/completions", json={**body, "messages": [{"role": "user", "content": "later"}]}
                 ).status_code))
                 thread.start()
-                time.sleep(0.2)
+                # SIGTERM once the request is in flight: daari has sent it upstream (which takes 0.5 s).
+                wait_until(lambda: any(_asks(r.body, "later") for r in fake.requests))
                 proc.send_signal(signal.SIGTERM)
                 thread.join(10)
         assert result == [200]
@@ -72,8 +94,16 @@ def test_serve_with_a_config_file_answers_and_stops_gracefully_on_sigterm(tmp_pa
     finally:
         if proc.poll() is None:
             proc.kill()
-    # The L0 entries written before the stop are on disk.
-    assert (tmp_path / "d" / "l0.sqlite").exists()
+    # Both answers, the one that finished during the grace period included, are L0 entries on disk.
+    with sqlite3.connect(tmp_path / "d" / "l0.sqlite") as db:
+        rows = db.execute("select tier, completion from l0").fetchall()
+    assert sorted(tier for tier, _ in rows) == ["L3", "L3"]
+    texts = [json.loads(completion)["text"] for _, completion in rows]
+    assert any("later" in text for text in texts) and any("hello" in text for text in texts)
+
+
+def _asks(body: object, word: str) -> bool:
+    return isinstance(body, dict) and any(m.get("content") == word for m in body.get("messages", []))
 
 
 def test_unknown_config_key_is_a_one_line_error_naming_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

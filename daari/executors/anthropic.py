@@ -35,7 +35,7 @@ from daari.protocol.anthropic_render import (
 from daari.protocol.anthropic_wire import PASSTHROUGH_HEADERS, SecretStr, to_upstream_body
 from daari.protocol.chat import ChatRequest
 from daari.protocol.events import NativeEvent
-from daari.protocol.sse import SSEDecoder
+from daari.protocol.sse import SSEDecoder, SSEError
 from daari.redact import scrub, url_secrets
 
 DEFAULT_ANTHROPIC_VERSION = "2023-06-01"
@@ -110,7 +110,11 @@ class AnthropicExecutor(HttpUpstream):
         sse = SSEDecoder()
         decoder = AnthropicEventDecoder()
         async for chunk in response.aiter_bytes():
-            for item in sse.feed(chunk):
+            try:
+                items = sse.feed(chunk)
+            except SSEError as exc:
+                raise UpstreamError(f"upstream {self.name}: {exc}", upstream=self.name) from None
+            for item in items:
                 data = decode_json(item.data)
                 name = item.event or str(data.get("type") or "")
                 if native and name not in ("ping", "error"):

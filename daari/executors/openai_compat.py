@@ -39,7 +39,7 @@ from daari.protocol.anthropic_wire import SecretStr
 from daari.protocol.chat import ChatRequest
 from daari.protocol.openai_render import ChunkDecoder, events_from_response
 from daari.protocol.openai_wire import to_upstream_body
-from daari.protocol.sse import SSEDecoder
+from daari.protocol.sse import SSEDecoder, SSEError
 from daari.redact import redact_url, scrub, url_secrets
 
 _KEY_LIKE = re.compile(r"\b(sk-|sk_|key-)[A-Za-z0-9_\-*]{6,}")
@@ -205,7 +205,11 @@ class OpenAIExecutor(HttpUpstream):
         sse = SSEDecoder()
         chunks = ChunkDecoder()
         async for raw in response.aiter_bytes():
-            for event in sse.feed(raw):
+            try:
+                events = sse.feed(raw)
+            except SSEError as exc:
+                raise self._error(UpstreamError, f"upstream {self.name}: {exc}") from None
+            for event in events:
                 if not event.data.strip():  # a keep-alive with an empty data line
                     continue
                 if event.data.strip() == "[DONE]":

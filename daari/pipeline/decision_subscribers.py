@@ -35,7 +35,8 @@ def log_decision(decision: RoutingDecision) -> None:
 
 
 class DecisionMetrics:
-    """Request counters from decisions: requests_total{tier,cache} when answered, errors_total{code}."""
+    """Request metrics from decisions: requests_total{tier,cache} and latency histograms{tier} when answered,
+    errors_total{code}."""
 
     def __init__(self, metrics: Metrics) -> None:
         self.metrics = metrics
@@ -44,7 +45,11 @@ class DecisionMetrics:
         if decision.error is not None:
             self.metrics.inc("errors_total", code=decision.error)
             return
-        self.metrics.inc("requests_total", tier=decision.tier or "none", cache=decision.cache)
+        tier = decision.tier or "none"
+        self.metrics.inc("requests_total", tier=tier, cache=decision.cache)
+        self.metrics.observe("request_duration_seconds", decision.latency_ms / 1000, tier=tier)
+        if decision.ttft_ms is not None:
+            self.metrics.observe("first_byte_seconds", decision.ttft_ms / 1000, tier=tier)
         if decision.cache == "bypassed":
             self.metrics.inc("cache_bypassed_total")
 

@@ -17,6 +17,8 @@ from daari.cache.partition import cache_partition
 from daari.config import redacted
 from daari.errors import DaariError, InvalidRequest, MethodNotAllowed, NotFound
 from daari.jsonio import dumps, loads
+from daari.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
+from daari.metrics import Sample
 from daari.pipeline.chat import ChatTurn
 from daari.pipeline.controls import parse_controls
 from daari.pipeline.record import DecisionRecorder
@@ -35,7 +37,6 @@ from daari.server.asgi_io import (
     header_map,
     read_body,
     send_json,
-    send_text,
     watch_disconnect,
 )
 
@@ -158,17 +159,21 @@ async def config(req: Request) -> None:
 
 
 async def metrics(req: Request) -> None:
-    gauges: dict[str, float] = {}
+    samples: list[Sample] = []
     for name, status in req.rt.health.actors.items():
-        gauges[f'actor_restarts_total{{actor="{name}"}}'] = status.restarts
-        gauges[f'actor_up{{actor="{name}"}}'] = 1.0 if status.state == "running" else 0.0
+        samples.append(Sample("actor_restarts_total", status.restarts, {"actor": name}, counter=True))
+        samples.append(Sample("actor_up", 1.0 if status.state == "running" else 0.0, {"actor": name}))
     for tier, state in (await _tier_status(req)).items():
         breaker = state.get("breaker")
         if breaker:
-            gauges[f'breaker_open{{tier="{tier}"}}'] = 1.0 if breaker["state"] == "open" else 0.0
-            gauges[f'breaker_half_open{{tier="{tier}"}}'] = 1.0 if breaker["state"] == "half_open" else 0.0
-            gauges[f'breaker_consecutive_failures{{tier="{tier}"}}'] = breaker["consecutive_failures"]
-    await send_text(req.send, 200, req.rt.metrics.render(gauges), "text/plain; version=0.0.4")
+            samples.append(Sample("breaker_open", 1.0 if breaker["state"] == "open" else 0.0, {"tier": tier}))
+            samples.append(Sample("breaker_half_open", 1.0 if breaker["state"] == "half_open" else 0.0,
+                                  {"tier": tier}))
+            samples.append(Sample("breaker_consecutive_failures", breaker["consecutive_failures"], {"tier": tier}))
+    body = req.rt.metrics.render(samples)
+    await req.send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", METRICS_CONTENT_TYPE.encode())]})
+    await req.send({"type": "http.response.body", "body": body, "more_body": False})
 
 
 ROUTES: dict[str, dict[str, Handler]] = {

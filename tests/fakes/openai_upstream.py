@@ -30,6 +30,8 @@ daari's Phase B classifier probe is answered with `fake.classification` (a JSON 
     error429    429 with Retry-After: 1
     error400    400 invalid_request_error
     error401    401 whose message echoes the presented bearer token, as a careless server might
+    echo_url    400 whose message echoes the query string and the decoded Basic credentials it was reached
+                with, as a careless gateway might
 
 Streams use real `chat.completion.chunk` shapes: a role chunk, content or tool_calls deltas, a finish chunk,
 then a usage chunk (choices: []) when `stream_options.include_usage`, then `data: [DONE]`. With
@@ -40,6 +42,7 @@ disconnect (stream or not), so a test can check that a client going away closed 
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 from dataclasses import dataclass
@@ -54,7 +57,7 @@ from daari.server.asgi_io import answer_lifespan, read_all
 CLASSIFIER_PROMPT_START = SYSTEM_PROMPT[:40]
 
 BEHAVIOURS = ("good", "refuse", "short", "tools", "length", "hang", "hang_stream", "drop", "truncate",
-              "malformed", "error500", "error429", "error400", "error401")
+              "malformed", "error500", "error429", "error400", "error401", "echo_url")
 CREATED = 1_700_000_000
 TOKEN_LOGPROB = -0.25
 
@@ -65,6 +68,7 @@ class RecordedRequest:
     path: str
     headers: dict[str, str]
     body: Any  # parsed JSON, or the raw text when it was not JSON
+    query: str = ""
 
 
 class _Drop(Exception):
@@ -114,7 +118,8 @@ class FakeOpenAI:
             body: Any = json.loads(raw) if raw else None
         except ValueError:
             body = raw.decode("utf-8", "replace")
-        self.requests.append(RecordedRequest(scope["method"], scope["path"], headers, body))
+        query = scope.get("query_string", b"").decode("latin-1")
+        self.requests.append(RecordedRequest(scope["method"], scope["path"], headers, body, query))
         if scope["method"] == "GET" and scope["path"] == "/v1/models":
             data = [{"id": b, "object": "model", "created": CREATED, "owned_by": "fake"} for b in BEHAVIOURS]
             await _json(send, 200, {"object": "list", "data": data})
@@ -151,6 +156,11 @@ class FakeOpenAI:
         if behaviour == "error400":
             return await _json(send, 400, _error("Invalid value for 'messages': bad.",
                                                  "invalid_request_error", param="messages"))
+        if behaviour == "echo_url":
+            basic = headers.get("authorization", "").removeprefix("Basic ")
+            userinfo = base64.b64decode(basic).decode() if basic else ""
+            query = self.requests[-1].query
+            return await _json(send, 400, _error(f"Bad request to ?{query} as {userinfo}.", "invalid_request_error"))
         if behaviour == "error401":
             token = headers.get("authorization", "").removeprefix("Bearer ")
             return await _json(send, 401, _error(f"Incorrect API key provided: {token}.",
