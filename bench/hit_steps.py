@@ -51,7 +51,7 @@ async def _whole_app_hit_us(raw: bytes, completion: Completion) -> float:
             server.runtime.l0_memory.remember(l0_key(request).digest, L0Entry(completion, tier="L3"))
             app = DaariApp(server.runtime)
             scope = {"type": "http", "method": "POST", "path": "/v1/chat/completions",
-                     "headers": [(b"content-type", b"application/json")]}
+                     "headers": [(b"host", b"127.0.0.1"), (b"content-type", b"application/json")]}
 
             async def receive() -> dict[str, Any]:
                 return {"type": "http.request", "body": raw, "more_body": False}
