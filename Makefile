@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint bench eval clean
+.PHONY: run test test-clients lint bench eval clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -23,6 +23,11 @@ run: $(STAMP)
 test: $(STAMP)
 	$(VENV)/bin/ruff check .
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -q
+
+# The real Claude Code and Codex CLIs through daari against a fake upstream (needs npm; not part of `test`).
+test-clients: $(STAMP)
+	npm install --prefix .clients --no-audit --no-fund @anthropic-ai/claude-code @openai/codex
+	HF_HUB_OFFLINE=1 $(PY) -m tests.clients.run_clients
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

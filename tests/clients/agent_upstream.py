@@ -104,6 +104,10 @@ def responses_output(body: dict[str, Any]) -> list[dict[str, Any]]:
     last = items[-1] if items else {}
     if last.get("type") in ("function_call_output", "custom_tool_call_output", "local_shell_call_output"):
         text = f"The command printed: {_text_of(last.get('output')).strip()}"
+    elif "goal" in json.dumps(items[-1:]) and any(t.get("name") == "get_goal" for t in body.get("tools") or []):
+        # Codex's get_goal answers the same every run (its shell output carries a random chunk id).
+        return [{"type": "function_call", "id": "fc_fake_1", "call_id": "call_fake_1", "name": "get_goal",
+                 "arguments": "{}", "status": "completed"}]
     elif (call := _shell_call(body.get("tools") or [])) is not None:
         return [{"type": "function_call", "id": "fc_fake_1", "call_id": "call_fake_1", "name": call[0],
                  "arguments": call[1], "status": "completed"}]
