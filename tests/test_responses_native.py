@@ -176,3 +176,21 @@ def test_chat_client_is_translated_for_a_responses_upstream(server_url: str, fak
     assert "a.txt b.txt" in text
     assert fake.requests[-1].body["input"][-1] == {"type": "function_call_output", "call_id": call.id,
                                                    "output": "a.txt b.txt"}
+
+
+def test_anthropic_client_is_translated_for_a_responses_upstream(server_url: str, fake: FakeResponses) -> None:
+    import anthropic
+
+    claude = anthropic.Anthropic(base_url=server_url, api_key="sk-ant-test-not-real", max_retries=0)
+    message = claude.messages.create(model="good", max_tokens=64, system="Be brief.",
+                                     messages=[{"role": "user", "content": "what is a monad?"}])
+    sent = fake.requests[-1].body
+    assert sent["input"][0] == {"type": "message", "role": "system", "content": "Be brief."}
+    assert sent["max_output_tokens"] == 64
+    assert message.content[-1].type == "text" and "monad" in message.content[-1].text  # type: ignore[union-attr]
+    assert message.stop_reason == "end_turn"
+
+
+def test_incomplete_native_response_keeps_its_status(client: openai.OpenAI) -> None:
+    response = client.responses.create(model="length", input="long story")
+    assert response.status == "incomplete" and response.model_extra["daari_meta"]["tier"] == "L3"

@@ -174,3 +174,12 @@ def test_upstream_failure_mid_stream_is_response_failed(client: openai.OpenAI, f
     assert failed.response.error is not None
     assert failed.response.model_extra["daari_meta"]["error"]
     assert any(e.type == "error" for e in events)
+
+
+def test_length_is_an_incomplete_response(client: openai.OpenAI) -> None:
+    response = client.responses.create(model="length", input="go on forever")
+    assert response.status == "incomplete"
+    assert response.incomplete_details is not None and response.incomplete_details.reason == "max_output_tokens"
+    with client.responses.stream(model="length", input="go on and on") as stream:
+        events = list(stream)
+    assert events[-1].type == "response.incomplete" and events[-1].response.status == "incomplete"

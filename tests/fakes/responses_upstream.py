@@ -16,6 +16,11 @@ Behaviour by `model` (unknown names behave as "good"), or popped from `fake.scri
     failed    stream: created, in_progress, then response.failed; whole: 500
     error400  HTTP 400 invalid_request_error
     truncate  stream: created and a text delta, then the body ends without response.completed
+    hang      stream: created, in_progress and the first item's first events, then nothing until the
+              client goes away
+
+`active_streams` counts streams being sent, `closed_streams` those that ended (finished, or cancelled by a
+client disconnect), so a test can check that a client going away closed the upstream request.
 
 Streams: response.created, response.in_progress, per item output_item.added / content_part.added /
 output_text.delta... / ...done / output_item.done (function_call_arguments.delta, custom_tool_call_input.delta
@@ -28,6 +33,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from typing import Any
+
+import trio
 
 from daari.server.asgi_io import answer_lifespan, read_all
 
@@ -73,6 +80,8 @@ class FakeResponses:
     def __init__(self) -> None:
         self.requests: list[RecordedRequest] = []
         self.script: list[str] = []
+        self.active_streams = 0
+        self.closed_streams = 0
         self._ids = 0
 
     def _id(self, prefix: str) -> str:
@@ -106,10 +115,24 @@ class FakeResponses:
         if not body.get("stream"):
             await _json(send, 200, response)
             return
+        self.active_streams += 1
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(_cancel_on_disconnect, receive, nursery.cancel_scope)
+                await self._stream(behaviour, response, send)
+                nursery.cancel_scope.cancel()
+        finally:
+            self.active_streams -= 1
+            self.closed_streams += 1
+
+    async def _stream(self, behaviour: str, response: dict[str, Any], send: Any) -> None:
         await send({"type": "http.response.start", "status": 200,
                     "headers": [(b"content-type", b"text/event-stream")]})
-        for event in self._events(behaviour, response):
+        events = self._events(behaviour, response)
+        for event in events[:5] if behaviour == "hang" else events:
             await send({"type": "http.response.body", "body": _sse(event), "more_body": True})
+        if behaviour == "hang":
+            await trio.sleep_forever()
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     def _output(self, behaviour: str, body: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
@@ -198,6 +221,12 @@ def _item_events(index: int, item: dict[str, Any]) -> list[dict[str, Any]]:
             {"type": "response.reasoning_summary_text.delta", "item_id": item_id, "output_index": index,
              "summary_index": 0, "delta": summary},
             {"type": "response.output_item.done", "output_index": index, "item": item}]
+
+
+async def _cancel_on_disconnect(receive: Any, scope: trio.CancelScope) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
+    scope.cancel()
 
 
 def _numbered(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
