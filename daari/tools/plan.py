@@ -115,9 +115,9 @@ def _project_plan(match: CommandMatch, intent: str, repo_root: Path, config: Too
         if intent == "lint":  # no project lint command: eslint when it is there
             return _tool_plan(match, "eslint", config.eslint, ("eslint", "."), repo_root, config, env, kind="lint")
         raise Unavailable(intent, f"no '{intent}' command in .daari/commands.yaml")
-    exe = executable(command.argv[0], repo_root, env)
+    exe = executable(command.argv[0], repo_root, env, from_repo=True)
     if exe is None:
-        raise Unavailable(intent, f"'{command.argv[0]}' ({intent} command) is not installed or not in the repo")
+        raise Unavailable(intent, f"'{command.argv[0]}' ({intent} command) is neither on PATH nor a file in the repo")
     ttl = {"test": config.ccs.test_ttl_s, "lint": config.ccs.lint_ttl_s, "build": config.ccs.build_ttl_s}[intent]
     return CommandPlan(match.rule_id, intent, intent, (str(exe), *command.argv[1:]), shlex.join(command.argv),
                        repo_root, command.timeout_s or config.timeout_s, ttl if config.ccs.enabled else 0.0,

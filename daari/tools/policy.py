@@ -63,6 +63,11 @@ def _under(path: Path, root: Path) -> bool:
     return path == root or path.is_relative_to(root)
 
 
+def _in_git_dir(path: Path, repo_root: Path) -> bool:
+    """Inside .git (hooks, objects): not a file of the working tree, whatever allow_scripts says."""
+    return path.is_relative_to(repo_root) and ".git" in path.relative_to(repo_root).parts
+
+
 def resolve_repo(header: str | None, config: ToolsConfig) -> Path:
     """The repository root a command runs in: X-Daari-Repo (under an allowed root), else tools.repo_root."""
     if header is not None and header.strip():
@@ -90,6 +95,8 @@ def script_path(repo_root: Path, requested: str, allow_scripts: tuple[str, ...])
     real = _real(repo_root / requested)
     if os.path.isabs(requested) or not _under(real, repo_root):
         raise Refused(f"{requested} is outside the repository")
+    if _in_git_dir(real, repo_root):
+        raise Refused(f"{requested} is inside .git, not in the working tree")
     if real not in allowed:
         raise Refused(f"{requested} is not listed in allow_scripts of .daari/commands.yaml")
     if not real.is_file():
@@ -97,11 +104,12 @@ def script_path(repo_root: Path, requested: str, allow_scripts: tuple[str, ...])
     return real
 
 
-def executable(name: str, repo_root: Path, env: Mapping[str, str]) -> Path | None:
-    """argv[0] of a configured command: a path inside the repo (./gradlew), an absolute path, or on PATH."""
+def executable(name: str, repo_root: Path, env: Mapping[str, str], *, from_repo: bool = False) -> Path | None:
+    """argv[0] of a command: on PATH, or a path inside the repo (./gradlew). An absolute path elsewhere is
+    accepted only from daari's own config, never from the repository's commands.yaml (`from_repo`)."""
     if "/" in name:
         real = _real(name if os.path.isabs(name) else repo_root / name)
-        if not os.path.isabs(name) and not _under(real, repo_root):
+        if (from_repo or not os.path.isabs(name)) and (not _under(real, repo_root) or _in_git_dir(real, repo_root)):
             return None
         return real if real.is_file() else None
     found = shutil.which(name, path=env.get("PATH", os.defpath))
