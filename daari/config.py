@@ -44,6 +44,13 @@ class ServerConfig:
 
 
 @dataclass
+class LogConfig:
+    # Seconds between the INFO summary of routing decisions (hits included, which are logged one by one
+    # only at DEBUG); 0 turns it off.
+    summary_interval_s: Annotated[float, Ge(0)] = 60.0
+
+
+@dataclass
 class L0Config:
     enabled: bool = True
     lru_entries: int = 4096  # in-memory LRU in front of SQLite
@@ -196,6 +203,7 @@ def _default_tiers() -> dict[str, TierConfig]:
 @dataclass
 class Config:
     server: ServerConfig = field(default_factory=ServerConfig)
+    log: LogConfig = field(default_factory=LogConfig)
     data_dir: str = field(default_factory=default_data_dir)  # $XDG_DATA_HOME/daari, else ~/.local/share/daari
     cache: CacheConfig = field(default_factory=CacheConfig)
     actors: ActorsConfig = field(default_factory=ActorsConfig)

@@ -39,6 +39,7 @@ from daari.server.asgi_io import (
     send_json,
     watch_disconnect,
 )
+from daari.server.refusals import record_refusal
 
 log = logging.getLogger("daari.server")
 
@@ -55,6 +56,7 @@ class Request:
         self.path: str = scope["path"]
         self.wire: Wire = (ANTHROPIC if self.path.startswith("/v1/messages")
                            else RESPONSES if self.path.startswith(("/v1/responses", "/responses")) else OPENAI)
+        self.decision_logged = False  # a chat request's routing decision already logged its refusal
 
     async def json_body(self) -> Any:
         body = await read_body(self.receive, self.headers, self.rt.config.server.max_body_bytes)
@@ -65,6 +67,9 @@ class Request:
 
     async def error(self, err: DaariError, headers: dict[str, str] | None = None) -> None:
         status, body = self.wire.render_error(err)
+        if status < 500:  # daari's own faults are logged with their traceback where they happen
+            record_refusal(self.rt.metrics, self.scope["method"], self.path, self.wire.name, err, status,
+                           logged=self.decision_logged)
         await send_json(self.send, status, body, headers)
 
 
@@ -86,6 +91,7 @@ async def serve_chat(req: Request, wire: Wire, out: Sink,
         partition = cache_partition(req.rt.partition_secret, req.headers)
     except DaariError as err:
         recorder.refused(err, wire.render_error(err)[0])
+        req.decision_logged = True  # the decision's log line is this refusal's
         raise
     except ClientDisconnected:
         recorder.abandoned()

@@ -27,6 +27,7 @@ from daari.errors import StartupError
 from daari.executors.base import Executor
 from daari.executors.registry import make_executors
 from daari.pipeline.decision_subscribers import start_decision_subscribers
+from daari.pipeline.decision_summary import log_summaries
 from daari.pipeline.runtime import Runtime
 from daari.redact import redact_url
 from daari.responses.store import ResponseArchive
@@ -97,6 +98,8 @@ async def run_server(config: Config, *, handle_signals: bool = False,
                            cache_inbox, health, policy)
         await actors.start(supervise, lambda: ExecutorActor(executors), executor_inbox, health, policy)
         await start_decision_subscribers(actors, rt.decisions, rt.metrics)
+        if config.log.summary_interval_s > 0:
+            await actors.start(log_summaries, rt.decisions, config.log.summary_interval_s)
         if forwards_client_keys(config):
             rt.partition_secret = await trio.to_thread.run_sync(_partition_secret, Path(config.data_dir))
         if config.tools.enabled:  # commands run only when asked for in the config
