@@ -38,11 +38,12 @@ class Actor(ABC):
         inbox: trio.MemoryReceiveChannel[Envelope[Any]],
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
-        async with self.lifespan():
+        # The clone is closed however the run ends, a lifespan that fails to start included: once the
+        # supervisor gives up, no clone keeps the mailbox open and asks fail fast instead of hanging.
+        async with inbox, self.lifespan():
             task_status.started()
-            async with inbox:
-                async for envelope in inbox:
-                    await self._dispatch(envelope)
+            async for envelope in inbox:
+                await self._dispatch(envelope)
 
     async def _dispatch(self, envelope: Envelope[Any]) -> None:
         try:

@@ -1,7 +1,13 @@
-"""CacheActor: the one writer of L0 (SQLite and its in-memory front); reads that miss memory come here."""
+"""CacheActor: the one writer of L0 (SQLite and its in-memory front); reads that miss memory come here.
+
+A failing disk (full, read-only, locked) never crashes it: a read that fails and a put it cannot take
+are answered `CacheUnavailable`, which the request path turns into a bypass (pipeline/cache_guard.py).
+"""
 
 from __future__ import annotations
 
+import logging
+import math
 import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -13,7 +19,20 @@ import trio
 from actors.actor import Actor
 from daari.cache.l0_memory import L0Memory
 from daari.cache.l0_store import L0Entry, L0Store
-from daari.errors import StartupError
+from daari.errors import DaariError, StartupError
+from daari.metrics import Metrics
+
+log = logging.getLogger("daari.cache")
+
+BATCH = 256  # puts written in one transaction at most
+FLUSH_S = 30.0  # the hit tally and the age sweep run at least this often
+SWEEP_S = 600.0  # with a ttl, expired entries are deleted at least this often (they are never served)
+DISK_RETRY_S = 30.0  # after a failed disk write, puts are refused this long before trying again
+
+
+class CacheUnavailable(DaariError):
+    status = 503
+    code = "cache_unavailable"
 
 
 @dataclass(frozen=True)
@@ -35,22 +54,30 @@ class L0Count:
 class CacheActor(Actor):
     name = "cache"
 
-    def __init__(self, db_path: Path, memory: L0Memory) -> None:
+    def __init__(self, db_path: Path, memory: L0Memory, *, max_disk_bytes: int = 0, ttl_s: float = 0.0,
+                 metrics: Metrics | None = None) -> None:
         self.db_path = db_path
         self.memory = memory  # shared with request tasks for synchronous peeks; written only here
+        self.max_disk_bytes = max_disk_bytes
+        self.ttl_s = ttl_s
+        self.metrics = metrics or Metrics()
         self.store: L0Store | None = None
         self._sqlite = trio.CapacityLimiter(1)
         self._writes: trio.MemorySendChannel[L0Put]
         self._writer_scope = trio.CancelScope()
+        self._disk_failed_at = -math.inf
+        self._swept_at = -math.inf
 
     @asynccontextmanager
     async def lifespan(self) -> AsyncIterator[None]:
         try:
-            self.store = await trio.to_thread.run_sync(L0Store, self.db_path, limiter=self._sqlite)
+            self.store = await trio.to_thread.run_sync(L0Store, self.db_path, self.max_disk_bytes, self.ttl_s,
+                                                       limiter=self._sqlite)
         except (OSError, sqlite3.Error) as exc:
             raise StartupError(f"cannot open the L0 store {self.db_path}: {exc}; "
                                f"choose a writable directory with --data-dir") from None
-        writes_send, writes_recv = trio.open_memory_channel[L0Put](1024)
+        # Unbounded in count: what is queued is bounded by the memory's pending budget (see handle).
+        writes_send, writes_recv = trio.open_memory_channel[L0Put](math.inf)
         self._writes = writes_send
         try:
             async with trio.open_nursery() as nursery:
@@ -66,12 +93,43 @@ class CacheActor(Actor):
             store.close()
 
     async def _writer(self, writes: trio.MemoryReceiveChannel[L0Put]) -> None:
-        """Disk writes happen after the reply: a put is visible (from the LRU) before it is durable."""
+        """Disk writes happen after the reply, in batches: a put is visible (from memory) before it is durable."""
         # Shielded so that a shutdown does not lose answers already acknowledged to the pipeline.
         with trio.CancelScope(shield=True) as self._writer_scope, writes:
-            async for put in writes:
-                assert self.store is not None
-                await trio.to_thread.run_sync(self.store.put, put.key, put.entry, limiter=self._sqlite)
+            await self._write([])  # the age sweep at start
+            while True:
+                batch: list[L0Put] = []
+                with trio.move_on_after(FLUSH_S):
+                    try:
+                        batch.append(await writes.receive())
+                    except trio.EndOfChannel:
+                        await self._write([])  # the last hit tally
+                        return
+                while len(batch) < BATCH:
+                    try:
+                        batch.append(writes.receive_nowait())
+                    except (trio.WouldBlock, trio.EndOfChannel):
+                        break
+                await self._write(batch)
+
+    async def _write(self, batch: list[L0Put]) -> None:
+        assert self.store is not None
+        sweep_due = self.ttl_s and trio.current_time() - self._swept_at >= SWEEP_S
+        if not batch and not self.memory.hits and not sweep_due:
+            return
+        if sweep_due:
+            self._swept_at = trio.current_time()
+        hits = self.memory.take_hits()
+        try:
+            await trio.to_thread.run_sync(self.store.write, [(p.key, p.entry) for p in batch], hits,
+                                          limiter=self._sqlite)
+        except (sqlite3.Error, OSError) as exc:
+            self._disk_failed_at = trio.current_time()
+            self.metrics.inc("cache_write_failures_total", amount=max(len(batch), 1))
+            log.warning("L0 store %s: a write failed (%s: %s); %d answers stay in memory only, new ones are "
+                        "not cached for %gs", self.db_path, type(exc).__name__, exc, len(batch), DISK_RETRY_S)
+        finally:
+            for put in batch:
                 self.memory.written(put.key, put.entry)
 
     async def handle(self, request: object) -> object:
@@ -79,14 +137,28 @@ class CacheActor(Actor):
         if isinstance(request, L0Get):
             entry = self.memory.peek(request.key)
             if entry is None:
-                entry = await trio.to_thread.run_sync(self.store.get, request.key, limiter=self._sqlite)
-                if entry is not None:
-                    self.memory.lru.put(request.key, entry)
+                entry = await self._read(request.key)
             return entry
         if isinstance(request, L0Put):
+            if trio.current_time() - self._disk_failed_at < DISK_RETRY_S:
+                raise CacheUnavailable("the L0 store's disk is failing (full or read-only?); not caching")
+            if not self.memory.has_room(request.entry):
+                self.metrics.inc("cache_write_queue_full_total")
+                raise CacheUnavailable("the L0 store's write queue is full; not caching this answer")
             self.memory.remember(request.key, request.entry)
-            await self._writes.send(request)
+            self._writes.send_nowait(request)
             return None
         if isinstance(request, L0Count):
             return await trio.to_thread.run_sync(self.store.count, limiter=self._sqlite)
         raise TypeError(f"CacheActor cannot handle {type(request).__name__}")
+
+    async def _read(self, key: str) -> L0Entry | None:
+        assert self.store is not None
+        try:
+            entry = await trio.to_thread.run_sync(self.store.get, key, limiter=self._sqlite)
+        except (sqlite3.Error, OSError) as exc:
+            raise CacheUnavailable(f"the L0 store could not be read ({type(exc).__name__})") from None
+        if entry is not None:
+            self.memory.cached(key, entry)
+            self.memory.hits[key] = self.memory.hits.get(key, 0) + 1
+        return entry

@@ -79,7 +79,7 @@ def run() -> list[Table]:
                 attempts=[Attempt("L3", "accepted", 1.0)])
     meta_json = meta.to_json()
     body = OPENAI.render(completion, request, meta_json, [])
-    memory = L0Memory(16)
+    memory = L0Memory(1024 * 1024)
     memory.remember("k", L0Entry(completion, tier="L3"))
     steps: dict[str, float] = {
         "loads of the request body (orjson)": _time_us(lambda: loads(raw)),

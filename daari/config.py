@@ -53,7 +53,10 @@ class LogConfig:
 @dataclass
 class L0Config:
     enabled: bool = True
-    lru_entries: int = 4096  # in-memory LRU in front of SQLite
+    memory_mb: float = 64.0  # in-memory LRU in front of SQLite, by the entries' bytes
+    max_pending_mb: float = 16.0  # answers acknowledged but not yet on disk; past it new ones are not cached
+    max_disk_mb: float = 1024.0  # the SQLite store; past it the least recently used entries go (0: no bound)
+    ttl_s: float = 2_592_000.0  # 30 days: older entries are not served and are deleted (0: never expire)
 
 
 @dataclass

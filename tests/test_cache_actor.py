@@ -23,17 +23,17 @@ async def test_put_get_and_durable_across_instances(tmp_path: Path) -> None:
     db = tmp_path / "l0.sqlite"
     async with trio.open_nursery() as nursery:
         cache, inbox = open_mailbox("cache", 8)
-        await nursery.start(supervise, lambda: CacheActor(db, L0Memory(1)), inbox, Health(), RestartPolicy())
+        await nursery.start(supervise, lambda: CacheActor(db, L0Memory(1, 1 << 20)), inbox, Health(), RestartPolicy())
         assert await cache.ask(L0Get("k1")) is None
         await cache.ask(L0Put("k1", entry("one")))
-        await cache.ask(L0Put("k2", entry("two")))  # evicts k1 from the 1-entry LRU
+        await cache.ask(L0Put("k2", entry("two")))  # a 1-byte LRU keeps nothing
         got = await cache.ask(L0Get("k1"))  # so this one comes from SQLite
         assert got.completion.text == "one" and got.semantic_ok is False and got.agent_turn is True
         nursery.cancel_scope.cancel()  # stopping drains the queued disk writes
     # A new actor over the same file sees the entries (nothing held only in memory).
     async with trio.open_nursery() as nursery:
         cache, inbox = open_mailbox("cache", 8)
-        await nursery.start(supervise, lambda: CacheActor(db, L0Memory(8)), inbox, Health(), RestartPolicy())
+        await nursery.start(supervise, lambda: CacheActor(db, L0Memory(1 << 20)), inbox, Health(), RestartPolicy())
         assert await cache.ask(L0Count()) == 2
         got = await cache.ask(L0Get("k2"))
         assert got.completion.tool_calls == [ToolCall("c", "f", "{}")]

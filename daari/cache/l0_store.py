@@ -1,8 +1,10 @@
-"""The L0 store on disk: one SQLite table through sqlite-utils, WAL mode. Blocking: call from a thread.
+"""The L0 store on disk: one SQLite table (schema through sqlite-utils), WAL mode. Blocking: call from a thread.
 
 An entry is a protocol-neutral `Completion` as JSON plus what the routing layer must know about it:
 whether it came from an agent turn, whether it holds tool calls (never served by a semantic tier), the
-tier that answered and its confidence.
+tier that answered and its confidence. The store is bounded: entries older than `ttl_s` are not served
+and are swept; past `max_bytes` of entries, the least recently used go. Writes (puts and the hit tally)
+come in batches, one transaction each; a read never writes.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,65 +34,147 @@ class L0Entry:
     task_type: str | None = None
     rule_id: str | None = None
     ceiling: str | None = None
+    size: int = 0  # bytes it takes (its completion's JSON), computed once by `entry_size`
+
+
+# A row's bookkeeping beyond its completion JSON (key, columns, index entries), for the size budget.
+ROW_OVERHEAD = 200
+
+
+def entry_size(entry: L0Entry) -> int:
+    """Bytes `entry` takes in memory and on disk, as counted against the cache's budgets."""
+    if not entry.size:
+        entry.size = len(completion_json(entry.completion).encode()) + ROW_OVERHEAD
+    return entry.size
+
+
+def completion_json(completion: Completion) -> str:
+    return json.dumps(completion.to_json(), ensure_ascii=False)
 
 
 class L0Store:
     TABLE = "l0"
+    COLUMNS = ("key", "completion", "tier", "agent_turn", "semantic_ok", "confidence", "created_at", "hits",
+               "task_type", "rule_id", "ceiling", "size", "last_used")
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, max_bytes: int = 0, ttl_s: float = 0.0) -> None:
+        """`max_bytes` 0: no size bound; `ttl_s` 0: entries never expire."""
+        self.max_bytes = max_bytes
+        self.ttl_s = ttl_s
         private_file(path)  # prompts and answers: 0600 in a 0700 directory
         # One limiter of 1 owns this connection, so any single worker thread may use it.
         self._conn = sqlite3.connect(str(path), check_same_thread=False)
         self.db = sqlite_utils.Database(self._conn)
-        self.db.enable_wal()
         if self.TABLE not in self.db.table_names():
-            self.db[self.TABLE].create(
+            # Before any table exists: lets evictions hand pages back with incremental_vacuum.
+            self._conn.execute("pragma auto_vacuum = incremental")
+        self.db.enable_wal()
+        table = self.db[self.TABLE]
+        if self.TABLE not in self.db.table_names():
+            table.create(  # type: ignore[union-attr]
                 {"key": str, "completion": str, "tier": str, "agent_turn": int, "semantic_ok": int,
                  "confidence": float, "created_at": float, "hits": int, "task_type": str, "rule_id": str,
-                 "ceiling": str},
+                 "ceiling": str, "size": int, "last_used": float},
                 pk="key",
             )
+        self._migrate()
+        self.total_bytes = int(self._conn.execute(f"select coalesce(sum(size), 0) from {self.TABLE}").fetchone()[0])
 
-    def get(self, key: str) -> L0Entry | None:
-        rows = list(self.db.query(f"select * from {self.TABLE} where key = ?", [key]))
-        if not rows:
+    def _migrate(self) -> None:
+        """A store written by an older daari gains the new columns, filled in."""
+        table = self.db.table(self.TABLE)
+        columns = table.columns_dict
+        for name, kind in (("task_type", str), ("rule_id", str), ("ceiling", str), ("size", int),
+                           ("last_used", float), ("hits", int)):
+            if name not in columns:
+                table.add_column(name, kind)
+        with self._conn:
+            self._conn.execute(f"update {self.TABLE} set size = length(completion) + {ROW_OVERHEAD} "
+                               "where size is null")
+            self._conn.execute(f"update {self.TABLE} set last_used = created_at where last_used is null")
+            self._conn.execute(f"create index if not exists l0_last_used on {self.TABLE}(last_used)")
+
+    def get(self, key: str, now: float | None = None) -> L0Entry | None:
+        """The entry, or None (absent or expired). Never writes: hits are tallied by the caller."""
+        row = self._conn.execute(
+            f"select completion, tier, agent_turn, semantic_ok, confidence, created_at, task_type, rule_id, "
+            f"ceiling, size from {self.TABLE} where key = ?", (key,)).fetchone()
+        if row is None:
             return None
-        row = rows[0]
-        self.db.execute(f"update {self.TABLE} set hits = hits + 1 where key = ?", [key])
-        self._conn.commit()
+        if self.ttl_s and (now if now is not None else time.time()) - (row[5] or 0) > self.ttl_s:
+            return None
         return L0Entry(
-            completion=Completion.from_json(json.loads(row["completion"])),
-            tier=row["tier"],
-            agent_turn=bool(row["agent_turn"]),
-            semantic_ok=bool(row["semantic_ok"]),
-            confidence=row["confidence"],
-            created_at=row["created_at"],
-            task_type=row.get("task_type"),
-            rule_id=row.get("rule_id"),
-            ceiling=row.get("ceiling"),
+            completion=Completion.from_json(json.loads(row[0])), tier=row[1], agent_turn=bool(row[2]),
+            semantic_ok=bool(row[3]), confidence=row[4], created_at=row[5], task_type=row[6], rule_id=row[7],
+            ceiling=row[8], size=row[9] or 0,
         )
 
     def put(self, key: str, entry: L0Entry) -> None:
-        self.db[self.TABLE].upsert(
-            {
-                "key": key,
-                "completion": json.dumps(entry.completion.to_json(), ensure_ascii=False),
-                "tier": entry.tier,
-                "agent_turn": int(entry.agent_turn),
-                "semantic_ok": int(entry.semantic_ok),
-                "confidence": entry.confidence,
-                "created_at": entry.created_at or time.time(),
-                "hits": 0,
-                "task_type": entry.task_type,
-                "rule_id": entry.rule_id,
-                "ceiling": entry.ceiling,
-            },
-            pk="key",
-            alter=True,  # a store written by an older daari gains the new columns
-        )
+        self.write([(key, entry)], {})
+
+    def write(self, puts: Iterable[tuple[str, L0Entry]], hits: Mapping[str, int], now: float | None = None) -> None:
+        """One transaction: the puts, the hit tally since the last batch, then evictions past the bounds."""
+        now = now if now is not None else time.time()
+        rows = []
+        for key, entry in puts:
+            entry_size(entry)
+            rows.append((key, completion_json(entry.completion), entry.tier, int(entry.agent_turn),
+                         int(entry.semantic_ok), entry.confidence, entry.created_at or now, 0, entry.task_type,
+                         entry.rule_id, entry.ceiling, entry.size, now))
+        with self._conn:
+            for row in rows:
+                old = self._conn.execute(f"select size from {self.TABLE} where key = ?", (row[0],)).fetchone()
+                self._conn.execute(
+                    f"insert or replace into {self.TABLE} ({', '.join(self.COLUMNS)}) "
+                    f"values ({', '.join('?' * len(self.COLUMNS))})", row)
+                self.total_bytes += row[11] - (old[0] or 0 if old else 0)
+            if hits:
+                self._conn.executemany(
+                    f"update {self.TABLE} set hits = hits + ?, last_used = ? where key = ?",
+                    [(count, now, key) for key, count in hits.items()])
+            evicted = self._evict(now)
+        if evicted:
+            self._conn.execute("pragma incremental_vacuum")
+
+    def sweep(self, now: float | None = None) -> int:
+        """Delete expired entries and any past the size bound; the number deleted."""
+        with self._conn:
+            evicted = self._evict(now if now is not None else time.time())
+        if evicted:
+            self._conn.execute("pragma incremental_vacuum")
+        return evicted
+
+    def _evict(self, now: float) -> int:
+        """Inside a transaction: expired entries, then least recently used ones down to 90% of max_bytes."""
+        evicted = 0
+        if self.ttl_s:
+            cutoff = now - self.ttl_s
+            freed = self._conn.execute(f"select coalesce(sum(size), 0), count(*) from {self.TABLE} "
+                                       "where created_at < ?", (cutoff,)).fetchone()
+            if freed[1]:
+                self._conn.execute(f"delete from {self.TABLE} where created_at < ?", (cutoff,))
+                self.total_bytes -= int(freed[0])
+                evicted += int(freed[1])
+        if self.max_bytes and self.total_bytes > self.max_bytes:
+            goal = int(self.max_bytes * 0.9)  # some headroom: not one eviction per put
+            while self.total_bytes > goal:
+                oldest = self._conn.execute(f"select key, size from {self.TABLE} order by last_used "
+                                            "limit 256").fetchall()
+                if not oldest:
+                    self.total_bytes = 0
+                    break
+                doomed: list[tuple[str]] = []
+                for key, size in oldest:
+                    doomed.append((key,))
+                    self.total_bytes -= size or 0
+                    if self.total_bytes <= goal:
+                        break
+                self._conn.executemany(f"delete from {self.TABLE} where key = ?", doomed)
+                evicted += len(doomed)
+        return evicted
 
     def count(self) -> int:
-        return self.db[self.TABLE].count
+        return int(self._conn.execute(f"select count(*) from {self.TABLE}").fetchone()[0])
 
     def close(self) -> None:
         self._conn.close()

@@ -1,4 +1,8 @@
-"""A bounded least-recently-used map: the in-memory front of the L0 store."""
+"""A least-recently-used map bounded in bytes: the in-memory front of the L0 store.
+
+Each value is put with its size; the oldest values go once the sizes add up past `max_bytes`. A value
+larger than the whole budget is not kept at all (it would evict everything else).
+"""
 
 from __future__ import annotations
 
@@ -10,21 +14,37 @@ V = TypeVar("V")
 
 
 class LRU(Generic[K, V]):
-    def __init__(self, capacity: int) -> None:
-        self.capacity = capacity
-        self._items: OrderedDict[K, V] = OrderedDict()
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self.bytes = 0
+        self._items: OrderedDict[K, tuple[V, int]] = OrderedDict()
 
     def get(self, key: K) -> V | None:
-        value = self._items.get(key)
-        if value is not None:
-            self._items.move_to_end(key)
-        return value
-
-    def put(self, key: K, value: V) -> None:
-        self._items[key] = value
+        item = self._items.get(key)
+        if item is None:
+            return None
         self._items.move_to_end(key)
-        while len(self._items) > self.capacity:
-            self._items.popitem(last=False)
+        return item[0]
+
+    def put(self, key: K, value: V, size: int) -> None:
+        self.pop(key)
+        if size > self.max_bytes:
+            return
+        self._items[key] = (value, size)
+        self.bytes += size
+        while self.bytes > self.max_bytes:
+            _, (_, evicted) = self._items.popitem(last=False)
+            self.bytes -= evicted
+
+    def pop(self, key: K) -> V | None:
+        item = self._items.pop(key, None)
+        if item is None:
+            return None
+        self.bytes -= item[1]
+        return item[0]
 
     def __len__(self) -> int:
         return len(self._items)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._items

@@ -12,12 +12,12 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from actors.cache_actor import L0Get, L0Put
 from actors.executor_actor import OpenGeneration
 from daari.cache.l0_key import l0_key
 from daari.cache.l0_store import L0Entry
 from daari.config import TIER_NAMES
 from daari.errors import DaariError, NotFound, ToolCallsUnsupportedLocally, UpstreamError
+from daari.pipeline.cache_guard import CacheGuard
 from daari.pipeline.controls import Controls
 from daari.pipeline.judge import Judgement, judge
 from daari.pipeline.meta import Attempt, Meta
@@ -56,6 +56,7 @@ class ChatTurn:
         if not self.cache_on:
             self.meta.cache = "off" if not rt.config.cache.l0.enabled else "skipped"
         self.key = ""
+        self.cache = CacheGuard(rt, self.meta)
 
     async def serve_from_cache(self) -> bool:
         """Answer from L0 if the request is there (routing spec step 3); True when the request is done.
@@ -66,7 +67,7 @@ class ChatTurn:
             if not self.cache_on:
                 return False  # no key needed: nothing is read or stored
             self.key = l0_key(self.request, self.controls.tier_override, self.partition).digest
-            entry = self.rt.l0_memory.peek(self.key) or await self.rt.cache.ask(L0Get(self.key))
+            entry = await self.cache.get(self.key)
             if entry is None:
                 return False
             await self._serve_hit(entry)
@@ -258,7 +259,7 @@ class ChatTurn:
                             confidence=verdict.score, task_type=meta.task_type, rule_id=meta.rule_id,
                             ceiling=meta.ceiling)
             # Stored before the last bytes go out, so an identical request right after is a hit.
-            await self.rt.cache.ask(L0Put(key, entry))
+            await self.cache.put(key, entry)
         await self._deliver(completion, events)
 
     async def _serve_hit(self, entry: L0Entry) -> None:

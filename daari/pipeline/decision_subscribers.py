@@ -50,8 +50,6 @@ class DecisionMetrics:
         self.metrics.observe("request_duration_seconds", decision.latency_ms / 1000, tier=tier)
         if decision.ttft_ms is not None:
             self.metrics.observe("first_byte_seconds", decision.ttft_ms / 1000, tier=tier)
-        if decision.cache == "bypassed":
-            self.metrics.inc("cache_bypassed_total")
 
 
 async def start_decision_subscribers(nursery: trio.Nursery, hub: Hub[RoutingDecision], metrics: Metrics) -> None:

@@ -27,7 +27,7 @@ class Runtime:
     tools_capable: dict[str, bool] = field(default_factory=dict)
     executor_kinds: dict[str, str] = field(default_factory=dict)
     # L0's in-memory front: request tasks peek it; the CacheActor is its only writer.
-    l0_memory: L0Memory = field(default_factory=lambda: L0Memory(4096))
+    l0_memory: L0Memory = field(default_factory=lambda: L0Memory(64 * 1024 * 1024))
     started_at: float = field(default_factory=time.time)
     # Shortcut tiers by name ("CCS", "L1", "L2", "Lt"), registered at start; see pipeline/shortcuts.py.
     shortcuts: dict[str, ShortcutTier] = field(default_factory=dict)

@@ -71,6 +71,15 @@ def tier_table(config: Config, executors: dict[str, Executor]) -> str:
     return "\n".join(lines)
 
 
+def _mb(megabytes: float) -> int:
+    return int(megabytes * 1024 * 1024)
+
+
+def l0_memory(config: Config) -> L0Memory:
+    l0 = config.cache.l0
+    return L0Memory(_mb(l0.memory_mb), _mb(l0.max_pending_mb), l0.ttl_s)
+
+
 async def run_server(config: Config, *, handle_signals: bool = False,
                      task_status: trio.TaskStatus[RunningServer] = trio.TASK_STATUS_IGNORED) -> None:
     guard_policy = GuardPolicy.from_config(config.server)
@@ -85,7 +94,7 @@ async def run_server(config: Config, *, handle_signals: bool = False,
         config=config, cache=cache, executor=executor, health=health,
         tools_capable={t: ex.supports_tools for t, ex in executors.items()},
         executor_kinds={t: ex.kind for t, ex in executors.items()},
-        l0_memory=L0Memory(config.cache.l0.lru_entries),
+        l0_memory=l0_memory(config),
         responses=ResponseArchive(Path(config.data_dir) / "responses.sqlite", config.responses.keep),
     )
     if config.rules.enabled:
@@ -94,7 +103,9 @@ async def run_server(config: Config, *, handle_signals: bool = False,
     memory = rt.l0_memory
     shutdown = trio.Event()
     async with trio.open_nursery() as actors:
-        await actors.start(supervise, lambda: CacheActor(db_path, memory),
+        l0 = config.cache.l0
+        await actors.start(supervise, lambda: CacheActor(db_path, memory, max_disk_bytes=_mb(l0.max_disk_mb),
+                                                         ttl_s=l0.ttl_s, metrics=rt.metrics),
                            cache_inbox, health, policy)
         await actors.start(supervise, lambda: ExecutorActor(executors), executor_inbox, health, policy)
         await start_decision_subscribers(actors, rt.decisions, rt.metrics)
