@@ -41,7 +41,7 @@ def new_id(prefix: str) -> str:
 
 
 def usage_json(usage: Usage) -> dict[str, Any]:
-    return {"input_tokens": usage.prompt_tokens, "input_tokens_details": {"cached_tokens": 0},
+    return {"input_tokens": usage.prompt_tokens, "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
             "output_tokens": usage.completion_tokens, "output_tokens_details": {"reasoning_tokens": 0},
             "total_tokens": usage.total_tokens}
 
@@ -312,9 +312,25 @@ class ResponsesStreamRenderer:
             done_fields = {key: value, **({"name": item.get("name")} if kind == "function_call" else {})}
             out.append(self._event(f"response.{name}.done", item_id=item_id, output_index=index, **done_fields))
             return [*out, self._event("response.output_item.done", output_index=index, item=item)]
-        # reasoning and anything else: added and done, whole.
+        if kind == "reasoning":
+            return self._replay_reasoning(index, item)
+        # anything else: added and done, whole.
         return [self._event("response.output_item.added", output_index=index, item=item),
                 self._event("response.output_item.done", output_index=index, item=item)]
+
+    def _replay_reasoning(self, index: int, item: dict[str, Any]) -> list[bytes]:
+        """A reasoning item with its summary parts streamed (clients such as Codex show them)."""
+        summary = [p for p in item.get("summary") or [] if isinstance(p, dict)]
+        out = [self._event("response.output_item.added", output_index=index, item={**item, "summary": []})]
+        for s, part in enumerate(summary):
+            at = {"item_id": item.get("id"), "output_index": index, "summary_index": s}
+            text = str(part.get("text") or "")
+            out.append(self._event("response.reasoning_summary_part.added", **at, part={**part, "text": ""}))
+            for piece in split_text(text):
+                out.append(self._event("response.reasoning_summary_text.delta", **at, delta=piece))
+            out.append(self._event("response.reasoning_summary_text.done", **at, text=text))
+            out.append(self._event("response.reasoning_summary_part.done", **at, part=part))
+        return [*out, self._event("response.output_item.done", output_index=index, item=item)]
 
     def event(self, ev: Event) -> list[bytes]:
         if isinstance(ev, NativeEvent):
@@ -361,7 +377,9 @@ class ResponsesStreamRenderer:
     def error(self, err: DaariError, meta: dict[str, Any]) -> list[bytes]:
         """A failure after the stream began: an `error` event, then `response.failed` (with daari_meta)."""
         response = self._shell("failed")
-        response["error"] = {"code": err.code or "server_error", "message": err.message}
+        # OpenAI's codes for a failed response are a closed set; daari's own code is in daari_meta.error.
+        code = "rate_limit_exceeded" if err.status == 429 else "server_error"
+        response["error"] = {"code": code, "message": err.message}
         response["daari_meta"] = meta
         return [self._event("error", code=err.code, message=err.message, param=err.param),
                 self._event("response.failed", response=self._final(response))]

@@ -24,8 +24,8 @@ client disconnect), so a test can check that a client going away closed the upst
 
 Streams: response.created, response.in_progress, per item output_item.added / content_part.added /
 output_text.delta... / ...done / output_item.done (function_call_arguments.delta, custom_tool_call_input.delta
-for calls; reasoning_summary_text.delta for reasoning), then response.completed. Every event carries
-`sequence_number`.
+for calls; reasoning_summary_part.added / reasoning_summary_text.delta / ...done for reasoning), then
+response.completed. Every event carries `sequence_number`.
 """
 
 from __future__ import annotations
@@ -170,7 +170,7 @@ class FakeResponses:
                 "error": None, "incomplete_details": {"reason": "max_output_tokens"} if status == "incomplete"
                 else None, "model": body.get("model"), "output": output, "parallel_tool_calls": True,
                 "tool_choice": body.get("tool_choice", "auto"), "tools": body.get("tools") or [],
-                "usage": {"input_tokens": 11, "input_tokens_details": {"cached_tokens": 3},
+                "usage": {"input_tokens": 11, "input_tokens_details": {"cached_tokens": 3, "cache_write_tokens": 0},
                           "output_tokens": 7, "output_tokens_details": {"reasoning_tokens": 2},
                           "total_tokens": 18}}
 
@@ -216,10 +216,13 @@ def _item_events(index: int, item: dict[str, Any]) -> list[dict[str, Any]]:
                 {"type": f"response.{name}.delta", **at, "delta": value[half:]},
                 {"type": f"response.{name}.done", **at, key: value},
                 {"type": "response.output_item.done", "output_index": index, "item": item}]
-    summary = item["summary"][0]["text"]
+    summary = item["summary"][0]
+    at = {"item_id": item_id, "output_index": index, "summary_index": 0}
     return [{"type": "response.output_item.added", "output_index": index, "item": {**item, "summary": []}},
-            {"type": "response.reasoning_summary_text.delta", "item_id": item_id, "output_index": index,
-             "summary_index": 0, "delta": summary},
+            {"type": "response.reasoning_summary_part.added", **at, "part": {**summary, "text": ""}},
+            {"type": "response.reasoning_summary_text.delta", **at, "delta": summary["text"]},
+            {"type": "response.reasoning_summary_text.done", **at, "text": summary["text"]},
+            {"type": "response.reasoning_summary_part.done", **at, "part": summary},
             {"type": "response.output_item.done", "output_index": index, "item": item}]
 
 
