@@ -11,10 +11,12 @@ from typing import Any
 
 import httpx
 import pytest
+import trio
 
 from tests.fakes.openai_upstream import FakeOpenAI
 from tests.fakes.serving import serve_app
 from tests.support import daari_server, make_config, upstream_tier
+from tests.test_tool_runner import wait_for_file, wait_gone
 from tests.tool_sandbox import Sandbox, make_repo, read
 
 
@@ -198,3 +200,20 @@ async def test_stream_and_anthropic_shapes_and_timeouts(tmp_path: Path, monkeypa
     tool = timed_out["daari_meta"]["tool"]
     assert tool["timed_out"] is True and tool["exit_code"] is None and "timed out" in content(timed_out)
     assert "starting" in content(timed_out)
+
+
+async def test_a_client_going_away_kills_the_running_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    sandbox = Sandbox(tmp_path)
+    pids = sandbox.base / "pids"
+    slow = sandbox.repo / "tools" / "test.sh"
+    slow.write_text(f"#!/bin/sh\n/bin/sleep 120 &\necho $$ $! > {pids}\nwait\n")
+    async with serving(sandbox, monkeypatch, {}) as (client, fake):
+        with trio.move_on_after(60):
+            async with trio.open_nursery() as nursery:
+                async def request() -> None:
+                    await client.post("/v1/chat/completions", json={
+                        "model": "m", "messages": [{"role": "user", "content": "run the tests"}]})
+                nursery.start_soon(request)
+                started = [int(p) for p in (await trio.to_thread.run_sync(wait_for_file, pids)).split()]
+                nursery.cancel_scope.cancel()  # the client hangs up while the tests run
+        assert await trio.to_thread.run_sync(wait_gone, started)
