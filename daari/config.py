@@ -101,6 +101,10 @@ class TierConfig:
     base_url: str | None = None
     model: str | None = None  # None: the client's model name is passed through
     api_key_env: str | None = None  # name of the environment variable holding the key, never the key
+    # A request crossing protocols: translate reasoning effort <-> thinking budget and strict tools
+    # (docs/agents.md). Off by default: OpenAI's non-reasoning models refuse reasoning_effort, and Anthropic's
+    # strict tools need a beta and a model that has it.
+    translate_options: bool = False
     forward_client_key: bool = False  # anthropic: forward the client's own x-api-key
     # Generations at once; None: by executor (DEFAULT_CONCURRENCY): a local model serves one or a few at a
     # time, a hosted API many (agents such as Claude Code send parallel requests).

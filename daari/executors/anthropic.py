@@ -74,7 +74,8 @@ class AnthropicExecutor(HttpUpstream):
         return url
 
     async def generate(self, request: ChatRequest, emit: Emit) -> None:
-        body = to_upstream_body(request, self.config.model or request.model, request.stream)
+        body = to_upstream_body(request, self.config.model or request.model, request.stream,
+                                translate_options=self.config.translate_options)
         headers = self.headers(request)
         url = self.url(request)
         native = request.protocol == "anthropic"

@@ -140,7 +140,8 @@ class OpenAIExecutor(HttpUpstream):
         return err
 
     async def generate(self, request: ChatRequest, emit: Emit) -> None:
-        body = to_upstream_body(request, self.config.model or request.model, request.stream)
+        body = to_upstream_body(request, self.config.model or request.model, request.stream,
+                                translate_options=self.config.translate_options)
         headers = self._headers(request)
         try:
             if request.stream:

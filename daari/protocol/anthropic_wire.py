@@ -375,8 +375,10 @@ def _passthrough_headers(headers: Mapping[str, str]) -> dict[str, str]:
 # ---------------------------------------------------------------- neutral -> upstream body
 
 
-def to_upstream_body(request: ChatRequest, model: str | None, stream: bool) -> dict[str, Any]:
-    """An Anthropic Messages body for `request`.
+def to_upstream_body(request: ChatRequest, model: str | None, stream: bool, *,
+                     translate_options: bool = False) -> dict[str, Any]:
+    """An Anthropic Messages body for `request` (`translate_options`: an OpenAI request's reasoning_effort
+    and strict tools are translated too).
 
     A request that came in as Anthropic is sent as the client wrote it (cache_control, thinking, server
     tools, metadata survive), with only `model` and `stream` replaced. Anything else is translated:
@@ -398,8 +400,9 @@ def to_upstream_body(request: ChatRequest, model: str | None, stream: bool) -> d
         body["temperature"] = min(request.temperature, ANTHROPIC_MAX_TEMPERATURE)
     _upstream_sampling(request, body)
     if request.tools:
-        body["tools"] = [_upstream_tool(t) for t in request.tools]
-    _translate_effort(request, body)
+        body["tools"] = [_upstream_tool(t, translate_options) for t in request.tools]
+    if translate_options:
+        _translate_effort(request, body)
     body["stream"] = stream
     return body
 
@@ -517,12 +520,12 @@ def _upstream_tool_choice(choice: object) -> dict[str, Any] | None:
     return {"type": "auto"}
 
 
-def _upstream_tool(tool: Tool) -> dict[str, Any]:
+def _upstream_tool(tool: Tool, translate_options: bool) -> dict[str, Any]:
     schema = tool.parameters or {"type": "object", "properties": {}}
     out: dict[str, Any] = {"name": tool.name}
     if tool.description:
         out["description"] = tool.description
     out["input_schema"] = schema
-    if isinstance(tool.extra.get("strict"), bool):
+    if translate_options and isinstance(tool.extra.get("strict"), bool):
         out["strict"] = tool.extra["strict"]
     return out

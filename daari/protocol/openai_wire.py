@@ -366,8 +366,10 @@ def _tool_choice_to_wire(choice: Any) -> Any:
     return choice
 
 
-def to_upstream_body(request: ChatRequest, model: str | None, stream: bool) -> dict[str, Any]:
-    """The chat-completions body for an OpenAI-compatible upstream; `model` None keeps the client's."""
+def to_upstream_body(request: ChatRequest, model: str | None, stream: bool, *,
+                     translate_options: bool = False) -> dict[str, Any]:
+    """The chat-completions body for an OpenAI-compatible upstream; `model` None keeps the client's.
+    `translate_options`: an Anthropic request's thinking budget and strict tools are translated too."""
     if request.protocol == "openai" and request.raw:
         return _native_body(request, model, stream)
     body: dict[str, Any] = {
@@ -389,7 +391,8 @@ def to_upstream_body(request: ChatRequest, model: str | None, stream: bool) -> d
                 "parameters": t.parameters}}
             for t in request.tools
         ]
-    _translate_extra(request, body)
+    if translate_options:
+        _translate_extra(request, body)
     body["stream"] = stream
     if stream:
         body["stream_options"] = {"include_usage": True}
@@ -412,9 +415,14 @@ def _native_body(request: ChatRequest, model: str | None, stream: bool) -> dict[
 
 
 def _translate_extra(request: ChatRequest, body: dict[str, Any]) -> None:
-    """Fields of an Anthropic request with an OpenAI equivalent: thinking -> reasoning_effort, tool strict."""
+    """Fields of an Anthropic request with an OpenAI equivalent: output_config.effort or a thinking budget ->
+    reasoning_effort, tool strict -> function strict."""
     thinking = request.sampling.get("thinking")
-    if isinstance(thinking, dict) and thinking.get("type") == "enabled":
+    output_config = request.extra.get("output_config")
+    effort = output_config.get("effort") if isinstance(output_config, dict) else None
+    if effort in EFFORT_BUDGET or effort == "max":
+        body["reasoning_effort"] = "high" if effort == "max" else effort
+    elif isinstance(thinking, dict) and thinking.get("type") == "enabled":
         budget = thinking.get("budget_tokens")
         budget = budget if isinstance(budget, int) else EFFORT_BUDGET["medium"]
         body["reasoning_effort"] = ("low" if budget < EFFORT_BUDGET["medium"]
