@@ -1,0 +1,1 @@
+"""Watching daari decide: the decision log, the live tail's filters, the report and its plots."""

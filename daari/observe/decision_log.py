@@ -1,0 +1,76 @@
+"""The decision log: one SQLite row per routing decision (sqlite-utils), pruned by age and size.
+
+Blocking: used from the DecisionLogActor's worker thread only. Rows are written in batches, never on the
+request path.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+
+COLUMNS: dict[str, type] = {
+    "request_id": str, "time": float, "protocol": str, "client": str, "model": str, "stream": int,
+    "tier": str, "task_type": str, "rule_id": str, "cache": str, "cache_level": str,
+    "similarity": float, "verdict": str, "escalated_from": str, "attempts": str, "agent_turn": int,
+    "latency_ms": float, "ttft_ms": float, "input_tokens": int, "output_tokens": int,
+    "cost_usd": float, "cost_l6_usd": float, "saved_usd": float, "status": int, "error": str,
+    "prompt_hash": str, "prompt": str,
+}
+
+
+class DecisionLogStore:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        existed = path.exists()
+        self.conn = sqlite3.connect(path, check_same_thread=False)
+        if not existed:
+            os.chmod(path, 0o600)
+        self.db = sqlite_utils.Database(self.conn)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        table = self.db["decisions"]
+        if not table.exists():
+            table.create(COLUMNS, pk="request_id")  # type: ignore[union-attr]
+            table.create_index(["time"])  # type: ignore[union-attr]
+
+    def insert(self, rows: Iterable[Mapping[str, Any]]) -> int:
+        batch = [{k: v for k, v in row.items() if k in COLUMNS} for row in rows]
+        if not batch:
+            return 0
+        with self.conn:
+            self.db["decisions"].insert_all(batch, replace=True)  # type: ignore[union-attr]
+        return len(batch)
+
+    def prune(self, max_age_s: float, max_rows: int, now: float | None = None) -> int:
+        """Drop rows older than `max_age_s` and the oldest past `max_rows`; returns how many went."""
+        cutoff = (now if now is not None else time.time()) - max_age_s
+        with self.conn:
+            aged = self.conn.execute("DELETE FROM decisions WHERE time < ?", (cutoff,)).rowcount
+            over = self.conn.execute(
+                "DELETE FROM decisions WHERE request_id IN (SELECT request_id FROM decisions "
+                "ORDER BY time DESC LIMIT -1 OFFSET ?)", (max_rows,)).rowcount
+        return aged + over
+
+    def rows_since(self, since_ts: float, limit: int | None = None) -> list[dict[str, Any]]:
+        sql = "SELECT * FROM decisions WHERE time >= ? ORDER BY time"
+        params: list[Any] = [since_ts]
+        if limit is not None:
+            sql = "SELECT * FROM (SELECT * FROM decisions WHERE time >= ? ORDER BY time DESC LIMIT ?) ORDER BY time"
+            params.append(limit)
+        cursor = self.conn.execute(sql, params)
+        names = [d[0] for d in cursor.description]
+        return [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]
+
+    def count(self) -> int:
+        return int(self.conn.execute("SELECT count(*) FROM decisions").fetchone()[0])
+
+    def close(self) -> None:
+        self.conn.close()

@@ -1,0 +1,103 @@
+"""`daari report`: summarise decision-log rows (pure), and render the summary as a terminal table.
+
+Every figure is computed from the rows alone, so a log seeded with known rows gives known figures.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+TIER_ORDER = ("L0", "L1", "CCS", "L2", "Lt", "L3", "L4", "L5", "L6")
+_SINCE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
+_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+Row = Mapping[str, Any]
+
+
+def parse_since(text: str) -> float:
+    """'24h', '30m', '7d' -> seconds."""
+    match = _SINCE.match(text)
+    if match is None:
+        raise ValueError(f"--since takes a number and a unit (s, m, h, d, w), e.g. 24h; got {text!r}")
+    return float(match.group(1)) * _UNIT_S[match.group(2)]
+
+
+def percentile(values: Sequence[float], q: float) -> float | None:
+    """Nearest-rank percentile (q in 0-100); None for no values."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    rank = max(1, math.ceil(q / 100 * len(ordered)))
+    return ordered[rank - 1]
+
+
+def _share(part: int, whole: int) -> float:
+    return round(part / whole, 4) if whole else 0.0
+
+
+def summarize(rows: Sequence[Row], *, false_hits_avoided: int | None = None) -> dict[str, Any]:
+    """The report's figures. `false_hits_avoided` from metrics when given, else counted from the rows."""
+    answered = [r for r in rows if r.get("tier") and not r.get("error")]
+    total = len(rows)
+    by_tier: dict[str, list[Row]] = {}
+    for row in answered:
+        by_tier.setdefault(str(row["tier"]), []).append(row)
+    tiers: dict[str, Any] = {}
+    for tier in sorted(by_tier, key=lambda t: TIER_ORDER.index(t) if t in TIER_ORDER else len(TIER_ORDER)):
+        latencies = [float(r["latency_ms"]) for r in by_tier[tier] if r.get("latency_ms") is not None]
+        tiers[tier] = {"requests": len(by_tier[tier]), "share": _share(len(by_tier[tier]), len(answered)),
+                       "p50_ms": percentile(latencies, 50), "p95_ms": percentile(latencies, 95)}
+    looked_up = [r for r in rows if r.get("cache") in ("hit", "miss")]
+    l0_hits = sum(1 for r in looked_up if r.get("cache") == "hit" and r.get("tier") == "L0")
+    l1_asked = [r for r in looked_up if r.get("tier") != "L0"]
+    l1_hits = sum(1 for r in l1_asked if r.get("tier") == "L1")
+    escalated = sum(1 for r in answered if r.get("escalated_from"))
+    avoided = false_hits_avoided if false_hits_avoided is not None else sum(
+        1 for r in rows if r.get("verdict") == "rejected")
+    cost = sum(float(r.get("cost_usd") or 0) for r in answered)
+    all_l6 = sum(float(r.get("cost_l6_usd") or 0) for r in answered)
+    return {
+        "requests": total,
+        "answered": len(answered),
+        "errors": total - len(answered),
+        "tiers": tiers,
+        "cache": {
+            "L0": {"lookups": len(looked_up), "hits": l0_hits, "hit_rate": _share(l0_hits, len(looked_up))},
+            "L1": {"lookups": len(l1_asked), "hits": l1_hits, "hit_rate": _share(l1_hits, len(l1_asked))},
+        },
+        "false_hits_avoided": avoided,
+        "escalation_rate": _share(escalated, len(answered)),
+        "cost": {"actual_usd": round(cost, 6), "all_l6_usd": round(all_l6, 6),
+                 "saved_usd": round(all_l6 - cost, 6)},
+        "top_task_types": Counter(str(r.get("task_type")) for r in answered if r.get("task_type")).most_common(5),
+        "top_clients": Counter(str(r.get("client") or "unknown") for r in rows).most_common(5),
+    }
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
+
+
+def render_text(report: Mapping[str, Any], since: str) -> str:
+    """A plain-text table (what `rich` prints when it is not a terminal too)."""
+    lines = [f"daari report, last {since}: {report['requests']} requests, {report['errors']} errors", "",
+             f"{'tier':<5} {'requests':>9} {'share':>7} {'p50 ms':>9} {'p95 ms':>9}"]
+    for tier, t in report["tiers"].items():
+        lines.append(f"{tier:<5} {t['requests']:>9} {t['share'] * 100:>6.1f}% {_ms(t['p50_ms']):>9} "
+                     f"{_ms(t['p95_ms']):>9}")
+    cache = report["cache"]
+    cost = report["cost"]
+    lines += ["",
+              f"L0 hit rate      {cache['L0']['hit_rate'] * 100:.1f}% ({cache['L0']['hits']}/{cache['L0']['lookups']})",
+              f"L1 hit rate      {cache['L1']['hit_rate'] * 100:.1f}% ({cache['L1']['hits']}/{cache['L1']['lookups']})",
+              f"false hits avoided {report['false_hits_avoided']}",
+              f"escalation rate  {report['escalation_rate'] * 100:.1f}%",
+              f"cost             ${cost['actual_usd']:.4f} (all at L6: ${cost['all_l6_usd']:.4f}; "
+              f"saved ${cost['saved_usd']:.4f})",
+              "top task types   " + (", ".join(f"{k} {v}" for k, v in report["top_task_types"]) or "-"),
+              "top clients      " + (", ".join(f"{k} {v}" for k, v in report["top_clients"]) or "-")]
+    return "\n".join(lines)
