@@ -48,6 +48,39 @@ class LogConfig:
     # Seconds between the INFO summary of routing decisions (hits included, which are logged one by one
     # only at DEBUG); 0 turns it off.
     summary_interval_s: Annotated[float, Ge(0)] = 60.0
+    # The decision log (<data_dir>/decisions.sqlite): one row per request, written in batches off the
+    # request path. Prompts: "none" (nothing), "hash" (a keyed hash of the last user message, so repeats
+    # can be told apart without the text), "full" (the text; it may hold code and secrets).
+    decisions: bool = True
+    prompts: Literal["none", "hash", "full"] = "hash"
+    retention_days: Annotated[float, Gt(0)] = 30.0
+    max_rows: Annotated[int, Ge(1000)] = 1_000_000
+    queue_size: Annotated[int, Ge(16)] = 4096  # decisions waiting for the writer; past it rows are dropped
+    batch_size: Annotated[int, Ge(1)] = 256
+
+
+@dataclass
+class TailConfig:
+    buffer: Annotated[int, Ge(1)] = 256  # decisions queued per live-tail client; past it the client is closed
+    send_timeout_s: Annotated[float, Gt(0)] = 10.0  # a client that reads nothing this long is dropped
+
+
+@dataclass
+class PriceConfig:
+    input_per_mtok: Annotated[float, Ge(0)] = 0.0  # USD per million prompt tokens
+    output_per_mtok: Annotated[float, Ge(0)] = 0.0  # USD per million completion tokens
+
+
+@dataclass
+class PricingConfig:
+    """What an answer is estimated to cost (daari/pricing.py): by the model that answered, else by tier.
+
+    Tiers not listed cost nothing (local compute, caches, rules, tools). L6's default is a Sonnet-class
+    list price; set your frontier model's price here for `daari report` to say what daari saved.
+    """
+
+    tiers: dict[str, PriceConfig] = field(default_factory=lambda: {"L6": PriceConfig(3.0, 15.0)})
+    models: dict[str, PriceConfig] = field(default_factory=dict)
 
 
 @dataclass
@@ -211,6 +244,8 @@ def _default_tiers() -> dict[str, TierConfig]:
 class Config:
     server: ServerConfig = field(default_factory=ServerConfig)
     log: LogConfig = field(default_factory=LogConfig)
+    tail: TailConfig = field(default_factory=TailConfig)
+    pricing: PricingConfig = field(default_factory=PricingConfig)
     data_dir: str = field(default_factory=default_data_dir)  # $XDG_DATA_HOME/daari, else ~/.local/share/daari
     cache: CacheConfig = field(default_factory=CacheConfig)
     actors: ActorsConfig = field(default_factory=ActorsConfig)

@@ -1,0 +1,32 @@
+"""Estimated cost of an answer from the price table (`pricing:` in daari.yaml), and the same answer at L6.
+
+The saving daari reports is the difference: what the request would have cost had every request gone to
+the frontier tier, minus what the tier that answered costs. Local tiers, caches, rules and tools cost 0
+unless priced in the config.
+"""
+
+from __future__ import annotations
+
+from daari.config import PriceConfig, PricingConfig
+
+FRONTIER = "L6"
+
+
+def price_for(pricing: PricingConfig, tier: str | None, model: str | None) -> PriceConfig | None:
+    """The model's own price if listed (answers at any tier), else the tier's; None: free."""
+    if model is not None and model in pricing.models:
+        return pricing.models[model]
+    return pricing.tiers.get(tier) if tier is not None else None
+
+
+def estimate_cost(pricing: PricingConfig, tier: str | None, model: str | None, prompt_tokens: int,
+                  completion_tokens: int) -> float:
+    price = price_for(pricing, tier, model)
+    if price is None:
+        return 0.0
+    return (prompt_tokens * price.input_per_mtok + completion_tokens * price.output_per_mtok) / 1_000_000
+
+
+def frontier_cost(pricing: PricingConfig, prompt_tokens: int, completion_tokens: int) -> float:
+    """The same request answered at L6 (at L6's tier price: the model L6 would use is not known here)."""
+    return estimate_cost(pricing, FRONTIER, None, prompt_tokens, completion_tokens)
