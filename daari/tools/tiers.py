@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import trio
+
 from actors.mailbox import Address
 from actors.tool_runner import CcsGet, CcsInvalidate, CommandRun, RunCommand, RunRefused
 from daari.config import ToolsConfig
@@ -46,16 +48,27 @@ class ToolService:
         self.config = config
         self.runner = runner
         self.base_env = dict(os.environ if base_env is None else base_env)
+        # The CCS tier and then the Lt tier ask about the same query: the second asks for free.
+        self._last: tuple[ShortcutQuery, Prepared | ShortcutResult | None] | None = None
 
-    def prepare(self, query: ShortcutQuery) -> Prepared | ShortcutResult | None:
+    async def prepare(self, query: ShortcutQuery) -> Prepared | ShortcutResult | None:
         """None: not a command. A declined ShortcutResult: a command daari will not run, and why."""
+        if self._last is not None and self._last[0] is query:
+            return self._last[1]
+        prepared = await self._prepare(query)
+        self._last = (query, prepared)
+        return prepared
+
+    async def _prepare(self, query: ShortcutQuery) -> Prepared | ShortcutResult | None:
         text = last_user_text(query.request)
         match = best_command(text) if text is not None else None
         if match is None or match.confidence < self.config.min_confidence:
             return None
         try:
-            repo = resolve_repo(query.headers.get("x-daari-repo"), self.config)
-            return Prepared(match, plan_command(match, repo, self.config, self.base_env))
+            # Real paths, PATH lookups and commands.yaml: file system work, off the event loop.
+            repo = await trio.to_thread.run_sync(resolve_repo, query.headers.get("x-daari-repo"), self.config)
+            plan = await trio.to_thread.run_sync(plan_command, match, repo, self.config, self.base_env)
+            return Prepared(match, plan)
         except Refused as exc:
             return _declined({"tool_refused": {"rule_id": match.rule_id, "reason": str(exc)}})
         except Unavailable as exc:
@@ -89,9 +102,9 @@ class CcsTier:
         self.service = service
 
     async def answer(self, query: ShortcutQuery) -> ShortcutResult | None:
-        if _flag(query.headers, "x-daari-rerun-command"):
+        if _flag(query.headers, "x-daari-rerun-command") or not self.service.config.ccs.enabled:
             return None
-        prepared = self.service.prepare(query)
+        prepared = await self.service.prepare(query)
         if not isinstance(prepared, Prepared):
             return None  # the Lt tier reports a decline once
         match, plan = prepared.match, prepared.plan
@@ -119,7 +132,7 @@ class ToolTier:
         self.service = service
 
     async def answer(self, query: ShortcutQuery) -> ShortcutResult | None:
-        prepared = self.service.prepare(query)
+        prepared = await self.service.prepare(query)
         if not isinstance(prepared, Prepared):
             return prepared
         match, plan = prepared.match, prepared.plan
