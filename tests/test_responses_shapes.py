@@ -102,3 +102,13 @@ def test_custom_tool_calls_and_reasoning_match_the_sdk_models(tmp_path: Path) ->
                     body = {"model": model, "input": "patch it", "tools": tools, "stream": stream,
                             "include": ["reasoning.encrypted_content"]}
                     assert shape(validate(server.url, body)) == shape(validate(server.url, body))
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_freeform_tool_calls_match_the_sdk_models(setup: tuple[str, Any], stream: bool) -> None:
+    url, _ = setup
+    body = {"model": "tools", "input": "patch it", "tools": [CUSTOM], "stream": stream}
+    first = validate(url, body)
+    assert shape(validate(url, body)) == shape(first)
+    if stream:
+        assert "response.custom_tool_call_input.done" in first

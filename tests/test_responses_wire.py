@@ -11,6 +11,7 @@ from daari.cache.l0_key import l0_key
 from daari.errors import InvalidRequest, UpstreamError, UpstreamRateLimited
 from daari.protocol.chat import ChatRequest, Message, Tool, ToolCall
 from daari.protocol.events import Finish, KeepAlive, TextDelta, ToolCallDelta, ToolCallStart, assemble
+from daari.protocol.openai_wire import to_upstream_body as openai_upstream_body
 from daari.protocol.responses_decode import ResponsesEventDecoder, events_from_response
 from daari.protocol.responses_wire import native_only_reason, parse_responses_request, to_responses_body
 
@@ -81,7 +82,7 @@ def test_bad_requests_name_the_field(body: dict[str, Any], param: str) -> None:
 
 
 @pytest.mark.parametrize(("body", "reason"), [
-    ({"tools": [{"type": "custom", "name": "apply_patch"}]}, "tool type 'custom' (apply_patch)"),
+    ({"tools": [{"type": "mcp", "server_label": "docs"}]}, "tool type 'mcp' (mcp)"),
     ({"tools": [{"type": "web_search"}]}, "tool type 'web_search' (web_search)"),
     ({"tool_choice": {"type": "web_search"}}, "tool_choice type 'web_search'"),
     ({"input": [{"role": "user", "content": "x"}, {"type": "item_reference", "id": "msg_1"}]},
@@ -179,3 +180,25 @@ def test_whole_response_decodes_and_incomplete_is_length() -> None:
     assert events == [TextDelta("partial"), Finish(reason="length")]
     with pytest.raises(UpstreamError, match="malformed"):
         events_from_response({"status": "completed", "output": "nope"})
+
+
+def test_freeform_tool_and_its_calls_become_a_one_string_function() -> None:
+    tool = {"type": "custom", "name": "apply_patch", "description": "Patch files",
+            "format": {"type": "grammar", "syntax": "lark", "definition": "start: x"}}
+    request = parse(tools=[tool], input=[
+        {"role": "user", "content": "fix it"},
+        {"type": "custom_tool_call", "call_id": "c1", "name": "apply_patch", "input": "*** Begin Patch\n"},
+        {"type": "custom_tool_call_output", "call_id": "c1", "output": "Done"}])
+    assert native_only_reason(request) is None
+    assert request.tools[0].parameters["required"] == ["input"]
+    assert request.tools[0].description == "Patch files\n\nThe input must follow this lark grammar:\nstart: x"
+    assert request.tools[0].extra == {"type": "custom", "format": tool["format"]}
+    assert request.messages[1].tool_calls == [ToolCall("c1", "apply_patch", '{"input": "*** Begin Patch\\n"}')]
+    assert request.messages[2].role == "tool" and request.messages[2].text() == "Done"
+
+
+def test_reasoning_effort_and_verbosity_reach_a_translated_upstream() -> None:
+    request = parse(input="x", reasoning={"effort": "low"}, text={"verbosity": "high"})
+    assert request.extra["reasoning_effort"] == "low"  # where the Anthropic translation reads it
+    chat_body = openai_upstream_body(request, None, False)
+    assert chat_body["reasoning_effort"] == "low" and chat_body["verbosity"] == "high"

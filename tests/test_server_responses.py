@@ -149,10 +149,33 @@ def test_delete_a_stored_response(client: openai.OpenAI) -> None:
 
 def test_untranslatable_tool_is_a_clear_400(client: openai.OpenAI, fake: FakeOpenAI) -> None:
     with pytest.raises(openai.BadRequestError) as caught:
-        client.responses.create(model="good", input="patch it", tools=[
-            {"type": "custom", "name": "apply_patch", "description": "Apply a patch"}])
-    assert "custom" in caught.value.message and "responses" in caught.value.message
+        client.responses.create(model="good", input="search the web", tools=[{"type": "web_search"}])
+    assert "web_search" in caught.value.message and "Responses API" in caught.value.message
+    assert isinstance(caught.value.body, dict) and caught.value.body["code"] == "unsupported_by_upstream"
     assert fake.requests == []
+
+
+def test_freeform_tool_round_trip_through_a_chat_upstream(client: openai.OpenAI, fake: FakeOpenAI) -> None:
+    patch_tool = {"type": "custom", "name": "apply_patch", "description": "Apply a patch",
+                  "format": {"type": "grammar", "syntax": "lark", "definition": "start: /.+/"}}
+    first = client.responses.create(model="tools", input="add a file", tools=[patch_tool])  # type: ignore[list-item]
+    sent = fake.requests[-1].body["tools"][0]["function"]
+    assert sent["name"] == "apply_patch" and sent["parameters"]["required"] == ["input"]
+    assert "start: /.+/" in sent["description"]  # the grammar is told to the model
+    call = first.output[-1]
+    assert call.type == "custom_tool_call" and call.input == "example"
+    with client.responses.stream(model="tools", input="add a file", tools=[patch_tool]) as stream:  # type: ignore[list-item]
+        kinds = [e.type for e in stream]
+        streamed = stream.get_final_response()
+    assert "response.custom_tool_call_input.done" in kinds and streamed.output[-1].type == "custom_tool_call"
+    second = client.responses.create(model="tools", tools=[patch_tool], input=[  # type: ignore[list-item]
+        {"role": "user", "content": "add a file"},
+        {"type": "custom_tool_call", "call_id": call.call_id, "name": "apply_patch", "input": "*** Begin Patch"},
+        {"type": "custom_tool_call_output", "call_id": call.call_id, "output": "Done!"}])
+    assert "Done!" in second.output_text
+    messages = fake.requests[-1].body["messages"]
+    assert json.loads(messages[1]["tool_calls"][0]["function"]["arguments"]) == {"input": "*** Begin Patch"}
+    assert messages[2] == {"role": "tool", "content": "Done!", "tool_call_id": call.call_id}
 
 
 def test_bad_input_is_a_400_naming_the_field(server_url: str) -> None:

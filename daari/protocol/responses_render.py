@@ -30,6 +30,7 @@ from daari.protocol.events import (
     split_text,
 )
 from daari.protocol.events import replay as neutral_replay
+from daari.protocol.responses_wire import custom_input, custom_tools
 from daari.protocol.sse import encode
 
 RESPONSES = "responses"
@@ -85,12 +86,21 @@ def call_item(item_id: str, call_id: str, name: str, arguments: str, status: str
             "arguments": arguments}
 
 
-def neutral_output(completion: Completion) -> list[dict[str, Any]]:
+def custom_item(item_id: str, call_id: str, name: str, text: str, status: str = "completed") -> dict[str, Any]:
+    return {"id": item_id, "type": "custom_tool_call", "status": status, "call_id": call_id, "name": name,
+            "input": text}
+
+
+def neutral_output(completion: Completion, custom: frozenset[str] = frozenset()) -> list[dict[str, Any]]:
+    """Output items of a neutral answer; calls to the request's freeform tools are custom_tool_call items."""
     output: list[dict[str, Any]] = []
     if completion.text or not completion.tool_calls:
         output.append(message_item(new_id("msg"), completion.text))
     for call in completion.tool_calls:
-        output.append(call_item(new_id("fc"), call.id, call.name, call.arguments))
+        if call.name in custom:
+            output.append(custom_item(new_id("ctc"), call.id, call.name, custom_input(call.arguments)))
+        else:
+            output.append(call_item(new_id("fc"), call.id, call.name, call.arguments))
     return output
 
 
@@ -117,8 +127,8 @@ def render_response(completion: Completion, request: ChatRequest, meta: dict[str
     if native is not None:
         return _finish_native(native, request, response_id, meta)
     status, incomplete = _status(completion.finish_reason)
-    body = response_object(request, response_id, created_at, status, neutral_output(completion),
-                           usage_json(completion.usage))
+    body = response_object(request, response_id, created_at, status,
+                           neutral_output(completion, custom_tools(request)), usage_json(completion.usage))
     body["incomplete_details"] = incomplete
     body["daari_meta"] = meta
     return body
@@ -179,6 +189,7 @@ class ResponsesStreamRenderer:
         self._native = False
         self._native_final: dict[str, Any] | None = None
         self._native_done: dict[int, dict[str, Any]] = {}
+        self._custom = custom_tools(request)
 
     def _event(self, kind: str, **fields: Any) -> bytes:
         data = {"type": kind, "sequence_number": self._seq, **fields}
@@ -209,6 +220,14 @@ class ResponsesStreamRenderer:
             out.append(self._event("response.content_part.done", item_id=item["id"], output_index=index,
                                    content_index=0, part=part))
             done = message_item(item["id"], text)
+        elif item["type"] == "custom_tool_call":
+            # Its function-form arguments are JSON around the input: the input goes out whole, at the end.
+            text = custom_input("".join(item["pieces"]))
+            at = {"item_id": item["id"], "output_index": index}
+            if text:
+                out.append(self._event("response.custom_tool_call_input.delta", **at, delta=text))
+            out.append(self._event("response.custom_tool_call_input.done", **at, input=text))
+            done = custom_item(item["id"], item["call_id"], item["name"], text)
         else:
             arguments = "".join(item["pieces"])
             out.append(self._event("response.function_call_arguments.done", item_id=item["id"],
@@ -240,12 +259,15 @@ class ResponsesStreamRenderer:
     def _call(self, ev: ToolCallStart) -> list[bytes]:
         out = self._close()
         index = len(self._output)
-        item_id = new_id("fc")
-        self._open = {"index": index, "item": {"id": item_id, "type": "function_call", "call_id": ev.id,
-                                               "name": ev.name, "pieces": []}}
+        custom = ev.name in self._custom
+        item_id = new_id("ctc" if custom else "fc")
+        self._open = {"index": index, "item": {"id": item_id, "type": "custom_tool_call" if custom
+                                               else "function_call", "call_id": ev.id, "name": ev.name,
+                                               "pieces": []}}
         self._calls[ev.index] = index
-        out.append(self._event("response.output_item.added", output_index=index,
-                               item=call_item(item_id, ev.id, ev.name, "", status="in_progress")))
+        added = (custom_item(item_id, ev.id, ev.name, "", status="in_progress") if custom
+                 else call_item(item_id, ev.id, ev.name, "", status="in_progress"))
+        out.append(self._event("response.output_item.added", output_index=index, item=added))
         return out
 
     def _arguments(self, ev: ToolCallDelta) -> list[bytes]:
@@ -253,6 +275,8 @@ class ResponsesStreamRenderer:
             return []
         item = self._open["item"]
         item["pieces"].append(ev.arguments)
+        if item["type"] == "custom_tool_call":
+            return []  # held until the call closes (see _close)
         return [self._event("response.function_call_arguments.delta", item_id=item["id"],
                             output_index=self._open["index"], delta=ev.arguments)]
 

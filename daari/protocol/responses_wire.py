@@ -7,10 +7,14 @@ Choices made here (docs/agents.md, "OpenAI Responses API"):
 - `reasoning` items (with their `encrypted_content`) have no neutral form: a Responses upstream gets them
   untouched (the body passes through as the client sent it), another upstream does not get them (a model
   of another provider cannot read them). Their hash is in the cache key.
-- Tool types other than `function` (custom/freeform, web_search, mcp, local_shell...), item types other
-  than the three above and reasoning, and content parts other than text and images can only be served by a
-  Responses upstream: `native_only_reason` names the first one, and a tier that would translate answers
-  400 instead of silently dropping it. They are in the cache key (hashed) and in `Tool.extra`.
+- A custom (freeform) tool, such as Codex's `apply_patch`, becomes a function with one string argument
+  `input` (its grammar, if any, is quoted in the description: another model is told it, not held to it);
+  `custom_tool_call` items become calls with arguments {"input": ...}, their outputs tool messages. The
+  renderer turns calls to such a tool back into `custom_tool_call` items (`custom_tools`).
+- Hosted tool types (web_search, file_search, mcp, local_shell...), item types other than the above and
+  reasoning, and content parts other than text and images can only be served by a Responses upstream:
+  `native_only_reason` names the first one, and a tier that would translate answers 400 instead of
+  silently dropping it. They are in the cache key (hashed) and in `Tool.extra`.
 - `text` and `reasoning` are keyed as sent; translated fields: max_output_tokens -> max_tokens,
   text.format -> response_format, text.verbosity -> verbosity, reasoning.effort -> reasoning_effort,
   a forced {"type": "function", "name"} tool_choice -> the neutral {"name"}.
@@ -23,6 +27,7 @@ Choices made here (docs/agents.md, "OpenAI Responses API"):
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -33,7 +38,13 @@ from daari.protocol.chat import ChatRequest, ContentPart, Message, Role, Tool, T
 from daari.protocol.openai_wire import DEFAULT_MODEL, _client_key
 
 _ROLES: dict[str, Role] = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant"}
-NEUTRAL_ITEMS = ("message", "function_call", "function_call_output")
+NEUTRAL_ITEMS = ("message", "function_call", "function_call_output", "custom_tool_call", "custom_tool_call_output")
+TRANSLATABLE_TOOLS = ("function", "custom")
+# A freeform tool as a function: the model writes the tool's whole input as one string.
+CUSTOM_PARAMETERS: dict[str, Any] = {
+    "type": "object", "properties": {"input": {"type": "string", "description": "The tool's input, as free text."}},
+    "required": ["input"], "additionalProperties": False,
+}
 # Items with no neutral form that a translated request may leave out (they are the model's own scratch work).
 DROPPABLE_ITEMS = ("reasoning",)
 # Fields this module reads itself; everything else the client sent is in `ChatRequest.extra` (the key).
@@ -141,9 +152,9 @@ class _Items:
             arguments = item.get("arguments" if kind == "function_call" else "input", "")
             if not isinstance(arguments, str):
                 raise _fail(f"'{where}' arguments must be a string", where)
+            if kind == "custom_tool_call":
+                arguments = custom_arguments(arguments)
             self._assistant().tool_calls.append(ToolCall(id=call_id, name=name, arguments=arguments))
-            if kind != "function_call":
-                self.opaque.append({"at": len(self.messages), "sha256": _digest(item)})
         elif kind in ("function_call_output", "custom_tool_call_output"):
             call_id = item.get("call_id")
             if not isinstance(call_id, str) or not call_id:
@@ -180,6 +191,13 @@ def _tools(value: object) -> list[Tool]:
                      if k2 not in ("type", "name", "description", "parameters") and v is not None}
             tools.append(Tool(name=name, description=description if isinstance(description, str) else None,
                               parameters=parameters, extra=extra))
+        elif kind == "custom":
+            name = tool.get("name")
+            if not isinstance(name, str) or not name:
+                raise _fail(f"'{where}.name' must be a non-empty string", f"{where}.name")
+            extra = {k2: v for k2, v in tool.items() if k2 not in ("name", "description") and v is not None}
+            tools.append(Tool(name=name, description=_custom_description(tool), parameters=CUSTOM_PARAMETERS,
+                              extra=extra))
         elif isinstance(kind, str) and kind:
             name = tool.get("name")
             tools.append(Tool(name=name if isinstance(name, str) and name else kind,
@@ -188,6 +206,36 @@ def _tools(value: object) -> list[Tool]:
         else:
             raise _fail(f"'{where}.type' must be a string ('function', 'custom', 'web_search'...)", f"{where}.type")
     return tools
+
+
+def _custom_description(tool: Mapping[str, Any]) -> str | None:
+    description = tool.get("description") if isinstance(tool.get("description"), str) else None
+    fmt = tool.get("format")
+    if isinstance(fmt, dict) and fmt.get("type") == "grammar" and isinstance(fmt.get("definition"), str):
+        grammar = f"The input must follow this {fmt.get('syntax') or ''} grammar:\n{fmt['definition']}"
+        return f"{description}\n\n{grammar}" if description else grammar
+    return description
+
+
+def custom_arguments(text: str) -> str:
+    """A freeform tool's input as the arguments of its function form."""
+    return json.dumps({"input": text}, ensure_ascii=False)
+
+
+def custom_input(arguments: str) -> str:
+    """The freeform input back from a function-form call's arguments (the text itself if not that shape)."""
+    try:
+        value = json.loads(arguments)
+    except ValueError:
+        return arguments
+    return value["input"] if isinstance(value, dict) and isinstance(value.get("input"), str) else arguments
+
+
+def custom_tools(request: ChatRequest) -> frozenset[str]:
+    """Names of the request's custom (freeform) tools, whose calls render as `custom_tool_call` items."""
+    if request.protocol != "responses":
+        return frozenset()
+    return frozenset(t.name for t in request.tools if t.extra.get("type") == "custom")
 
 
 def _tool_choice(value: object) -> object:
@@ -274,6 +322,9 @@ def parse_responses_request(body: object, headers: Mapping[str, str]) -> ChatReq
     extra = uninterpreted("responses", body, INTERPRETED)
     if items.opaque:
         extra["input_items"] = items.opaque
+    sampling = _sampling(body)
+    if "reasoning_effort" in sampling:  # where translations to other protocols look for it (thinking budget)
+        extra["reasoning_effort"] = sampling["reasoning_effort"]
     return ChatRequest(
         messages=items.messages,
         model=model,
@@ -281,7 +332,7 @@ def parse_responses_request(body: object, headers: Mapping[str, str]) -> ChatReq
         stream=bool(stream),
         temperature=_number(body, "temperature", 0, 2),
         tools=_tools(body.get("tools")),
-        sampling=_sampling(body),
+        sampling=sampling,
         raw=body,
         passthrough_headers=_client_key(headers),
         extra=extra,
@@ -293,7 +344,7 @@ def native_only_reason(request: ChatRequest) -> str | None:
     if request.protocol != "responses":
         return None
     for tool in request.tools:
-        if tool.extra.get("type") not in (None, "function"):
+        if tool.extra.get("type") not in (None, *TRANSLATABLE_TOOLS):
             return f"tool type {tool.extra.get('type')!r} ({tool.name})"
     choice = request.sampling.get("tool_choice")
     if isinstance(choice, dict) and "type" in choice:
@@ -379,10 +430,12 @@ def to_responses_body(request: ChatRequest, model: str | None, stream: bool) -> 
     text: dict[str, Any] = {}
     if (fmt := _format_to_wire(sampling.get("response_format"))) is not None:
         text["format"] = fmt
-    if sampling.get("verbosity") is not None:
-        text["verbosity"] = sampling["verbosity"]
+    verbosity = sampling.get("verbosity", request.extra.get("verbosity"))
+    if verbosity is not None:
+        text["verbosity"] = verbosity
     if text:
         out["text"] = text
-    if sampling.get("reasoning_effort") is not None:
-        out["reasoning"] = {"effort": sampling["reasoning_effort"]}
+    effort = sampling.get("reasoning_effort", request.extra.get("reasoning_effort"))
+    if effort is not None:
+        out["reasoning"] = {"effort": effort}
     return out
