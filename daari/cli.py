@@ -1,4 +1,4 @@
-"""The `daari` command: `daari serve` and `daari eval routing`."""
+"""The `daari` command: `daari serve`, `daari eval routing` and `daari eval cache`."""
 
 from __future__ import annotations
 
@@ -56,8 +56,12 @@ def _root_cause(exc: BaseException) -> BaseException:
 
 
 def _eval(args: argparse.Namespace, rest: list[str]) -> int:
+    if args.suite == "cache":
+        from daari.eval.cache_eval import main as cache_main
+
+        return cache_main(rest)
     if args.suite != "routing":
-        print(f"daari: unknown eval suite {args.suite!r} (available: routing)", file=sys.stderr)
+        print(f"daari: unknown eval suite {args.suite!r} (available: routing, cache)", file=sys.stderr)
         return 2
     from daari.eval.routing_eval import main as routing_main
 
@@ -74,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--data-dir", default=None,
                        help="where the cache lives (default $XDG_DATA_HOME/daari, else ~/.local/share/daari)")
     evals = sub.add_parser("eval", help="run an evaluation against a running daari")
-    evals.add_argument("suite", help="routing")
+    evals.add_argument("suite", help="routing (against a running daari) or cache (offline, L1 verifier)")
     return parser
 
 

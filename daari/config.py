@@ -93,8 +93,25 @@ class L0Config:
 
 
 @dataclass
+class L1Config:
+    """The semantic cache (docs/caching.md, "L1"): embedding candidates, served only when verified."""
+
+    enabled: bool = True
+    similarity_threshold: float = 0.80  # cosine (all-MiniLM-L6-v2) a candidate must reach to be verified
+    verify: Literal["none", "lexical", "model"] = "lexical"
+    verify_tier: str | None = None  # verify: model asks this tier (None: the first configured tier)
+    max_entries: int = 100_000  # oldest entries are evicted past this
+    max_age_s: float = 7 * 24 * 3600.0  # entries older than this are never served and are evicted
+    embed_batch_size: int = 32  # concurrent embeddings gathered into one model batch
+    embed_batch_wait_ms: float = 2.0  # how long the first request of a batch waits for company
+    index_trees: int = 16  # annoy trees: more is better recall, larger index, slower build
+    rebuild_after: int = 2000  # new entries searched exactly before the annoy index is rebuilt with them
+
+
+@dataclass
 class CacheConfig:
     l0: L0Config = field(default_factory=L0Config)
+    l1: L1Config = field(default_factory=L1Config)
 
 
 @dataclass

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from daari.cpu_budget import inference_slot
 from daari.errors import DaariError, ModelNotInstalled
 from daari.models import SMOLLM2_PACKAGE, ModelPackage, locate
 from daari.protocol.chat import FinishReason
@@ -303,7 +304,8 @@ def generate_blocking(
             kwargs: dict[str, Any] = {loaded.cache_argument: cache, "use_cache": True}
             if cache is None and loaded.prefill_logits_argument:
                 kwargs[loaded.prefill_logits_argument] = 1
-            output = model(input_ids=inputs, **kwargs)
+            with inference_slot():  # one forward step; an embedding batch may run between two steps
+                output = model(input_ids=inputs, **kwargs)
             cache = output.cache if hasattr(output, "cache") else output.past_key_values
             logits = output.logits[0, -1].float()
             token = _choose_token(logits, settings, generator)

