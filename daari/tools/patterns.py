@@ -23,6 +23,8 @@ _POLITE_TAIL = re.compile(r"(?:[,\s]+(?:please|pls|thanks|thank you|now|for me|"
                           _FLAGS)
 _QUESTION_LEAD = re.compile(r"^(?:why|what|how|when|where|which|who|whose|does|do|did|is|are|was|were|should|"
                             r"shall|can i|could i|may i|explain|tell me (?:why|what|how))\b", _FLAGS)
+# Every pattern contains one of these: a message without any is no command (checked first, it is cheap).
+_KEYWORDS = ("git", "test", "lint", "build", "./", "prettier", "prettify", "format", "rename", "optimi")
 _IDENT = r"[A-Za-z_$][A-Za-z0-9_$]*"
 _PATH = r"[A-Za-z0-9_][A-Za-z0-9_./-]*"
 
@@ -114,6 +116,9 @@ def command_matches(message: str) -> list[CommandMatch]:
     """Every pattern the message matches, best first (ties keep PATTERNS order)."""
     text = message.strip()
     if not text or len(text) > MAX_MESSAGE_CHARS:
+        return []
+    lowered = text.lower()
+    if not any(word in lowered for word in _KEYWORDS):
         return []
     one_line = "\n" not in text and "\r" not in text
     request_form = bool(_POLITE_LEAD.match(text))  # "can you run the tests?" asks for an action
