@@ -39,6 +39,7 @@ class ResponseStore:
         self._conn.execute("pragma journal_mode=wal")
         self._conn.execute("create table if not exists responses (id text primary key, created_at real, "
                            "response text, input text)")
+        self._conn.execute("create index if not exists responses_by_age on responses (created_at)")
         self._conn.commit()
 
     def get(self, response_id: str) -> StoredResponse | None:
@@ -51,8 +52,9 @@ class ResponseStore:
         self._conn.execute("insert or replace into responses values (?, ?, ?, ?)",
                            (response_id, time.time(), json.dumps(stored.response, ensure_ascii=False),
                             json.dumps(stored.input_items, ensure_ascii=False)))
-        self._conn.execute("delete from responses where id not in "
-                           "(select id from responses order by created_at desc limit ?)", (self.keep,))
+        # The oldest rows past `keep` (the index makes this a short scan from the old end).
+        self._conn.execute("delete from responses where id in (select id from responses order by created_at "
+                           "desc limit -1 offset ?)", (self.keep,))
         self._conn.commit()
 
     def delete(self, response_id: str) -> bool:
