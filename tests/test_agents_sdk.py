@@ -10,8 +10,7 @@ from pathlib import Path
 
 import openai
 import pytest
-from agents import Agent, Runner, function_tool, set_tracing_disabled
-from agents.models.openai_responses import OpenAIResponsesModel
+from agents import Agent, Runner, function_tool, set_default_openai_client, set_tracing_disabled
 
 from tests.fakes.openai_upstream import FakeOpenAI
 from tests.fakes.responses_upstream import FakeResponses
@@ -45,10 +44,10 @@ def setup(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Setup]:
 
 
 def agent(url: str) -> Agent:
+    """An agent in the SDK's default set-up: a model name, the default client pointed at daari."""
     client = openai.AsyncOpenAI(base_url=url + "/v1", api_key="sk-test-not-a-real-key", max_retries=0)
-    # The SDK's default model class (what `Agent(model="...")` uses with an OpenAI provider).
-    return Agent(name="weather", instructions="Answer with the tool.", tools=[get_weather],
-                 model=OpenAIResponsesModel(model="tools", openai_client=client))
+    set_default_openai_client(client, use_for_tracing=False)
+    return Agent(name="weather", instructions="Answer with the tool.", tools=[get_weather], model="tools")
 
 
 def test_agent_tool_loop_non_stream(setup: Setup) -> None:
@@ -58,7 +57,8 @@ def test_agent_tool_loop_non_stream(setup: Setup) -> None:
     assert "sunny in example" in result.final_output
     expected = "/v1/responses" if isinstance(setup.fake, FakeResponses) else "/v1/chat/completions"
     assert [r.path for r in setup.fake.requests] == [expected, expected]
-    assert result.raw_responses[-1].response_id is not None
+    # The SDK spoke the Responses API to daari (its default), and got daari's response ids back.
+    assert all(r.response_id and r.response_id.startswith("resp_") for r in result.raw_responses)
 
 
 def test_agent_tool_loop_streamed(setup: Setup) -> None:
