@@ -373,6 +373,7 @@ def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None
 
 def config_from_dict(data: dict[str, Any]) -> Config:
     config: Config = _build(Config, data, "")
+    config.data_dir = os.path.expanduser(config.data_dir)  # "~/..." as a user writes it in daari.yaml
     for name, tier in config.tiers.items():
         if tier.executor != "embedded" and not tier.base_url:
             raise ConfigError(f"tiers.{name}: executor '{tier.executor}' needs base_url")
@@ -410,7 +411,7 @@ def redacted(config: Config) -> dict[str, Any]:
             return [scrub(v) for v in node]
         return node
 
-    data = scrub(dataclasses.asdict(config))
+    data: dict[str, Any] = scrub(dataclasses.asdict(config))
     for name, tier in config.tiers.items():
         data["tiers"][name]["api_key_set"] = bool(tier.api_key())
     data["active_tiers"] = config.configured_tiers()

@@ -39,7 +39,7 @@ HELP = {
     "breaker_consecutive_failures": "Consecutive failures the tier's circuit breaker has counted.",
 }
 
-prometheus_client.disable_created_metrics()  # *_created series only add noise to a local proxy's page
+prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]  # *_created series only add noise to a local proxy's page
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from daari.errors import ConfigError
     ({"server": {"allowed_hosts": ["ok", 3]}}, "server.allowed_hosts[1]"),
     ({"server": {"allowed_origins": "https://one.example"}}, "server.allowed_origins"),
     ({"actors": {"mailbox_size": 0}}, "actors.mailbox_size"),
-    ({"cache": {"l0": {"lru_entries": -5}}}, "cache.l0.lru_entries"),
+    ({"cache": {"l0": {"memory_mb": -5}}}, "cache.l0.memory_mb"),
     ({"confidence": {"l3_min": 1.5}}, "confidence.l3_min"),
     ({"confidence": {"logprob_floor": 1}}, "confidence.logprob_floor"),
 ])

@@ -43,9 +43,11 @@ async def test_data_dir_and_every_file_in_it_are_private(tmp_path: Path, caplog:
                 reply = await client.post("/v1/chat/completions", json={
                     "model": "good", "messages": [{"role": "user", "content": "a private prompt"}]})
                 assert reply.status_code == 200
+                stored = await client.post("/v1/responses", json={"model": "good", "input": "a private prompt"})
+                assert stored.status_code == 200
                 data = tmp_path / "data"
                 files = sorted(p.name for p in data.iterdir())
-                assert {"l0.sqlite", "l0.sqlite-wal", "l0.sqlite-shm"} <= set(files)
+                assert {"l0.sqlite", "l0.sqlite-wal", "l0.sqlite-shm", "responses.sqlite"} <= set(files)
                 assert mode(data) == 0o700
                 for name in files:
                     assert mode(data / name) == 0o600, name

@@ -19,6 +19,8 @@ from typing import Any
 
 import trio
 
+from daari.datadir import private_file
+
 
 @dataclass(frozen=True)
 class StoredResponse:
@@ -33,7 +35,7 @@ class StoredResponse:
 
 class ResponseStore:
     def __init__(self, path: Path, keep: int) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_file(path)  # stored responses hold prompts and answers: 0600 in a 0700 directory
         self.keep = keep
         self._conn = sqlite3.connect(str(path), check_same_thread=False)
         self._conn.execute("pragma journal_mode=wal")

@@ -11,6 +11,8 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
+from daari.datadir import private_file
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS ccs (
     key TEXT PRIMARY KEY,
@@ -43,7 +45,7 @@ class CcsEntry:
 
 class CcsStore:
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_file(path)  # command output can hold secrets: 0600 in a 0700 directory
         self.db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute(_SCHEMA)
