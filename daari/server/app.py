@@ -217,8 +217,10 @@ class DaariApp:
             return
         if scope["type"] != "http":
             return
-        cors = guard.cors_headers(self.policy, header_map(scope))
-        req = Request(self.rt, scope, receive, _adding_headers(send, cors) if cors else send)
+        req = Request(self.rt, scope, receive, send)
+        cors = guard.cors_headers(self.policy, req.headers)
+        if cors:
+            req.send = _adding_headers(send, cors)
         try:
             if guard.is_preflight(scope["method"], req.headers):
                 await self._preflight(req)
