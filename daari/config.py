@@ -35,6 +35,8 @@ class ServerConfig:
     port: Annotated[int, Ge(0), Le(65535)] = 8787  # 0: any free port
     max_body_bytes: Annotated[int, Ge(1)] = 8 * 1024 * 1024
     grace_period_s: float = 10.0  # SIGINT/SIGTERM: in-flight requests get this long, then are cancelled
+    # Request bodies at least this large are decoded, validated and hashed on a worker thread (0: never).
+    thread_parse_bytes: int = 256 * 1024
     # Host header names accepted besides the loopback names and the bound address ("*": any; DNS rebinding).
     allowed_hosts: list[str] = field(default_factory=list)
     # Browser origins allowed to call daari (CORS); a request with any other Origin gets 403.

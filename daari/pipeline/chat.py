@@ -66,7 +66,7 @@ class ChatTurn:
         try:
             if not self.cache_on:
                 return False  # no key needed: nothing is read or stored
-            self.key = l0_key(self.request, self.controls.tier_override, self.partition).digest
+            self.key = self.key or self.cache_key()  # precomputed on a worker thread for a large body
             entry = await self.cache.get(self.key)
             if entry is None:
                 return False
@@ -77,6 +77,10 @@ class ChatTurn:
             log.exception("L0 lookup failed")
             await self._fail(DaariError("internal error in daari; see the server log"))
         return True
+
+    def cache_key(self) -> str:
+        """The request's L0 key (normalize + canonical JSON + SHA-256): pure, so it may run on a thread."""
+        return l0_key(self.request, self.controls.tier_override, self.partition).digest
 
     async def run(self) -> None:
         """Everything after an L0 miss (steps 4-14)."""

@@ -11,6 +11,7 @@ from actors.hub import Hub
 from daari.cache.l0_memory import L0Memory
 from daari.config import Config
 from daari.metrics import Metrics
+from daari.pipeline.body_work import BodyWork
 from daari.pipeline.decision import RoutingDecision
 from daari.pipeline.shortcuts import ShortcutTier
 from daari.responses.store import ResponseArchive
@@ -34,6 +35,8 @@ class Runtime:
     # One RoutingDecision per request is published here (pipeline/record.py); subscribers: log line,
     # metrics (pipeline/decision_subscribers.py), decision log, live tail, shadow sampler.
     decisions: Hub[RoutingDecision] = field(default_factory=lambda: Hub(default_buffer=256))
+    # Decoding, validating and hashing large request bodies on worker threads (server.thread_parse_bytes).
+    body_work: BodyWork = field(default_factory=lambda: BodyWork(256 * 1024))
     # The HMAC key of the cache partitions when a tier forwards client keys; None: one shared partition.
     partition_secret: bytes | None = None
 

@@ -15,10 +15,11 @@ import trio
 from actors.executor_actor import ListModels, TierStatus
 from daari.cache.partition import cache_partition
 from daari.config import redacted
-from daari.errors import DaariError, InvalidRequest, MethodNotAllowed, NotFound
-from daari.jsonio import dumps, loads
+from daari.errors import DaariError, MethodNotAllowed, NotFound
+from daari.jsonio import dumps
 from daari.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from daari.metrics import Sample
+from daari.pipeline.body_work import decode_json
 from daari.pipeline.chat import ChatTurn
 from daari.pipeline.controls import parse_controls
 from daari.pipeline.record import DecisionRecorder
@@ -58,12 +59,11 @@ class Request:
                            else RESPONSES if self.path.startswith(("/v1/responses", "/responses")) else OPENAI)
         self.decision_logged = False  # a chat request's routing decision already logged its refusal
 
+    async def raw_body(self) -> bytes:
+        return await read_body(self.receive, self.headers, self.rt.config.server.max_body_bytes)
+
     async def json_body(self) -> Any:
-        body = await read_body(self.receive, self.headers, self.rt.config.server.max_body_bytes)
-        try:
-            return loads(body)
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise InvalidRequest(f"request body is not valid JSON: {exc}") from None
+        return decode_json(await self.raw_body())
 
     async def error(self, err: DaariError, headers: dict[str, str] | None = None) -> None:
         status, body = self.wire.render_error(err)
@@ -82,10 +82,13 @@ async def serve_chat(req: Request, wire: Wire, out: Sink,
     """Parse the body (after `prepare`, which may rewrite it) and run the pipeline, recording the decision."""
     recorder = DecisionRecorder(req.rt.decisions, wire.name, req.headers)
     try:
-        body = await req.json_body()
+        raw = await req.raw_body()
+        work = req.rt.body_work
+        heavy = work.heavy(len(raw))  # a large body is decoded, validated and hashed off the event loop
+        body = await work.run(heavy, decode_json, raw)
         if prepare is not None:
             body = await prepare(body)
-        request = wire.parse(body, req.headers)
+        request = await work.run(heavy, wire.parse, body, req.headers)
         request.query_string = req.scope.get("query_string", b"").decode("latin-1")
         controls = parse_controls(req.headers)
         partition = cache_partition(req.rt.partition_secret, req.headers)
@@ -98,6 +101,8 @@ async def serve_chat(req: Request, wire: Wire, out: Sink,
         raise
     sink = recorder.parsed(request, out)
     turn = ChatTurn(req.rt, request, controls, wire, sink, req.headers, partition)
+    if heavy and turn.cache_on:
+        turn.key = await work.run(heavy, turn.cache_key)
     with recorder.recording(turn.meta):
         if await turn.serve_from_cache():
             return  # an L0 hit waits on nothing external: no disconnect watcher needed

@@ -26,6 +26,7 @@ from daari.datadir import load_secret
 from daari.errors import StartupError
 from daari.executors.base import Executor
 from daari.executors.registry import make_executors
+from daari.pipeline.body_work import BodyWork
 from daari.pipeline.decision_subscribers import start_decision_subscribers
 from daari.pipeline.decision_summary import log_summaries
 from daari.pipeline.runtime import Runtime
@@ -94,7 +95,7 @@ async def run_server(config: Config, *, handle_signals: bool = False,
         config=config, cache=cache, executor=executor, health=health,
         tools_capable={t: ex.supports_tools for t, ex in executors.items()},
         executor_kinds={t: ex.kind for t, ex in executors.items()},
-        l0_memory=l0_memory(config),
+        l0_memory=l0_memory(config), body_work=BodyWork(config.server.thread_parse_bytes),
         responses=ResponseArchive(Path(config.data_dir) / "responses.sqlite", config.responses.keep),
     )
     if config.rules.enabled:

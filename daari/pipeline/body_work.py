@@ -1,0 +1,43 @@
+"""CPU off the event loop: a large request body is decoded, validated and hashed on a worker thread.
+
+Below `server.thread_parse_bytes` the work runs inline (a thread hop costs more than parsing a small body);
+at or above it, on a worker thread under a limiter, so that one 8 MiB body does not stall every open
+stream and every cached answer while it is parsed (bench/large_bodies.py, docs/performance.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import trio
+
+from daari.errors import InvalidRequest
+from daari.jsonio import loads
+
+T = TypeVar("T")
+
+THREADS = 2  # bodies parsed at once off the loop; more only queue for the same two cores
+
+
+class BodyWork:
+    def __init__(self, threshold_bytes: int, threads: int = THREADS) -> None:
+        self.threshold_bytes = threshold_bytes
+        self.limiter = trio.CapacityLimiter(threads)
+
+    def heavy(self, size: int) -> bool:
+        """Whether a body of `size` bytes is worth a worker thread (0 turns threads off)."""
+        return 0 < self.threshold_bytes <= size
+
+    async def run(self, heavy: bool, fn: Callable[..., T], *args: Any) -> T:
+        """`fn(*args)`, on a worker thread when `heavy`. The thread finishes even if the client leaves."""
+        if not heavy:
+            return fn(*args)
+        return await trio.to_thread.run_sync(fn, *args, limiter=self.limiter)
+
+
+def decode_json(raw: bytes) -> Any:
+    try:
+        return loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InvalidRequest(f"request body is not valid JSON: {exc}") from None
