@@ -194,3 +194,17 @@ async def test_websocket_handshakes_go_through_the_guard(tmp_path: Path, monkeyp
         # Past the guard there is no tail route yet: a 404, which proves the guard let it through.
         allowed = await _handshake(server.url, f"127.0.0.1:{port}", token)
         assert allowed.startswith(b"HTTP/1.1 404")
+
+
+async def test_off_loopback_with_a_token_starts_and_demands_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DAARI_TEST_TOKEN", "daari-token-0123456789")
+    config = make_config(tmp_path, tiers={"L3": upstream_tier("openai", "http://127.0.0.1:9/v1")},
+                         server={"host": "0.0.0.0", "token_env": "DAARI_TEST_TOKEN", "allowed_hosts": ["devbox.lan"]})
+    async with daari_server(config) as server:
+        port = server.url.rsplit(":", 1)[1]
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as client:
+            assert (await client.get("/v1/daari/config")).status_code == 401
+            token = {"x-daari-token": "daari-token-0123456789"}
+            assert (await client.get("/v1/daari/config", headers=token)).status_code == 200
+            assert (await client.get("/v1/daari/config", headers={**token, "host": "devbox.lan"})).status_code == 200
+            assert (await client.get("/v1/daari/config", headers={**token, "host": "0.0.0.0"})).status_code == 403
