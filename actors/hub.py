@@ -42,6 +42,13 @@ class Subscription(Generic[T]):
         except trio.ClosedResourceError:
             raise trio.EndOfChannel from None
 
+    def receive_nowait(self) -> T:
+        """The next queued item without waiting (batching readers); `trio.WouldBlock` when none is queued."""
+        try:
+            return self._receive.receive_nowait()
+        except trio.ClosedResourceError:
+            raise trio.EndOfChannel from None
+
     def __aiter__(self) -> AsyncIterator[T]:
         return self._items()
 

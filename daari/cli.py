@@ -9,6 +9,8 @@ import sys
 from typing import Any
 
 from daari.errors import ConfigError, DaariError, StartupError
+from daari.observe.commands import add_parsers as add_observe_parsers
+from daari.observe.commands import run_report, run_tail
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -79,6 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="where the cache lives (default $XDG_DATA_HOME/daari, else ~/.local/share/daari)")
     evals = sub.add_parser("eval", help="run an evaluation against a running daari")
     evals.add_argument("suite", help="routing (against a running daari) or cache (offline, L1 verifier)")
+    add_observe_parsers(sub)
     return parser
 
 
@@ -95,6 +98,10 @@ def main(argv: list[str] | None = None) -> int:
         if rest:
             parser.error(f"unrecognized arguments: {' '.join(rest)}")
         return _serve(args)
+    if args.command in ("tail", "report"):
+        if rest:
+            parser.error(f"unrecognized arguments: {' '.join(rest)}")
+        return run_tail(args) if args.command == "tail" else run_report(args)
     return _eval(args, rest)
 
 

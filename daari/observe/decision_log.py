@@ -74,3 +74,18 @@ class DecisionLogStore:
 
     def close(self) -> None:
         self.conn.close()
+
+
+def read_rows(path: Path, since_ts: float) -> list[dict[str, Any]]:
+    """Rows since `since_ts` through a read-only connection (WAL: readers never block the writer)."""
+    if not path.exists():
+        return []
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        cursor = conn.execute("SELECT * FROM decisions WHERE time >= ? ORDER BY time", (since_ts,))
+        names = [d[0] for d in cursor.description]
+        return [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]
+    except sqlite3.OperationalError:  # no table yet: nothing was logged
+        return []
+    finally:
+        conn.close()

@@ -1,44 +1,49 @@
-"""A routing decision (its JSON) -> one decision-log row: flat columns, costs priced, no content."""
+"""A routing decision -> one decision-log row: flat columns, costs priced, no headers, prompt per policy."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
 from typing import Any
 
-# (tier, model, prompt_tokens, completion_tokens) -> estimated USD; see daari/pricing.py.
-CostFn = Callable[[str | None, str | None, int, int], float]
+from daari.config import PricingConfig
+from daari.pipeline.decision import RoutingDecision
+from daari.pricing import estimate_cost, frontier_cost
 
 
-def cache_level(decision: Mapping[str, Any]) -> str | None:
-    tier = decision.get("tier")
-    return str(tier) if tier in ("L0", "L1") else None
+def l1_verdict(details: dict[str, Any]) -> str | None:
+    """The L1 verifier's verdict as the report counts it: "accepted", "rejected", or None (L1 did not judge)."""
+    verdict = details.get("verdict")
+    if isinstance(verdict, str):
+        return verdict
+    if isinstance(verdict, dict) and "accepted" in verdict:
+        return "accepted" if verdict["accepted"] else "rejected"
+    if details.get("verified_by"):
+        return "accepted"
+    return None
 
 
-def decision_row(decision: Mapping[str, Any], cost: CostFn) -> dict[str, Any]:
-    details = decision.get("details") or {}
-    tier = decision.get("tier")
-    prompt_tokens = int(decision.get("prompt_tokens") or 0)
-    completion_tokens = int(decision.get("completion_tokens") or 0)
-    answered = tier is not None and not decision.get("error")
-    actual = cost(tier, decision.get("model"), prompt_tokens, completion_tokens) if answered else 0.0
-    at_l6 = cost("L6", None, prompt_tokens, completion_tokens) if answered else 0.0
-    verdict = details.get("verdict") or details.get("verifier_verdict")
-    if verdict is None and details.get("verified_by"):
-        verdict = "accepted"
+def decision_row(decision: RoutingDecision, pricing: PricingConfig) -> dict[str, Any]:
+    details = decision.details
+    prompt_tokens = decision.prompt_tokens or 0
+    completion_tokens = decision.completion_tokens or 0
+    answered = decision.tier is not None and decision.error is None
+    actual = (estimate_cost(pricing, decision.tier, decision.model, prompt_tokens, completion_tokens)
+              if answered else 0.0)
+    at_l6 = frontier_cost(pricing, prompt_tokens, completion_tokens) if answered else 0.0
+    similarity = details.get("similarity")
     return {
-        "request_id": decision["request_id"], "time": float(decision["time"]),
-        "protocol": decision.get("protocol"), "client": decision.get("client"),
-        "model": decision.get("model_requested"), "stream": int(bool(decision.get("stream"))),
-        "tier": tier, "task_type": decision.get("task_type"), "rule_id": decision.get("rule_id"),
-        "cache": decision.get("cache"), "cache_level": cache_level(decision),
-        "similarity": details.get("similarity"), "verdict": verdict,
-        "escalated_from": ",".join(decision.get("escalated_from") or ()) or None,
-        "attempts": json.dumps(decision.get("attempts") or [], separators=(",", ":")),
-        "agent_turn": int(bool(decision.get("agent_turn"))),
-        "latency_ms": decision.get("latency_ms"), "ttft_ms": decision.get("ttft_ms"),
+        "request_id": decision.request_id, "time": decision.time, "protocol": decision.protocol,
+        "client": decision.client, "model": decision.model_requested, "stream": int(decision.stream),
+        "tier": decision.tier, "task_type": decision.task_type, "rule_id": decision.rule_id,
+        "cache": decision.cache, "cache_level": decision.tier if decision.tier in ("L0", "L1") else None,
+        "similarity": float(similarity) if isinstance(similarity, int | float) else None,
+        "verdict": l1_verdict(details),
+        "escalated_from": ",".join(decision.escalated_from) or None,
+        "attempts": json.dumps([{"tier": a.tier, "outcome": a.outcome, "confidence": a.confidence,
+                                 "error": a.error} for a in decision.attempts], separators=(",", ":")),
+        "agent_turn": int(decision.agent_turn), "latency_ms": decision.latency_ms, "ttft_ms": decision.ttft_ms,
         "input_tokens": prompt_tokens, "output_tokens": completion_tokens,
         "cost_usd": round(actual, 8), "cost_l6_usd": round(at_l6, 8), "saved_usd": round(at_l6 - actual, 8),
-        "status": decision.get("status"), "error": decision.get("error"),
-        "prompt_hash": decision.get("prompt_hash"), "prompt": decision.get("prompt"),
+        "status": decision.status, "error": decision.error,
+        "prompt_hash": decision.prompt_hash, "prompt": decision.prompt,
     }

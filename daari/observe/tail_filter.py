@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Protocol
 from urllib.parse import parse_qs
 
 FILTER_KEYS = ("tier", "agent", "cache", "protocol")
@@ -14,6 +13,19 @@ class FilterError(ValueError):
     pass
 
 
+class Decision(Protocol):
+    """What a filter reads of a routing decision (daari.pipeline.decision.RoutingDecision has it)."""
+
+    @property
+    def tier(self) -> str | None: ...
+    @property
+    def agent_turn(self) -> bool: ...
+    @property
+    def cache(self) -> str: ...
+    @property
+    def protocol(self) -> str: ...
+
+
 @dataclass(frozen=True)
 class TailFilter:
     tiers: frozenset[str] = frozenset()
@@ -21,14 +33,15 @@ class TailFilter:
     cache: frozenset[str] = frozenset()
     protocols: frozenset[str] = frozenset()
 
-    def matches(self, decision: Mapping[str, Any]) -> bool:
-        if self.tiers and decision.get("tier") not in self.tiers:
+    def matches(self, decision: Decision) -> bool:
+        """Runs in the publishing request's task for every decision: attribute reads only, no copies."""
+        if self.tiers and decision.tier not in self.tiers:
             return False
-        if self.agent is not None and bool(decision.get("agent_turn")) != self.agent:
+        if self.agent is not None and decision.agent_turn != self.agent:
             return False
-        if self.cache and decision.get("cache") not in self.cache:
+        if self.cache and decision.cache not in self.cache:
             return False
-        return not (self.protocols and decision.get("protocol") not in self.protocols)
+        return not (self.protocols and decision.protocol not in self.protocols)
 
 
 def _values(query: dict[str, list[str]], key: str) -> frozenset[str]:

@@ -86,6 +86,8 @@ class RoutingDecision:
     prompt_tokens: int | None
     completion_tokens: int | None
     details: dict[str, Any] = field(default_factory=dict)  # what a shortcut tier reported
+    prompt_hash: str | None = None  # log.prompts hash|full: keyed hash of the last user message
+    prompt: str | None = None  # log.prompts full only; never in to_json (the tail and metrics never see it)
 
     @property
     def cache_hit(self) -> bool:
@@ -105,6 +107,7 @@ class RoutingDecision:
             "warning": self.warning, "error": self.error, "latency_ms": self.latency_ms,
             "ttft_ms": self.ttft_ms, "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens, "details": dict(self.details),
+            "prompt_hash": self.prompt_hash,
         }
 
 
@@ -118,6 +121,8 @@ class RequestFacts:
     client: str
     model_requested: str | None = None
     stream: bool = False
+    prompt_hash: str | None = None
+    prompt: str | None = None
 
 
 def decide(facts: RequestFacts, meta: Meta, *, status: int, latency_ms: float, ttft_ms: float | None,
@@ -134,5 +139,5 @@ def decide(facts: RequestFacts, meta: Meta, *, status: int, latency_ms: float, t
         warning=meta.warning, error=meta.error or error, latency_ms=latency_ms, ttft_ms=ttft_ms,
         prompt_tokens=usage.prompt_tokens if usage is not None else None,
         completion_tokens=usage.completion_tokens if usage is not None else None,
-        details=dict(meta.details),
+        details=dict(meta.details), prompt_hash=facts.prompt_hash, prompt=facts.prompt,
     )

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -62,8 +62,10 @@ class RecordingSink:
 class DecisionRecorder:
     """One per chat request, created when it arrives; publishes its decision to `hub` exactly once."""
 
-    def __init__(self, hub: Hub[RoutingDecision], protocol: str, headers: Mapping[str, str]) -> None:
+    def __init__(self, hub: Hub[RoutingDecision], protocol: str, headers: Mapping[str, str],
+                 describe_prompt: Callable[[ChatRequest], tuple[str | None, str | None]] | None = None) -> None:
         self.hub = hub
+        self.describe_prompt = describe_prompt
         self.started = time.perf_counter()
         self.facts = RequestFacts(request_id=new_request_id(), time=time.time(), protocol=protocol,
                                   client=client_family(headers.get("user-agent")))
@@ -72,8 +74,10 @@ class DecisionRecorder:
 
     def parsed(self, request: ChatRequest, sink: Sink) -> RecordingSink:
         """The request is valid: note what it asked for; returns the sink the pipeline must write to."""
+        prompt_hash, prompt = self.describe_prompt(request) if self.describe_prompt is not None else (None, None)
         self.facts = RequestFacts(self.facts.request_id, self.facts.time, self.facts.protocol, self.facts.client,
-                                  model_requested=request.model or None, stream=request.stream)
+                                  model_requested=request.model or None, stream=request.stream,
+                                  prompt_hash=prompt_hash, prompt=prompt)
         self.sink = RecordingSink(sink, self.facts.request_id)
         return self.sink
 

@@ -6,6 +6,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+import trio
+
 from actors import Address, Health
 from actors.hub import Hub
 from daari.cache.l0_memory import L0Memory
@@ -39,6 +41,11 @@ class Runtime:
     body_work: BodyWork = field(default_factory=lambda: BodyWork(256 * 1024))
     # The HMAC key of the cache partitions when a tier forwards client keys; None: one shared partition.
     partition_secret: bytes | None = None
+    # The key of the decision log's prompt hashes (log.prompts: hash), from the data dir.
+    log_secret: bytes | None = None
+    # Set when daari starts shutting down: live tails close at once instead of holding the grace period.
+    stopping: trio.Event = field(default_factory=trio.Event)
+    tail_subscribers: int = 0  # open live-tail websockets, for /metrics
 
     def __post_init__(self) -> None:
         if self.decisions.on_drop is None:

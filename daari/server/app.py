@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
+from urllib.parse import parse_qs
 
 import trio
 
@@ -20,6 +21,7 @@ from daari.jsonio import dumps
 from daari.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from daari.metrics import Sample
 from daari.pipeline.body_work import decode_json
+from daari.observe.prompt_record import prompt_fields
 from daari.pipeline.chat import ChatTurn
 from daari.pipeline.controls import parse_controls
 from daari.pipeline.record import DecisionRecorder
@@ -27,7 +29,7 @@ from daari.pipeline.runtime import Runtime
 from daari.pipeline.sink import Sink
 from daari.protocol import anthropic_render, anthropic_wire, openai_render
 from daari.protocol.wire import ANTHROPIC, OPENAI, RESPONSES, Wire
-from daari.server import guard, responses_routes
+from daari.server import guard, observe_routes, responses_routes
 from daari.server.asgi_io import (
     AsgiSink,
     ClientDisconnected,
@@ -41,6 +43,7 @@ from daari.server.asgi_io import (
     watch_disconnect,
 )
 from daari.server.refusals import record_refusal
+from daari.server.tail import tail
 
 log = logging.getLogger("daari.server")
 
@@ -80,7 +83,9 @@ async def chat(req: Request) -> None:
 async def serve_chat(req: Request, wire: Wire, out: Sink,
                      prepare: Callable[[Any], Awaitable[Any]] | None = None) -> None:
     """Parse the body (after `prepare`, which may rewrite it) and run the pipeline, recording the decision."""
-    recorder = DecisionRecorder(req.rt.decisions, wire.name, req.headers)
+    rt = req.rt
+    recorder = DecisionRecorder(rt.decisions, wire.name, req.headers,
+                                lambda request: prompt_fields(rt.config.log.prompts, rt.log_secret, request))
     try:
         raw = await req.raw_body()
         work = req.rt.body_work
@@ -181,6 +186,7 @@ async def metrics(req: Request) -> None:
             samples.append(Sample("breaker_half_open", 1.0 if breaker["state"] == "half_open" else 0.0,
                                   {"tier": tier}))
             samples.append(Sample("breaker_consecutive_failures", breaker["consecutive_failures"], {"tier": tier}))
+    samples.append(Sample("tail_subscribers", req.rt.tail_subscribers))
     body = req.rt.metrics.render(samples)
     await req.send({"type": "http.response.start", "status": 200,
                     "headers": [(b"content-type", METRICS_CONTENT_TYPE.encode())]})
@@ -200,12 +206,14 @@ ROUTES: dict[str, dict[str, Handler]] = {
     "/healthz": {"GET": healthz},
     "/v1/daari/config": {"GET": config},
     "/metrics": {"GET": metrics},
+    "/ui": {"GET": observe_routes.ui},
+    "/v1/daari/report": {"GET": observe_routes.report},
 }
 
 
 # Websocket routes (the live tail will be /v1/daari/tail): each runs only after `guard.check_websocket`.
 WebsocketHandler = Callable[[Runtime, Scope, Receive, Send], Awaitable[None]]
-WEBSOCKET_ROUTES: dict[str, WebsocketHandler] = {}
+WEBSOCKET_ROUTES: dict[str, WebsocketHandler] = {"/v1/daari/tail": tail}
 
 
 class DaariApp:
@@ -266,7 +274,8 @@ class DaariApp:
     async def _websocket(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = header_map(scope)
         try:
-            guard.check_websocket(self.policy, headers)
+            query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+            guard.check_websocket(self.policy, headers, (query.get("token") or [None])[0])
             handler = WEBSOCKET_ROUTES.get(scope["path"].rstrip("/"))
             if handler is None:
                 raise NotFound(f"no websocket route at {scope['path']}")

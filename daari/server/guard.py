@@ -74,10 +74,22 @@ def check_host(policy: GuardPolicy, headers: Mapping[str, str]) -> None:
         raise Forbidden(f"Host {host_name(host)!r} is not allowed; add it to server.allowed_hosts")
 
 
+def same_origin(headers: Mapping[str, str]) -> bool:
+    """The page that sends the request was served by this daari (its own /ui): Origin names the Host itself.
+
+    Safe because `check_host` runs first: the Host is one of ours, so no rebinding name can be that origin.
+    """
+    origin, host = headers.get("origin"), headers.get("host")
+    if origin is None or host is None:
+        return False
+    scheme, _, rest = origin.strip().lower().rstrip("/").partition("://")
+    return scheme in ("http", "https") and rest == host.strip().lower()
+
+
 def check_origin(policy: GuardPolicy, headers: Mapping[str, str]) -> None:
-    """A browser names the page that sends the request; tools and SDKs send no Origin."""
+    """A browser names the page that sends the request; tools and SDKs send no Origin. daari's own page may call."""
     origin = headers.get("origin")
-    if origin is not None and origin.rstrip("/").lower() not in policy.allowed_origins:
+    if origin is not None and origin.rstrip("/").lower() not in policy.allowed_origins and not same_origin(headers):
         raise Forbidden(f"Origin {origin!r} is not allowed; add it to server.allowed_origins")
 
 
@@ -105,10 +117,16 @@ def check_http(policy: GuardPolicy, method: str, headers: Mapping[str, str]) -> 
     check_json_body(method, headers)
 
 
-def check_websocket(policy: GuardPolicy, headers: Mapping[str, str]) -> None:
-    """For a websocket handshake: browsers do not apply CORS to websockets, so Origin matters even more."""
+def check_websocket(policy: GuardPolicy, headers: Mapping[str, str], query_token: str | None = None) -> None:
+    """For a websocket handshake: browsers do not apply CORS to websockets, so Origin matters even more.
+
+    A browser cannot set headers on a websocket, so the token may also come as `?token=` (daari's own page).
+    """
     check_host(policy, headers)
     check_origin(policy, headers)
+    if query_token is not None and policy.token is not None and \
+            hmac.compare_digest(query_token.encode(), policy.token.encode()):
+        return
     check_token(policy, headers)
 
 

@@ -35,6 +35,7 @@ from daari.responses.store import ResponseArchive
 from daari.rules.tier import RulesTier
 from daari.server.app import DaariApp
 from daari.server.guard import GuardPolicy, require_token_off_loopback
+from daari.server.observers import start_observers
 from daari.tools.tiers import CcsTier, ToolService, ToolTier
 
 log = logging.getLogger("daari")
@@ -102,7 +103,7 @@ async def run_server(config: Config, *, handle_signals: bool = False,
         rt.shortcuts["L2"] = RulesTier(config.rules)
     db_path = Path(config.data_dir) / "l0.sqlite"
     memory = rt.l0_memory
-    shutdown = trio.Event()
+    shutdown = rt.stopping  # live tails close on it rather than holding the grace period
     async with trio.open_nursery() as actors:
         l0 = config.cache.l0
         await actors.start(supervise, lambda: CacheActor(db_path, memory, max_disk_bytes=_mb(l0.max_disk_mb),
@@ -110,6 +111,7 @@ async def run_server(config: Config, *, handle_signals: bool = False,
                            cache_inbox, health, policy)
         await actors.start(supervise, lambda: ExecutorActor(executors), executor_inbox, health, policy)
         await start_decision_subscribers(actors, rt.decisions, rt.metrics)
+        await start_observers(actors, rt)
         if config.log.summary_interval_s > 0:
             await actors.start(log_summaries, rt.decisions, config.log.summary_interval_s)
         if forwards_client_keys(config):
