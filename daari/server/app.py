@@ -20,8 +20,8 @@ from daari.errors import DaariError, MethodNotAllowed, NotFound
 from daari.jsonio import dumps
 from daari.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from daari.metrics import Sample
-from daari.pipeline.body_work import decode_json
 from daari.observe.prompt_record import prompt_fields
+from daari.pipeline.body_work import decode_json
 from daari.pipeline.chat import ChatTurn
 from daari.pipeline.controls import parse_controls
 from daari.pipeline.record import DecisionRecorder
