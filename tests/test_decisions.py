@@ -11,6 +11,8 @@ import pytest
 import trio
 
 from daari.pipeline.decision import RoutingDecision
+from daari.pipeline.shortcuts import ShortcutQuery, ShortcutResult
+from daari.protocol.chat import Completion
 from tests.fakes.openai_upstream import FakeOpenAI
 from tests.fakes.serving import serve_app
 from tests.support import daari_server, make_config, upstream_tier
@@ -112,3 +114,54 @@ async def test_a_stalled_subscriber_is_dropped_and_never_slows_requests(tmp_path
     assert statuses == [200] * 4
     assert stalled.lagged and "stalled" not in server.runtime.decisions.subscribers
     assert 'daari_decision_subscribers_dropped_total{subscriber="stalled"} 1' in metrics
+
+
+async def test_requests_refused_by_the_guard_are_decisions_too(tmp_path: Path) -> None:
+    config = make_config(tmp_path)
+    async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url) as client:
+        with server.runtime.decisions.subscribe("test") as sub:
+            rebinding = await client.post("/v1/chat/completions", json=CHAT, headers={"host": "evil.example"})
+            foreign = await next_decision(sub)
+            plain = await client.post("/v1/messages", content=b"{}", headers={"content-type": "text/plain"})
+            not_json = await next_decision(sub)
+            health = await client.get("/healthz", headers={"host": "evil.example"})  # not a chat route
+            assert health.status_code == 403
+            with pytest.raises(trio.WouldBlock):  # published before the answer is sent, if at all
+                sub.receive_nowait()
+    assert rebinding.status_code == 403 and (foreign.status, foreign.protocol) == (403, "openai")
+    assert plain.status_code == 415 and (not_json.status, not_json.protocol) == (415, "anthropic")
+    assert foreign.error is not None and not_json.error is not None
+
+
+class JudgingL1:
+    """A shortcut tier that answers "ping" with its own judgement and declines anything else, saying why."""
+
+    name = "L1"
+    serves_agent_turns = False
+
+    async def answer(self, query: ShortcutQuery) -> ShortcutResult | None:
+        if query.request.messages[-1].content == "ping":
+            return ShortcutResult("L1", Completion(text="pong"), confidence=0.93, task_type="cache_hit",
+                                  rule_id="L1-sim", details={"similarity": 0.97, "verified_by": "lexical"})
+        return ShortcutResult("L1", None, confidence=0.0, details={"l1_declined": "numbers_differ"})
+
+    async def remember(self, query: ShortcutQuery, completion: Completion, tier: str) -> None:
+        return None
+
+
+async def test_a_shortcut_tiers_own_judgement_reaches_the_decision(tmp_path: Path) -> None:
+    fake = FakeOpenAI()
+    async with serve_app(fake) as upstream:
+        config = make_config(tmp_path, tiers={"L3": upstream_tier("openai", upstream + "/v1")})
+        async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url) as client:
+            server.runtime.shortcuts["L1"] = JudgingL1()
+            with server.runtime.decisions.subscribe("test") as sub:
+                await client.post("/v1/chat/completions", json={**CHAT, "messages": [{"role": "user",
+                                                                                      "content": "ping"}]})
+                answered = await next_decision(sub)
+                await client.post("/v1/chat/completions", json=CHAT)
+                declined = await next_decision(sub)
+    assert (answered.tier, answered.executor, answered.confidence, answered.rule_id) == ("L1", "shortcut", 0.93,
+                                                                                         "L1-sim")
+    assert answered.details == {"similarity": 0.97, "verified_by": "lexical"}
+    assert declined.tier == "L3" and declined.details == {"l1_declined": "numbers_differ"}

@@ -210,6 +210,7 @@ ROUTES: dict[str, dict[str, Handler]] = {
     "/v1/daari/report": {"GET": observe_routes.report},
 }
 
+CHAT_HANDLERS = (chat, responses_routes.create)  # the routes whose every request ends in a RoutingDecision
 
 # Websocket routes (the live tail will be /v1/daari/tail): each runs only after `guard.check_websocket`.
 WebsocketHandler = Callable[[Runtime, Scope, Receive, Send], Awaitable[None]]
@@ -238,9 +239,16 @@ class DaariApp:
             if guard.is_preflight(scope["method"], req.headers):
                 await self._preflight(req)
                 return
-            guard.check_http(self.policy, scope["method"], req.headers)
-            req.headers = guard.without_token(self.policy, req.headers)
             path = req.path.rstrip("/") or "/"
+            try:
+                guard.check_http(self.policy, scope["method"], req.headers)
+            except DaariError as err:
+                if ROUTES.get(path, {}).get(scope["method"]) in CHAT_HANDLERS:  # a refused chat request is a decision
+                    DecisionRecorder(self.rt.decisions, req.wire.name, req.headers).refused(
+                        err, req.wire.render_error(err)[0])
+                    req.decision_logged = True
+                raise
+            req.headers = guard.without_token(self.policy, req.headers)
             methods = ROUTES.get(path)
             if methods is None and path.startswith(("/v1/models/", "/models/")):
                 methods = {"GET": model}
