@@ -252,7 +252,7 @@ class ToolsConfig:
 
 @dataclass
 class ResponsesConfig:
-    keep: int = 10_000  # stored responses (store: true) kept for previous_response_id; oldest pruned
+    keep: Annotated[int, Ge(1)] = 10_000  # stored responses (store: true) kept for previous_response_id; oldest pruned
 
 
 def _default_tiers() -> dict[str, TierConfig]:

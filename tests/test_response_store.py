@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+import pytest
+
+from daari.config import config_from_dict
+from daari.errors import ConfigError
 from daari.responses.history import input_items, with_history
 from daari.responses.store import ResponseArchive, ResponseStore, StoredResponse
 
@@ -39,3 +44,15 @@ async def test_archive_runs_the_store_in_a_worker_thread(tmp_path: Path) -> None
     assert await archive.get("resp_1") == stored(1)
     assert await archive.delete("resp_1") and await archive.get("resp_1") is None
     archive.close()
+
+
+@pytest.mark.parametrize(("data", "message"), [
+    ({"responses": {"keep": 0}}, "responses.keep: "),
+    ({"tiers": {"L3": {"executor": "ollama", "base_url": "http://x", "wire_api": "responses"}}},
+     "tiers.L3: wire_api 'responses' is for executor 'openai' only"),
+    ({"tiers": {"L3": {"executor": "openai", "base_url": "http://x", "wire_api": "grpc"}}}, "tiers.L3.wire_api: "),
+])
+def test_responses_config_mistakes_name_their_key(data: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        config_from_dict(data)
+    assert str(caught.value).startswith(message)
