@@ -26,6 +26,7 @@ HELP = {
     "refused_total": "Requests refused before routing (bad body, unknown route, guard...), by code and status.",
     "escalations_total": "Answers below their tier's confidence threshold that escalated to the next tier.",
     "tier_failures_total": "Tier attempts that failed, by tier and error code.",
+    "cache_false_hits_avoided_total": "L1 candidates the verifier rejected (near-misses never served), by rule.",
     "cache_bypassed_total": "Requests routed without the cache because it failed, by operation (read, write).",
     "cache_write_failures_total": "Answers whose L0 disk write failed (disk full, read-only, locked).",
     "cache_write_queue_full_total": "Answers not cached because too many writes were pending.",

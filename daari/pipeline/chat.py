@@ -23,7 +23,7 @@ from daari.pipeline.judge import Judgement, judge
 from daari.pipeline.meta import Attempt, Meta
 from daari.pipeline.native_only import native_tiers
 from daari.pipeline.runtime import Runtime
-from daari.pipeline.shortcuts import ShortcutQuery, shortcut_tiers
+from daari.pipeline.shortcuts import SHORTCUT_ORDER, ShortcutQuery, shortcut_tiers
 from daari.pipeline.side_query import ask_tier
 from daari.pipeline.sink import Sink
 from daari.protocol.chat import ChatRequest, Completion
@@ -126,9 +126,12 @@ class ChatTurn:
         self.meta.classifier = "slm" if verdict is not None else "slm_fallback"
         return apply_verdict(heuristic, verdict)
 
+    def _shortcut_query(self, key: str) -> ShortcutQuery:
+        return ShortcutQuery(self.request, self.headers, key if self.cache_on else "",
+                             partition=self.partition, agent_turn=self.meta.agent_turn)
+
     async def _try_shortcuts(self, key: str) -> bool:
-        query = ShortcutQuery(self.request, self.headers, key if self.cache_on else "",
-                              partition=self.partition, agent_turn=self.meta.agent_turn)
+        query = self._shortcut_query(key)
         for tier in shortcut_tiers(self.meta.agent_turn, self.rt.shortcuts):
             shortcut = self.rt.shortcuts.get(tier)
             if shortcut is None:
@@ -263,8 +266,21 @@ class ChatTurn:
                             confidence=verdict.score, task_type=meta.task_type, rule_id=meta.rule_id,
                             ceiling=meta.ceiling)
             # Stored before the last bytes go out, so an identical request right after is a hit.
-            await self.cache.put(key, entry)
+            if await self.cache.put(key, entry):
+                await self._remember(key, completion, tier)
         await self._deliver(completion, events)
+
+    async def _remember(self, key: str, completion: Completion, tier: str) -> None:
+        """Shortcut tiers that index answers (L1) see the one just stored in L0 (they must not block)."""
+        query = self._shortcut_query(key)
+        for name in SHORTCUT_ORDER:
+            shortcut = self.rt.shortcuts.get(name)
+            if shortcut is None:
+                continue
+            try:
+                await shortcut.remember(query, completion, tier)
+            except Exception:  # the answer stands; a tier that fails to remember must not change that
+                log.exception("shortcut tier %s failed to remember an answer", name)
 
     async def _serve_hit(self, entry: L0Entry) -> None:
         meta = self.meta

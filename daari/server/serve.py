@@ -35,6 +35,7 @@ from daari.responses.store import ResponseArchive
 from daari.rules.tier import RulesTier
 from daari.server.app import DaariApp
 from daari.server.guard import GuardPolicy, require_token_off_loopback
+from daari.server.l1_actors import start_l1
 from daari.server.observers import start_observers
 from daari.tools.tiers import CcsTier, ToolService, ToolTier
 
@@ -114,6 +115,8 @@ async def run_server(config: Config, *, handle_signals: bool = False,
         await start_observers(actors, rt)
         if config.log.summary_interval_s > 0:
             await actors.start(log_summaries, rt.decisions, config.log.summary_interval_s)
+        if config.cache.l1.enabled:
+            rt.shortcuts["L1"] = await start_l1(actors, rt, health, policy)
         if forwards_client_keys(config):
             rt.partition_secret = await trio.to_thread.run_sync(_partition_secret, Path(config.data_dir))
         if config.tools.enabled:  # commands run only when asked for in the config

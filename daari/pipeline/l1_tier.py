@@ -1,0 +1,125 @@
+"""The L1 shortcut tier: the nearest stored prompt by embedding, served only when the verifier agrees.
+
+`answer` folds the request (daari/semantic/fold.py), embeds what the model can see, searches entries with
+the same lookup context, and asks the verifier about the nearest candidates above the threshold; the first
+one it accepts is served. Every rejection counts as a false hit avoided. The embedding of a miss is kept
+(by L0 key) and reused by `remember`, which stores the answer the request got: a miss embeds once.
+Agent turns take part through the stable prefix (ADR-0004 G1b); answers that are tool calls never do.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+from actors.embedder import Embed, EmbedderStatus, Embedding
+from actors.mailbox import Address
+from actors.semantic_cache import IndexStats, L1Lookup, L1Put, Match
+from actors.verifier import Verify
+from daari.config import L1Config
+from daari.errors import DaariError
+from daari.metrics import Metrics
+from daari.pipeline.shortcuts import ShortcutQuery, ShortcutResult
+from daari.protocol.chat import Completion
+from daari.semantic.context import lookup_context
+from daari.semantic.fold import fold
+from daari.semantic.index import Vector
+from daari.semantic.lexical import Verdict
+
+log = logging.getLogger("daari.l1")
+
+STORABLE = ("stop", "length", "stop_sequence")  # never "tool_calls": a tool call is not an answer to reuse
+PENDING = 1024  # misses whose embedding waits for their answer
+
+
+@dataclass(frozen=True)
+class Probe:
+    """A request as L1 sees it: the text the model read, its vector, and the exact lookup context."""
+
+    text: str
+    vector: Vector
+    context: str
+
+
+class SemanticTier:
+    name = "L1"
+    serves_agent_turns = True  # the agent-prefix L1 (ADR-0004 G1b)
+
+    def __init__(self, config: L1Config, embedder: Address[Any], status: EmbedderStatus, cache: Address[Any],
+                 verifier: Address[Any], metrics: Metrics) -> None:
+        self.config = config
+        self.embedder = embedder
+        self.status = status
+        self.cache = cache
+        self.verifier = verifier
+        self.metrics = metrics
+        self._pending: OrderedDict[str, Probe] = OrderedDict()
+        self.index_stats: IndexStats | None = None  # what the index holds, for /metrics and the bench
+
+    async def _probe(self, query: ShortcutQuery) -> Probe | None:
+        folded = fold(query.request)
+        if not folded.embed_text:
+            return None
+        embedding: Embedding = await self.embedder.ask(Embed(folded.embed_text))
+        seen = embedding.seen_chars
+        context = lookup_context(query.request, folded, query.partition, folded.embed_text[seen:])
+        return Probe(folded.embed_text[:seen], embedding.vector, context)
+
+    async def answer(self, query: ShortcutQuery) -> ShortcutResult | None:
+        if not query.l0_key:
+            return None  # the cache is off for this request: L1 neither reads nor stores
+        if not self.status.ready:
+            return ShortcutResult("L1", None, details={"l1": "skipped_loading"})
+        try:
+            probe = await self._probe(query)
+            if probe is None:
+                return None
+            self._remember_probe(query.l0_key, probe)
+            matches: list[Match] = await self.cache.ask(
+                L1Lookup(probe.vector, probe.context, self.config.similarity_threshold))
+            rejected: list[tuple[Match, Verdict]] = []
+            for match in matches:
+                verdict: Verdict = await self.verifier.ask(Verify(probe.text, match.entry.embed_text))
+                if verdict.same:
+                    return self._hit(match, rejected)
+                rejected.append((match, verdict))
+                self.metrics.inc("cache_false_hits_avoided_total", rule=verdict.rule or "unknown")
+        except DaariError as err:  # L1 failing never fails the request: it routes on as a miss
+            log.warning("L1 lookup skipped: %s", err.message)
+            return ShortcutResult("L1", None, details={"l1": "unavailable"})
+        if not rejected:
+            return None
+        best, verdict = rejected[0]
+        return ShortcutResult("L1", None, details={"l1": "rejected", "l1_rejected": [
+            {"entry_id": m.entry.id, "similarity": round(m.similarity, 4), "rule": v.rule} for m, v in rejected],
+            "verified_by": self.config.verify})
+
+    def _hit(self, match: Match, rejected: list[tuple[Match, Verdict]]) -> ShortcutResult:
+        details: dict[str, Any] = {"similarity": round(match.similarity, 4), "verified_by": self.config.verify,
+                                   "entry_id": match.entry.id}
+        if rejected:
+            details["l1_rejected"] = [{"entry_id": m.entry.id, "similarity": round(m.similarity, 4), "rule": v.rule}
+                                      for m, v in rejected]
+        confidence = match.entry.confidence if match.entry.confidence is not None else 1.0
+        return ShortcutResult("L1", match.entry.completion, confidence=confidence, task_type="cache_hit",
+                              details=details)
+
+    def _remember_probe(self, key: str, probe: Probe) -> None:
+        self._pending[key] = probe
+        self._pending.move_to_end(key)
+        while len(self._pending) > PENDING:
+            self._pending.popitem(last=False)
+
+    async def remember(self, query: ShortcutQuery, completion: Completion, tier: str) -> None:
+        """Index the answer a model tier gave (just stored in L0) with the embedding its lookup made.
+
+        Never waits: the write is told to the SemanticCacheActor. Without a lookup (a tier override, whose
+        answers L0 also keeps apart, or the model still loading) nothing is indexed.
+        """
+        probe = self._pending.pop(query.l0_key, None) if query.l0_key else None
+        if probe is None or completion.tool_calls or completion.finish_reason not in STORABLE:
+            return
+        if not self.cache.tell(L1Put(probe.context, probe.text, probe.vector, completion, tier)):
+            log.warning("L1 write dropped: the l1 actor's mailbox is full")

@@ -1,0 +1,177 @@
+"""L1 through a running daari: verified paraphrase hits, rejected near-misses, agent prefixes, both protocols.
+
+Real loopback HTTP, a fake OpenAI upstream as L3, the real embedding model and SQLite.
+"""
+
+import json
+from pathlib import Path
+from typing import Any
+
+import httpx
+import trio
+
+from actors.semantic_cache import L1Count
+from daari.pipeline.l1_tier import SemanticTier
+from tests.fakes.openai_upstream import FakeOpenAI
+from tests.fakes.serving import serve_app
+from tests.support import daari_server, make_config, upstream_tier
+
+ORIGINAL = "How do I list Docker containers?"
+PARAPHRASE = "Show me the command to list docker containers"
+NEAR_MISS = "How do I list Docker images?"
+
+
+def chat(text: str, **extra: Any) -> dict[str, Any]:
+    return {"model": "good", "messages": [{"role": "user", "content": text}], **extra}
+
+
+async def ready(server: Any) -> SemanticTier:
+    tier = server.runtime.shortcuts["L1"]
+    assert isinstance(tier, SemanticTier)
+    with trio.fail_after(60):
+        await tier.status.started.wait()
+    assert tier.status.ready
+    return tier
+
+
+async def settle(server: Any, tier: SemanticTier, entries: int) -> None:
+    """Wait until L1 holds `entries` (remember runs after the response)."""
+    with trio.fail_after(10):
+        while await tier.cache.ask(L1Count()) < entries:
+            await trio.sleep(0.01)
+
+
+def config(tmp_path: Path, upstream: str, **l1: Any) -> Any:
+    return make_config(tmp_path, tiers={"L3": upstream_tier("openai", upstream + "/v1")}, cache={"l1": l1})
+
+
+async def test_paraphrase_is_served_from_l1_and_near_miss_is_rejected(tmp_path: Path) -> None:
+    fake = FakeOpenAI()
+    async with serve_app(fake) as upstream, daari_server(config(tmp_path, upstream)) as server, \
+            httpx.AsyncClient(base_url=server.url) as client:
+        tier = await ready(server)
+        first = (await client.post("/v1/chat/completions", json=chat(ORIGINAL))).json()
+        assert first["daari_meta"]["tier"] == "L3"
+        await settle(server, tier, 1)
+        upstream_calls = len(fake.requests)
+
+        hit = (await client.post("/v1/chat/completions", json=chat(PARAPHRASE))).json()
+        meta = hit["daari_meta"]
+        assert meta["tier"] == "L1" and meta["task_type"] == "cache_hit"
+        assert meta["verified_by"] == "lexical" and meta["similarity"] >= 0.8 and meta["entry_id"] == 1
+        assert hit["choices"][0]["message"]["content"] == first["choices"][0]["message"]["content"]
+        assert len(fake.requests) == upstream_calls  # nothing went upstream
+
+        miss = (await client.post("/v1/chat/completions", json=chat(NEAR_MISS))).json()
+        meta = miss["daari_meta"]
+        assert meta["tier"] == "L3"
+        assert meta["l1"] == "rejected" and meta["l1_rejected"][0]["rule"] == "content_word"
+        assert "images" in miss["choices"][0]["message"]["content"]
+        metrics = (await client.get("/metrics")).text
+        assert 'daari_cache_false_hits_avoided_total{rule="content_word"} 1.0' in metrics
+
+
+async def test_l1_hit_streams_to_an_anthropic_client(tmp_path: Path) -> None:
+    fake = FakeOpenAI()
+    async with serve_app(fake) as upstream, daari_server(config(tmp_path, upstream)) as server, \
+            httpx.AsyncClient(base_url=server.url) as client:
+        tier = await ready(server)
+        # max_tokens is part of the lookup context (as of the L0 key): the same on both sides.
+        first = (await client.post("/v1/chat/completions", json=chat(ORIGINAL, max_tokens=100))).json()
+        await settle(server, tier, 1)
+        body = {"model": "good", "max_tokens": 100, "stream": True,
+                "messages": [{"role": "user", "content": PARAPHRASE}]}
+        text, meta = "", None
+        async with client.stream("POST", "/v1/messages", json=body) as response:
+            assert response.status_code == 200
+            async for line in response.aiter_lines():
+                if not line.startswith("data:"):
+                    continue
+                event = json.loads(line[5:])
+                if event["type"] == "content_block_delta":
+                    text += event["delta"]["text"]
+                meta = event.get("daari_meta", meta)
+        assert text == first["choices"][0]["message"]["content"]
+        assert meta is not None and meta["tier"] == "L1"
+
+
+async def test_no_cache_header_skips_l1_and_stores_nothing(tmp_path: Path) -> None:
+    fake = FakeOpenAI()
+    async with serve_app(fake) as upstream, daari_server(config(tmp_path, upstream)) as server, \
+            httpx.AsyncClient(base_url=server.url) as client:
+        tier = await ready(server)
+        await client.post("/v1/chat/completions", json=chat(ORIGINAL))
+        await settle(server, tier, 1)
+        reply = await client.post("/v1/chat/completions", json=chat(PARAPHRASE),
+                                  headers={"X-Daari-No-Cache": "true"})
+        assert reply.json()["daari_meta"]["tier"] == "L3"
+        await client.post("/v1/chat/completions", json=chat("What is memoization?"),
+                          headers={"X-Daari-No-Cache": "true"})
+        assert await tier.cache.ask(L1Count()) == 1
+
+
+TOOLS = [{"type": "function", "function": {"name": "read_file", "description": "Read a file",
+                                           "parameters": {"type": "object", "properties": {"path": {"type": "string"}},
+                                                          "required": ["path"]}}}]
+
+
+def agent_turn(task: str, result: str) -> dict[str, Any]:
+    call = {"id": "call_1", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "a.py"}'}}
+    return {"model": "tools", "tools": TOOLS, "messages": [
+        {"role": "system", "content": "You are a coding agent."}, {"role": "user", "content": task},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "call_1", "content": result}]}
+
+
+async def test_agent_prefix_hits_only_with_the_same_tool_results(tmp_path: Path) -> None:
+    fake = FakeOpenAI()
+    async with serve_app(fake) as upstream, daari_server(config(tmp_path, upstream)) as server, \
+            httpx.AsyncClient(base_url=server.url) as client:
+        tier = await ready(server)
+        # The fake answers a trailing tool result with text (a final answer): stored in L1.
+        first = (await client.post("/v1/chat/completions",
+                                   json=agent_turn("Why does the test fail?", "assert x == 1"))).json()
+        assert first["daari_meta"]["tier"] == "L3" and first["choices"][0]["finish_reason"] == "stop"
+        await settle(server, tier, 1)
+        paraphrase = (await client.post("/v1/chat/completions",
+                                        json=agent_turn("Why is the test failing?", "assert x == 1"))).json()
+        assert paraphrase["daari_meta"]["tier"] == "L1"
+        assert paraphrase["daari_meta"]["agent_turn"] is True
+        changed = (await client.post("/v1/chat/completions",
+                                     json=agent_turn("Why is the test failing?", "assert x == 2"))).json()
+        assert changed["daari_meta"]["tier"] == "L3"
+        assert "l1" not in changed["daari_meta"]  # different tool result: no candidate at all
+
+
+async def test_tool_call_answers_are_never_stored_in_l1(tmp_path: Path) -> None:
+    fake = FakeOpenAI()
+    async with serve_app(fake) as upstream, daari_server(config(tmp_path, upstream)) as server, \
+            httpx.AsyncClient(base_url=server.url) as client:
+        tier = await ready(server)
+        body = {"model": "tools", "tools": TOOLS, "messages": [{"role": "user", "content": "Read a.py"}]}
+        reply = (await client.post("/v1/chat/completions", json=body)).json()
+        assert reply["choices"][0]["message"]["tool_calls"]
+        await client.post("/v1/chat/completions", json=chat("What is memoization?"))
+        await settle(server, tier, 1)
+        assert await tier.cache.ask(L1Count()) == 1  # only the text answer
+
+
+async def test_entries_and_index_survive_a_restart(tmp_path: Path) -> None:
+    fake = FakeOpenAI()
+    async with serve_app(fake) as upstream:
+        async with daari_server(config(tmp_path, upstream, rebuild_after=1)) as server, \
+                httpx.AsyncClient(base_url=server.url) as client:
+            tier = await ready(server)
+            await client.post("/v1/chat/completions", json=chat(ORIGINAL))
+            await settle(server, tier, 1)
+            assert tier.index_stats is not None
+            with trio.fail_after(10):
+                while tier.index_stats.rebuilds < 1:
+                    await trio.sleep(0.01)
+        assert (tmp_path / "data" / "l1.annoy").exists()
+        async with daari_server(config(tmp_path, upstream)) as server, \
+                httpx.AsyncClient(base_url=server.url) as client:
+            tier = await ready(server)
+            assert tier.index_stats is not None and tier.index_stats.buffered == 0  # loaded, not rebuilt
+            hit = (await client.post("/v1/chat/completions", json=chat(PARAPHRASE))).json()
+            assert hit["daari_meta"]["tier"] == "L1"
