@@ -13,6 +13,7 @@ from daari.protocol.chat import ChatRequest, Message, Tool, ToolCall
 from daari.protocol.events import Finish, KeepAlive, TextDelta, ToolCallDelta, ToolCallStart, assemble
 from daari.protocol.openai_wire import to_upstream_body as openai_upstream_body
 from daari.protocol.responses_decode import ResponsesEventDecoder, events_from_response
+from daari.protocol.responses_tools import CallShape, call_shapes
 from daari.protocol.responses_wire import native_only_reason, parse_responses_request, to_responses_body
 
 WEATHER = {"type": "function", "name": "get_weather", "strict": True,
@@ -202,3 +203,21 @@ def test_reasoning_effort_and_verbosity_reach_a_translated_upstream() -> None:
     assert request.extra["reasoning_effort"] == "low"  # where the Anthropic translation reads it
     chat_body = openai_upstream_body(request, None, False)
     assert chat_body["reasoning_effort"] == "low" and chat_body["verbosity"] == "high"
+
+
+def test_namespaced_tools_flatten_and_their_calls_follow() -> None:
+    namespace = {"type": "namespace", "name": "multi_agent", "description": "Agents",
+                 "tools": [{"type": "function", "name": "spawn", "parameters": {"type": "object"}},
+                           {"type": "custom", "name": "note"}]}
+    request = parse(tools=[namespace], input=[
+        {"role": "user", "content": "go"},
+        {"type": "function_call", "call_id": "c1", "namespace": "multi_agent", "name": "spawn", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c1", "output": "spawned"}])
+    assert [t.name for t in request.tools] == ["multi_agent__spawn", "multi_agent__note"]
+    assert native_only_reason(request) is None
+    assert request.messages[1].tool_calls[0].name == "multi_agent__spawn"
+    assert call_shapes(request) == {"multi_agent__spawn": CallShape("function", "spawn", "multi_agent"),
+                                    "multi_agent__note": CallShape("custom", "note", "multi_agent")}
+    with pytest.raises(InvalidRequest) as caught:
+        parse(input="x", tools=[{"type": "namespace", "name": "n", "tools": [{"type": "web_search"}]}])
+    assert caught.value.param == "tools[0].tools[0].type"

@@ -206,3 +206,14 @@ def test_length_is_an_incomplete_response(client: openai.OpenAI) -> None:
     with client.responses.stream(model="length", input="go on and on") as stream:
         events = list(stream)
     assert events[-1].type == "response.incomplete" and events[-1].response.status == "incomplete"
+
+
+def test_namespaced_function_call_comes_back_in_its_namespace(client: openai.OpenAI, fake: FakeOpenAI) -> None:
+    namespace = {"type": "namespace", "name": "crm", "description": "Customer records",
+                 "tools": [{"type": "function", "name": "lookup", "description": "Find a customer",
+                            "parameters": {"type": "object", "properties": {"who": {"type": "string"}},
+                                           "required": ["who"]}}]}
+    response = client.responses.create(model="tools", input="find Ada", tools=[namespace])  # type: ignore[list-item]
+    assert fake.requests[-1].body["tools"][0]["function"]["name"] == "crm__lookup"
+    call = response.output[-1]
+    assert call.type == "function_call" and call.name == "lookup" and call.namespace == "crm"

@@ -30,7 +30,7 @@ from daari.protocol.events import (
     split_text,
 )
 from daari.protocol.events import replay as neutral_replay
-from daari.protocol.responses_wire import custom_input, custom_tools
+from daari.protocol.responses_tools import CallShape, call_shapes, custom_arguments, custom_input
 from daari.protocol.sse import encode
 
 RESPONSES = "responses"
@@ -91,16 +91,27 @@ def custom_item(item_id: str, call_id: str, name: str, text: str, status: str = 
             "input": text}
 
 
-def neutral_output(completion: Completion, custom: frozenset[str] = frozenset()) -> list[dict[str, Any]]:
-    """Output items of a neutral answer; calls to the request's freeform tools are custom_tool_call items."""
+def shaped_item(shape: CallShape | None, item_id: str, call_id: str, name: str, arguments: str,
+                status: str = "completed") -> dict[str, Any]:
+    """A call item as the client's tool definition asks: function or custom, namespaced or not."""
+    if shape is None:
+        return call_item(item_id, call_id, name, arguments, status)
+    if shape.kind == "custom":
+        item = custom_item(item_id, call_id, shape.name, custom_input(arguments), status)
+    else:
+        item = call_item(item_id, call_id, shape.name, arguments, status)
+    return {**item, "namespace": shape.namespace} if shape.namespace else item
+
+
+def neutral_output(completion: Completion, shapes: dict[str, CallShape] | None = None) -> list[dict[str, Any]]:
+    """Output items of a neutral answer; calls to freeform or namespaced tools take their Responses shape."""
     output: list[dict[str, Any]] = []
     if completion.text or not completion.tool_calls:
         output.append(message_item(new_id("msg"), completion.text))
     for call in completion.tool_calls:
-        if call.name in custom:
-            output.append(custom_item(new_id("ctc"), call.id, call.name, custom_input(call.arguments)))
-        else:
-            output.append(call_item(new_id("fc"), call.id, call.name, call.arguments))
+        shape = (shapes or {}).get(call.name)
+        prefix = "ctc" if shape is not None and shape.kind == "custom" else "fc"
+        output.append(shaped_item(shape, new_id(prefix), call.id, call.name, call.arguments))
     return output
 
 
@@ -128,7 +139,7 @@ def render_response(completion: Completion, request: ChatRequest, meta: dict[str
         return _finish_native(native, request, response_id, meta)
     status, incomplete = _status(completion.finish_reason)
     body = response_object(request, response_id, created_at, status,
-                           neutral_output(completion, custom_tools(request)), usage_json(completion.usage))
+                           neutral_output(completion, call_shapes(request)), usage_json(completion.usage))
     body["incomplete_details"] = incomplete
     body["daari_meta"] = meta
     return body
@@ -189,7 +200,7 @@ class ResponsesStreamRenderer:
         self._native = False
         self._native_final: dict[str, Any] | None = None
         self._native_done: dict[int, dict[str, Any]] = {}
-        self._custom = custom_tools(request)
+        self._shapes = call_shapes(request)
 
     def _event(self, kind: str, **fields: Any) -> bytes:
         data = {"type": kind, "sequence_number": self._seq, **fields}
@@ -222,17 +233,18 @@ class ResponsesStreamRenderer:
             done = message_item(item["id"], text)
         elif item["type"] == "custom_tool_call":
             # Its function-form arguments are JSON around the input: the input goes out whole, at the end.
-            text = custom_input("".join(item["pieces"]))
+            arguments = "".join(item["pieces"])
+            text = custom_input(arguments)
             at = {"item_id": item["id"], "output_index": index}
             if text:
                 out.append(self._event("response.custom_tool_call_input.delta", **at, delta=text))
             out.append(self._event("response.custom_tool_call_input.done", **at, input=text))
-            done = custom_item(item["id"], item["call_id"], item["name"], text)
+            done = shaped_item(item["shape"], item["id"], item["call_id"], item["name"], arguments)
         else:
             arguments = "".join(item["pieces"])
+            done = shaped_item(item["shape"], item["id"], item["call_id"], item["name"], arguments)
             out.append(self._event("response.function_call_arguments.done", item_id=item["id"],
-                                   output_index=index, name=item["name"], arguments=arguments))
-            done = call_item(item["id"], item["call_id"], item["name"], arguments)
+                                   output_index=index, name=done["name"], arguments=arguments))
         out.append(self._event("response.output_item.done", output_index=index, item=done))
         self._output.append(done)
         return out
@@ -259,14 +271,15 @@ class ResponsesStreamRenderer:
     def _call(self, ev: ToolCallStart) -> list[bytes]:
         out = self._close()
         index = len(self._output)
-        custom = ev.name in self._custom
+        shape = self._shapes.get(ev.name)
+        custom = shape is not None and shape.kind == "custom"
         item_id = new_id("ctc" if custom else "fc")
         self._open = {"index": index, "item": {"id": item_id, "type": "custom_tool_call" if custom
                                                else "function_call", "call_id": ev.id, "name": ev.name,
-                                               "pieces": []}}
+                                               "shape": shape, "pieces": []}}
         self._calls[ev.index] = index
-        added = (custom_item(item_id, ev.id, ev.name, "", status="in_progress") if custom
-                 else call_item(item_id, ev.id, ev.name, "", status="in_progress"))
+        added = shaped_item(shape, item_id, ev.id, ev.name, custom_arguments("") if custom else "",
+                            status="in_progress")
         out.append(self._event("response.output_item.added", output_index=index, item=added))
         return out
 

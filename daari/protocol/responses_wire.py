@@ -7,10 +7,9 @@ Choices made here (docs/agents.md, "OpenAI Responses API"):
 - `reasoning` items (with their `encrypted_content`) have no neutral form: a Responses upstream gets them
   untouched (the body passes through as the client sent it), another upstream does not get them (a model
   of another provider cannot read them). Their hash is in the cache key.
-- A custom (freeform) tool, such as Codex's `apply_patch`, becomes a function with one string argument
-  `input` (its grammar, if any, is quoted in the description: another model is told it, not held to it);
-  `custom_tool_call` items become calls with arguments {"input": ...}, their outputs tool messages. The
-  renderer turns calls to such a tool back into `custom_tool_call` items (`custom_tools`).
+- Tools: `responses_tools` (function tools as they are, freeform tools as a one-string function,
+  namespaces flattened). `custom_tool_call` items become calls with arguments {"input": ...}, their outputs
+  tool messages; a namespaced call's name is flattened the same way as its tool's.
 - Hosted tool types (web_search, file_search, mcp, local_shell...), item types other than the above and
   reasoning, and content parts other than text and images can only be served by a Responses upstream:
   `native_only_reason` names the first one, and a tier that would translate answers 400 instead of
@@ -27,24 +26,18 @@ Choices made here (docs/agents.md, "OpenAI Responses API"):
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Mapping
 from typing import Any
 
 from daari.cache.key_fields import uninterpreted
 from daari.errors import InvalidRequest
 from daari.jsonio import canonical
-from daari.protocol.chat import ChatRequest, ContentPart, Message, Role, Tool, ToolCall
+from daari.protocol.chat import ChatRequest, ContentPart, Message, Role, ToolCall
 from daari.protocol.openai_wire import DEFAULT_MODEL, _client_key
+from daari.protocol.responses_tools import TRANSLATABLE_TOOLS, custom_arguments, flat_name, parse_tools
 
 _ROLES: dict[str, Role] = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant"}
 NEUTRAL_ITEMS = ("message", "function_call", "function_call_output", "custom_tool_call", "custom_tool_call_output")
-TRANSLATABLE_TOOLS = ("function", "custom")
-# A freeform tool as a function: the model writes the tool's whole input as one string.
-CUSTOM_PARAMETERS: dict[str, Any] = {
-    "type": "object", "properties": {"input": {"type": "string", "description": "The tool's input, as free text."}},
-    "required": ["input"], "additionalProperties": False,
-}
 # Items with no neutral form that a translated request may leave out (they are the model's own scratch work).
 DROPPABLE_ITEMS = ("reasoning",)
 # Fields this module reads itself; everything else the client sent is in `ChatRequest.extra` (the key).
@@ -154,7 +147,8 @@ class _Items:
                 raise _fail(f"'{where}' arguments must be a string", where)
             if kind == "custom_tool_call":
                 arguments = custom_arguments(arguments)
-            self._assistant().tool_calls.append(ToolCall(id=call_id, name=name, arguments=arguments))
+            self._assistant().tool_calls.append(ToolCall(id=call_id, name=flat_name(name, item.get("namespace")),
+                                                         arguments=arguments))
         elif kind in ("function_call_output", "custom_tool_call_output"):
             call_id = item.get("call_id")
             if not isinstance(call_id, str) or not call_id:
@@ -166,76 +160,6 @@ class _Items:
             self.opaque.append({"at": len(self.messages), "sha256": _digest(item)})
         else:
             raise _fail(f"'{where}.type' is required", f"{where}.type")
-
-
-def _tools(value: object) -> list[Tool]:
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise _fail("'tools' must be a list", "tools")
-    tools: list[Tool] = []
-    for k, tool in enumerate(value):
-        where = f"tools[{k}]"
-        if not isinstance(tool, dict):
-            raise _fail(f"'{where}' must be an object", where)
-        kind = tool.get("type")
-        if kind == "function":
-            name = tool.get("name")
-            if not isinstance(name, str) or not name:
-                raise _fail(f"'{where}.name' must be a non-empty string", f"{where}.name")
-            description = tool.get("description")
-            parameters = tool.get("parameters") or {"type": "object", "properties": {}}
-            if not isinstance(parameters, dict):
-                raise _fail(f"'{where}.parameters' must be a JSON schema object", f"{where}.parameters")
-            extra = {k2: v for k2, v in tool.items()
-                     if k2 not in ("type", "name", "description", "parameters") and v is not None}
-            tools.append(Tool(name=name, description=description if isinstance(description, str) else None,
-                              parameters=parameters, extra=extra))
-        elif kind == "custom":
-            name = tool.get("name")
-            if not isinstance(name, str) or not name:
-                raise _fail(f"'{where}.name' must be a non-empty string", f"{where}.name")
-            extra = {k2: v for k2, v in tool.items() if k2 not in ("name", "description") and v is not None}
-            tools.append(Tool(name=name, description=_custom_description(tool), parameters=CUSTOM_PARAMETERS,
-                              extra=extra))
-        elif isinstance(kind, str) and kind:
-            name = tool.get("name")
-            tools.append(Tool(name=name if isinstance(name, str) and name else kind,
-                              description=tool.get("description") if isinstance(tool.get("description"), str)
-                              else None, parameters={}, extra=dict(tool)))
-        else:
-            raise _fail(f"'{where}.type' must be a string ('function', 'custom', 'web_search'...)", f"{where}.type")
-    return tools
-
-
-def _custom_description(tool: Mapping[str, Any]) -> str | None:
-    description = tool.get("description") if isinstance(tool.get("description"), str) else None
-    fmt = tool.get("format")
-    if isinstance(fmt, dict) and fmt.get("type") == "grammar" and isinstance(fmt.get("definition"), str):
-        grammar = f"The input must follow this {fmt.get('syntax') or ''} grammar:\n{fmt['definition']}"
-        return f"{description}\n\n{grammar}" if description else grammar
-    return description
-
-
-def custom_arguments(text: str) -> str:
-    """A freeform tool's input as the arguments of its function form."""
-    return json.dumps({"input": text}, ensure_ascii=False)
-
-
-def custom_input(arguments: str) -> str:
-    """The freeform input back from a function-form call's arguments (the text itself if not that shape)."""
-    try:
-        value = json.loads(arguments)
-    except ValueError:
-        return arguments
-    return value["input"] if isinstance(value, dict) and isinstance(value.get("input"), str) else arguments
-
-
-def custom_tools(request: ChatRequest) -> frozenset[str]:
-    """Names of the request's custom (freeform) tools, whose calls render as `custom_tool_call` items."""
-    if request.protocol != "responses":
-        return frozenset()
-    return frozenset(t.name for t in request.tools if t.extra.get("type") == "custom")
 
 
 def _tool_choice(value: object) -> object:
@@ -331,7 +255,7 @@ def parse_responses_request(body: object, headers: Mapping[str, str]) -> ChatReq
         protocol="responses",
         stream=bool(stream),
         temperature=_number(body, "temperature", 0, 2),
-        tools=_tools(body.get("tools")),
+        tools=parse_tools(body.get("tools")),
         sampling=sampling,
         raw=body,
         passthrough_headers=_client_key(headers),
