@@ -56,3 +56,9 @@ def test_responses_config_mistakes_name_their_key(data: dict[str, Any], message:
     with pytest.raises(ConfigError) as caught:
         config_from_dict(data)
     assert str(caught.value).startswith(message)
+
+
+def test_the_store_file_is_private(tmp_path: Path) -> None:
+    path = tmp_path / "data" / "responses.sqlite"
+    ResponseStore(path, keep=3).put("resp_1", stored(1))
+    assert path.stat().st_mode & 0o777 == 0o600 and path.parent.stat().st_mode & 0o777 == 0o700
