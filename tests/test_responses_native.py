@@ -81,6 +81,7 @@ def test_codex_request_passes_through_untouched(server_url: str, fake: FakeRespo
     assert response["daari_meta"]["tier"] == "L3" and response["daari_meta"]["executor"] == "openai_responses"
     assert response["output"][0]["type"] == "custom_tool_call"
     assert response["usage"]["input_tokens_details"]["cached_tokens"] == 3  # the upstream's usage, unchanged
+    assert "translated" not in response["daari_meta"]  # nothing was: the upstream got the request as sent
 
 
 def test_custom_tool_round_trip_and_l0_replay_of_encrypted_reasoning(server_url: str, fake: FakeResponses) -> None:

@@ -14,7 +14,12 @@ from daari.protocol.events import Finish, KeepAlive, TextDelta, ToolCallDelta, T
 from daari.protocol.openai_wire import to_upstream_body as openai_upstream_body
 from daari.protocol.responses_decode import ResponsesEventDecoder, events_from_response
 from daari.protocol.responses_tools import CallShape, call_shapes
-from daari.protocol.responses_wire import native_only_reason, parse_responses_request, to_responses_body
+from daari.protocol.responses_wire import (
+    lossy_translations,
+    native_only_reason,
+    parse_responses_request,
+    to_responses_body,
+)
 
 WEATHER = {"type": "function", "name": "get_weather", "strict": True,
            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}
@@ -221,3 +226,12 @@ def test_namespaced_tools_flatten_and_their_calls_follow() -> None:
     with pytest.raises(InvalidRequest) as caught:
         parse(input="x", tools=[{"type": "namespace", "name": "n", "tools": [{"type": "web_search"}]}])
     assert caught.value.param == "tools[0].tools[0].type"
+
+
+def test_lossy_translations_are_named() -> None:
+    request = parse(tools=[{"type": "custom", "name": "apply_patch"}, WEATHER], input=[
+        {"role": "user", "content": "x"}, {"type": "reasoning", "summary": [], "encrypted_content": "e"}])
+    assert lossy_translations(request) == [
+        "custom tool 'apply_patch': a function with one string argument; its grammar is not enforced",
+        "reasoning items: left out (another provider's model cannot read them)"]
+    assert lossy_translations(parse(input="plain", tools=[WEATHER])) == []

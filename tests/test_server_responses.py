@@ -164,10 +164,13 @@ def test_freeform_tool_round_trip_through_a_chat_upstream(client: openai.OpenAI,
     assert "start: /.+/" in sent["description"]  # the grammar is told to the model
     call = first.output[-1]
     assert call.type == "custom_tool_call" and call.input == "example"
+    assert first.model_extra["daari_meta"]["translated"] == [
+        "custom tool 'apply_patch': a function with one string argument; its grammar is not enforced"]
     with client.responses.stream(model="tools", input="add a file", tools=[patch_tool]) as stream:  # type: ignore[list-item]
         kinds = [e.type for e in stream]
         streamed = stream.get_final_response()
     assert "response.custom_tool_call_input.done" in kinds and streamed.output[-1].type == "custom_tool_call"
+    assert streamed.model_extra["daari_meta"]["translated"]
     second = client.responses.create(model="tools", tools=[patch_tool], input=[  # type: ignore[list-item]
         {"role": "user", "content": "add a file"},
         {"type": "custom_tool_call", "call_id": call.call_id, "name": "apply_patch", "input": "*** Begin Patch"},

@@ -31,6 +31,7 @@ from daari.protocol.events import (
 )
 from daari.protocol.events import replay as neutral_replay
 from daari.protocol.responses_tools import CallShape, call_shapes, custom_arguments, custom_input
+from daari.protocol.responses_wire import lossy_translations
 from daari.protocol.sse import encode
 
 RESPONSES = "responses"
@@ -141,8 +142,14 @@ def render_response(completion: Completion, request: ChatRequest, meta: dict[str
     body = response_object(request, response_id, created_at, status,
                            neutral_output(completion, call_shapes(request)), usage_json(completion.usage))
     body["incomplete_details"] = incomplete
-    body["daari_meta"] = meta
+    body["daari_meta"] = _with_translation_notes(meta, request)
     return body
+
+
+def _with_translation_notes(meta: dict[str, Any], request: ChatRequest) -> dict[str, Any]:
+    """daari_meta of a translated answer, saying what of the request it could not honour (if anything)."""
+    notes = lossy_translations(request)
+    return {**meta, "translated": notes} if notes else meta
 
 
 def capture_native(events: list[Event]) -> dict[str, Any] | None:
@@ -407,7 +414,7 @@ class ResponsesStreamRenderer:
         response = response_object(self.request, self.response_id, self.created_at, status, list(self._output),
                                    usage_json(finish.usage))
         response["incomplete_details"] = incomplete
-        response["daari_meta"] = meta
+        response["daari_meta"] = _with_translation_notes(meta, self.request)
         kind = "response.incomplete" if status == "incomplete" else "response.completed"
         return [*out, self._event(kind, response=self._final(response))]
 

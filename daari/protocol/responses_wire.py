@@ -285,6 +285,19 @@ def native_only_reason(request: ChatRequest) -> str | None:
     return None
 
 
+def lossy_translations(request: ChatRequest) -> list[str]:
+    """What a translated answer could not honour as a Responses upstream would: reported in daari_meta."""
+    if request.protocol != "responses":
+        return []
+    notes = [f"custom tool {t.name!r}: a function with one string argument; its grammar is not enforced"
+             for t in request.tools if t.extra.get("type") == "custom"]
+    items = request.raw.get("input")
+    if any(isinstance(i, dict) and i.get("type") in DROPPABLE_ITEMS for i in (items if isinstance(items, list)
+                                                                                else [])):
+        notes.append("reasoning items: left out (another provider's model cannot read them)")
+    return notes
+
+
 # --- the other direction: a request as a Responses upstream wants it ---------------------------------------
 
 def _part_to_wire(part: ContentPart, role: str) -> dict[str, Any]:
