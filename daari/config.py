@@ -99,15 +99,16 @@ class L1Config:
     """The semantic cache (docs/caching.md, "L1"): embedding candidates, served only when verified."""
 
     enabled: bool = True
-    similarity_threshold: float = 0.80  # cosine (all-MiniLM-L6-v2) a candidate must reach to be verified
+    # cosine (all-MiniLM-L6-v2) a candidate must reach to be verified; measured: docs/caching.md
+    similarity_threshold: Annotated[float, Ge(0), Le(1)] = 0.80
     verify: Literal["none", "lexical", "model"] = "lexical"
-    verify_tier: str | None = None  # verify: model asks this tier (None: the first configured tier)
-    max_entries: int = 100_000  # oldest entries are evicted past this
-    max_age_s: float = 7 * 24 * 3600.0  # entries older than this are never served and are evicted
-    embed_batch_size: int = 32  # concurrent embeddings gathered into one model batch
+    verify_tier: Literal["L3", "L4", "L5", "L6"] | None = None  # verify: model asks it (None: the first tier)
+    max_entries: Annotated[int, Ge(1)] = 100_000  # oldest entries are evicted past this
+    max_age_s: Annotated[float, Gt(0)] = 30 * 24 * 3600.0  # older entries are never served and are evicted
+    embed_batch_size: Annotated[int, Ge(1)] = 32  # concurrent embeddings gathered into one model batch
     embed_batch_wait_ms: float = 2.0  # how long the first request of a batch waits for company
-    index_trees: int = 16  # annoy trees: more is better recall, larger index, slower build
-    rebuild_after: int = 2000  # new entries searched exactly before the annoy index is rebuilt with them
+    index_trees: Annotated[int, Ge(1)] = 16  # annoy trees: more is better recall, larger index, slower build
+    rebuild_after: Annotated[int, Ge(1)] = 2000  # new entries searched exactly until the index is rebuilt
 
 
 @dataclass

@@ -30,6 +30,8 @@ async def start_l1(nursery: trio.Nursery, rt: Runtime, health: Health, policy: R
     verifier, verifier_inbox = open_mailbox("verifier", size)
     tiers = config.configured_tiers()
     verify_tier = l1.verify_tier or (tiers[0] if tiers else None)
+    if verify_tier not in tiers:  # not configured (or L6 with frontier off): model verdicts reject
+        verify_tier = None
 
     async def ask_model(messages: list[Message]) -> str | None:
         if verify_tier is None:

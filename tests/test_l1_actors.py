@@ -1,0 +1,97 @@
+"""EmbedderActor micro-batching, VerifierActor modes, and the L1 tier skipping itself while loading."""
+
+import numpy as np
+import trio
+import trio.testing
+
+from actors import open_mailbox
+from actors.embedder import Embed, EmbedderActor, EmbedderStatus
+from actors.verifier import VerifierActor, Verify
+from daari.config import L1Config
+from daari.metrics import Metrics
+from daari.pipeline.l1_tier import SemanticTier
+from daari.pipeline.shortcuts import ShortcutQuery
+from daari.protocol.chat import ChatRequest, Message
+from daari.semantic.minilm import load_minilm
+
+
+async def test_concurrent_embeds_run_as_batches_with_the_same_vectors() -> None:
+    status = EmbedderStatus()
+    address, inbox = open_mailbox("embedder", 64)
+    texts = [f"user: how do I sort a list of {i} items in Python?" for i in range(32)]
+    results: dict[int, np.ndarray] = {}
+    async with trio.open_nursery() as nursery:
+        await nursery.start(EmbedderActor(status, batch_size=32, batch_wait_s=0.05).run, inbox)
+        with trio.fail_after(60):
+            await status.started.wait()
+
+        async def ask(i: int) -> None:
+            results[i] = (await address.ask(Embed(texts[i]))).vector
+
+        async with trio.open_nursery() as asks:
+            for i in range(32):
+                asks.start_soon(ask, i)
+        nursery.cancel_scope.cancel()
+    assert status.texts == 32 and status.batches <= 4  # 32 one-by-one would be 32 batches
+    alone = load_minilm().embed([texts[7]])[0]
+    assert float(results[7] @ alone) > 0.9999
+
+
+async def test_embedding_reports_how_much_of_a_long_text_it_read() -> None:
+    status = EmbedderStatus()
+    address, inbox = open_mailbox("embedder", 8)
+    text = "user: " + " ".join(f"token{i}" for i in range(600))
+    async with trio.open_nursery() as nursery:
+        await nursery.start(EmbedderActor(status).run, inbox)
+        embedding = await address.ask(Embed(text))
+        nursery.cancel_scope.cancel()
+    assert 0 < embedding.seen_chars < len(text)
+
+
+async def verify(actor: VerifierActor, query: str, candidate: str):  # type: ignore[no-untyped-def]
+    return await actor.verify(Verify(query, candidate))
+
+
+async def test_model_mode_asks_only_after_lexical_agrees_and_parses_strictly() -> None:
+    asked: list[list[Message]] = []
+    replies = iter(["YES", "no", "Sure, they match"])
+
+    async def ask_model(messages: list[Message]) -> str | None:
+        asked.append(messages)
+        return next(replies)
+
+    actor = VerifierActor("model", ask_model)
+    a, b = "How do I delete a file in Python?", "How can I remove a file with Python?"
+    assert (await verify(actor, a, b)).same
+    assert (await verify(actor, a, b)).rule == "model"
+    assert (await verify(actor, a, b)).rule == "model_malformed"
+    rejected = await verify(actor, "How do I list Docker containers?", "How do I list Docker images?")
+    assert rejected.rule == "content_word"
+    assert len(asked) == 3  # the lexical rejection never reached the model
+
+
+async def test_model_mode_rejects_when_the_model_does_not_answer_in_time(
+        autojump_clock: trio.testing.MockClock) -> None:
+    async def ask_model(messages: list[Message]) -> str | None:
+        await trio.sleep_forever()
+        raise AssertionError
+
+    actor = VerifierActor("model", ask_model, model_wait_s=5)
+    verdict = await verify(actor, "What is memoization?", "Explain memoization")
+    assert not verdict.same and verdict.rule == "model_unavailable"
+
+
+async def test_none_and_lexical_modes() -> None:
+    assert (await verify(VerifierActor("none"), "list images", "list containers")).same
+    assert not (await verify(VerifierActor("lexical"), "list images", "list containers")).same
+
+
+async def test_l1_declines_without_waiting_while_the_model_loads() -> None:
+    never, _ = open_mailbox("never", 1)  # nothing reads these: asking them would hang the test
+    tier = SemanticTier(L1Config(), never, EmbedderStatus(ready=False), never, never, Metrics())
+    query = ShortcutQuery(ChatRequest([Message("user", "hi")], "m"), {}, "key")
+    with trio.fail_after(1):
+        result = await tier.answer(query)
+    assert result is not None and result.completion is None and result.details == {"l1": "skipped_loading"}
+    no_cache = ShortcutQuery(ChatRequest([Message("user", "hi")], "m"), {}, "")
+    assert await tier.answer(no_cache) is None

@@ -1,0 +1,84 @@
+"""The L1 vector index (annoy + exact buffer, swap on rebuild) and the L1 store (SQLite, eviction)."""
+
+from pathlib import Path
+
+import numpy as np
+
+from daari.cache.l1_store import L1Store, context_id
+from daari.protocol.chat import Completion
+from daari.semantic.index import VectorIndex, load_sealed, rebuild
+from daari.semantic.minilm import DIMENSIONS
+
+
+def unit(seed: int) -> np.ndarray:
+    v = np.random.default_rng(seed).standard_normal(DIMENSIONS).astype(np.float32)
+    return v / np.linalg.norm(v)
+
+
+def near(v: np.ndarray, seed: int, noise: float = 0.1) -> np.ndarray:
+    w = v + noise * unit(seed)
+    return (w / np.linalg.norm(w)).astype(np.float32)
+
+
+def test_buffer_is_searched_exactly_within_the_context() -> None:
+    index = VectorIndex()
+    v = unit(1)
+    index.add(10, 1, v)
+    index.add(11, 2, v)  # same vector, other context
+    index.add(12, 1, unit(2))  # other direction
+    found = index.search(near(v, 3), 1, threshold=0.8, limit=3)
+    assert [c.row_id for c in found] == [10]
+    assert found[0].similarity > 0.9
+
+
+def test_rebuild_swaps_in_an_index_and_keeps_later_entries_buffered(tmp_path: Path) -> None:
+    index = VectorIndex()
+    vectors = [unit(i) for i in range(50)]
+    for i, v in enumerate(vectors):
+        index.add(i, 7, v)
+    snapshot = index.snapshot()
+    index.add(100, 7, unit(100))  # arrives while the rebuild runs
+    index.delete([3])  # evicted while the rebuild runs
+    sealed = rebuild(snapshot, trees=4, path=tmp_path / "l1.annoy")
+    index.swap(sealed, snapshot.covered)
+    assert index.buffered == 1 and len(sealed.row_ids) == 50
+    assert [c.row_id for c in index.search(vectors[5], 7, 0.99, 1)] == [5]  # from annoy
+    assert [c.row_id for c in index.search(unit(100), 7, 0.99, 1)] == [100]  # from the buffer
+    assert index.search(vectors[3], 7, 0.99, 1) == []  # deleted
+    assert len(index) == 50
+    loaded = load_sealed(tmp_path / "l1.annoy")
+    assert loaded is not None and loaded.row_ids.tolist() == list(range(50))
+    # The next rebuild leaves the deleted entry out.
+    again = rebuild(index.snapshot(), trees=4)
+    assert 3 not in again.row_ids.tolist() and 100 in again.row_ids.tolist()
+
+
+def test_annoy_similarity_is_cosine() -> None:
+    index = VectorIndex()
+    a, b = unit(1), near(unit(1), 2, noise=0.5)
+    index.add(1, 0, a)
+    index.swap(rebuild(index.snapshot(), trees=2), 1)
+    (candidate,) = index.search(b, 0, 0.0, 1)
+    assert abs(candidate.similarity - float(a @ b)) < 1e-3
+
+
+def test_missing_or_broken_saved_index_is_none(tmp_path: Path) -> None:
+    assert load_sealed(tmp_path / "none.annoy") is None
+    (tmp_path / "bad.annoy").write_bytes(b"not an index")
+    (tmp_path / "bad.ids.npz").write_bytes(b"nor ids")
+    assert load_sealed(tmp_path / "bad.annoy") is None
+
+
+def test_store_round_trip_and_eviction_by_count_and_age(tmp_path: Path) -> None:
+    store = L1Store(tmp_path / "l1.sqlite")
+    context = "ab" * 32
+    ids = [store.put(context, f"user: q{i}", unit(i), Completion(text=f"a{i}"), "L3") for i in range(5)]
+    entry = store.get(ids[0])
+    assert entry is not None and entry.completion.text == "a0" and entry.embed_text == "user: q0"
+    stored = store.vectors()
+    assert stored.row_ids.tolist() == ids and stored.contexts.tolist() == [context_id(context)] * 5
+    assert np.allclose(stored.vectors[2], unit(2))
+    assert store.evict(max_entries=3, max_age_s=3600) == ids[:2]  # the oldest past the size
+    assert store.evict(max_entries=10, max_age_s=60, now=entry.created_at + 120) == ids[2:]  # too old
+    assert store.count() == 0
+    store.close()
