@@ -220,3 +220,18 @@ def test_namespaced_function_call_comes_back_in_its_namespace(client: openai.Ope
     assert fake.requests[-1].body["tools"][0]["function"]["name"] == "crm__lookup"
     call = response.output[-1]
     assert call.type == "function_call" and call.name == "lookup" and call.namespace == "crm"
+
+
+def test_input_items_of_a_stored_response(client: openai.OpenAI) -> None:
+    first = client.responses.create(model="good", input="first question")
+    second = client.responses.create(model="good", previous_response_id=first.id, input=[
+        {"role": "user", "content": "second question"}, {"role": "user", "content": "third question"}])
+    page = client.responses.input_items.list(second.id, order="asc", limit=2)
+    assert page.has_more and [item.type for item in page.data] == ["message", "message"]
+    everything = list(client.responses.input_items.list(second.id, order="asc", limit=2))  # follows `after`
+    texts = [item.content[0].text for item in everything]  # type: ignore[union-attr]
+    assert texts == ["first question", first.output_text, "second question", "third question"]
+    newest = client.responses.input_items.list(second.id).data[0]
+    assert newest.content[0].text == "third question"  # type: ignore[union-attr]
+    with pytest.raises(openai.NotFoundError):
+        client.responses.input_items.list("resp_nope")

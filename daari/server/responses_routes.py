@@ -1,5 +1,5 @@
 """The Responses API routes: POST /v1/responses (through the same pipeline as chat), and stored responses
-(GET and DELETE /v1/responses/{id}).
+(GET and DELETE /v1/responses/{id}, GET /v1/responses/{id}/input_items).
 
 A response with `store` true (OpenAI's default) is written to the archive before its last bytes go out, so a
 client that chains with `previous_response_id` right after `response.completed` always finds it.
@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import logging
 from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs
 
 from daari.errors import NotFound
 from daari.protocol.wire import make_responses_wire
 from daari.responses.history import input_items, previous_not_found, with_history
+from daari.responses.input_items import input_items_page
 from daari.responses.store import ResponseArchive, StoredResponse
 from daari.server.asgi_io import AsgiSink, send_json
 
@@ -92,10 +94,15 @@ def _response_id(req: Request) -> str:
 
 
 async def get(req: Request) -> None:
-    response_id = _response_id(req)
+    """A stored response, or its input items (`/v1/responses/{id}/input_items`)."""
+    response_id, _, rest = _response_id(req).partition("/")
     stored = await req.rt.responses.get(response_id) if req.rt.responses is not None else None
-    if stored is None:
+    if stored is None or rest not in ("", "input_items"):
         raise NotFound(f"Response with id '{response_id}' not found.", param="response_id")
+    if rest == "input_items":
+        query = {k: v[-1] for k, v in parse_qs(req.scope.get("query_string", b"").decode("latin-1")).items()}
+        await send_json(req.send, 200, input_items_page(stored.input_items, response_id, query))
+        return
     await send_json(req.send, 200, stored.response)
 
 
