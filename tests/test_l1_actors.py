@@ -43,6 +43,8 @@ async def test_embedding_reports_how_much_of_a_long_text_it_read() -> None:
     text = "user: " + " ".join(f"token{i}" for i in range(600))
     async with trio.open_nursery() as nursery:
         await nursery.start(EmbedderActor(status).run, inbox)
+        with trio.fail_after(60):
+            await status.started.wait()  # asking earlier is answered EmbedderNotReady
         embedding = await address.ask(Embed(text))
         nursery.cancel_scope.cancel()
     assert 0 < embedding.seen_chars < len(text)
