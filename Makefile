@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-clients lint bench eval clean
+.PHONY: run test test-clients browser lint bench eval clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -20,9 +20,19 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	HF_HUB_OFFLINE=1 $(VENV)/bin/daari serve
 
-test: $(STAMP)
+test: $(STAMP) browser
 	$(VENV)/bin/ruff check .
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -q
+
+# The /ui page is tested in Debian's headless chromium: installed here when missing and we are root (CI is);
+# otherwise that one test is skipped with this reason.
+browser:
+	@if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  echo "installing chromium and chromium-driver (Debian) for the /ui browser test"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver) \
+	    >/dev/null 2>&1 || echo "could not install chromium: the /ui browser test will be skipped"; \
+	else echo "chromium/chromedriver missing (apt-get install chromium chromium-driver): the /ui browser test will be skipped"; fi
 
 # The real Claude Code and Codex CLIs through daari against a fake upstream (needs npm; not part of `test`).
 test-clients: $(STAMP)

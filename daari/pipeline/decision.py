@@ -7,8 +7,10 @@ It never holds content (prompts, answers) or headers: only what daari_meta says,
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
+from daari.jsonio import dumps
 from daari.pipeline.meta import Meta
 
 # Status recorded for a request whose client went away before it was answered (nginx's convention).
@@ -88,6 +90,11 @@ class RoutingDecision:
     details: dict[str, Any] = field(default_factory=dict)  # what a shortcut tier reported
     prompt_hash: str | None = None  # log.prompts hash|full: keyed hash of the last user message
     prompt: str | None = None  # log.prompts full only; never in to_json (the tail and metrics never see it)
+
+    @cached_property
+    def json_text(self) -> str:
+        """`to_json` serialized once, however many live tails send it."""
+        return dumps(self.to_json()).decode()
 
     @property
     def cache_hit(self) -> bool:

@@ -33,7 +33,8 @@ class Meta:
     attempts: list[Attempt] = field(default_factory=list)
     warning: str | None = None
     error: str | None = None
-    # "hit", "miss", "off" (cache.l0.enabled false), "skipped" (X-Daari-No-Cache), "bypassed" (the cache failed)
+    # "hit", "miss", "off" (cache.l0.enabled false), "skipped" (X-Daari-No-Cache), "bypassed" (the cache failed),
+    # "none" (refused or abandoned before routing: the cache was never asked)
     cache: str = "miss"
     usage: Usage | None = None  # of the answer served; for the decision record, not rendered
     # What a shortcut tier reported (similarity, verified_by, tool, confirmation_required...), merged as-is.

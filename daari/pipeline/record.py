@@ -91,11 +91,11 @@ class DecisionRecorder:
 
     def refused(self, err: DaariError, status: int) -> None:
         """The request was refused before routing (bad body, too large, bad headers)."""
-        self._publish(Meta(error=err.code or type(err).__name__), status)
+        self._publish(Meta(error=err.code or type(err).__name__, cache="none"), status)
 
     def abandoned(self) -> None:
         """The client left before its request body arrived."""
-        self._publish(Meta(error="client_disconnected"), CLIENT_CLOSED)
+        self._publish(Meta(error="client_disconnected", cache="none"), CLIENT_CLOSED)
 
     def _publish(self, meta: Meta, status: int | None) -> None:
         if self.published:

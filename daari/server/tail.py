@@ -13,7 +13,6 @@ from typing import Any
 import trio
 
 from actors.hub import Subscription
-from daari.jsonio import dumps
 from daari.observe.tail_filter import FilterError, parse_filter
 from daari.pipeline.decision import RoutingDecision
 from daari.pipeline.runtime import Runtime
@@ -24,10 +23,6 @@ log = logging.getLogger("daari.tail")
 CLOSE_GOING_AWAY = 1001  # daari is shutting down
 CLOSE_BAD_FILTER = 4400
 CLOSE_LAGGED = 4008
-
-
-def tail_message(decision: RoutingDecision) -> str:
-    return dumps(decision.to_json()).decode()
 
 
 async def tail(rt: Runtime, scope: Scope, receive: Receive, send: Send) -> None:
@@ -67,7 +62,7 @@ async def _forward(subscription: Subscription[RoutingDecision], send: Send,
         if subscription.lagged:
             break  # what is still queued is stale for a live view: tell the client now
         with trio.move_on_after(send_timeout_s) as timer:
-            await send({"type": "websocket.send", "text": tail_message(decision)})
+            await send({"type": "websocket.send", "text": decision.json_text})
         if timer.cancelled_caught:
             return None, "stalled"  # a client that does not read: drop the connection, no close handshake
     if subscription.lagged:

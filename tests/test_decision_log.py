@@ -1,0 +1,154 @@
+"""The decision log through a running daari: one row per request, prompts per `log.prompts`, no secrets;
+the writer drops (and counts) rows rather than slowing anyone."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import trio
+
+from actors.decision_log import DecisionLogActor
+from actors.hub import Hub
+from daari.observe.decision_log import read_rows
+from tests.fakes.openai_upstream import FakeOpenAI
+from tests.fakes.serving import serve_app
+from tests.support import daari_server, make_config, upstream_tier
+
+CANARY_KEY = "sk-canary-7f3a9c1e5b"
+
+
+def log_rows(data_dir: Path) -> list[dict[str, Any]]:
+    return read_rows(data_dir / "decisions.sqlite", 0)
+
+
+async def rows_when(data_dir: Path, count: int) -> list[dict[str, Any]]:
+    with trio.fail_after(10):
+        while len(rows := await trio.to_thread.run_sync(log_rows, data_dir)) < count:
+            await trio.sleep(0.02)
+    return rows
+
+
+@pytest.mark.parametrize(("policy", "hashed", "text"), [("none", False, False), ("hash", True, False),
+                                                        ("full", True, True)])
+async def test_every_request_gets_a_row_and_prompts_follow_the_policy(tmp_path: Path, policy: str, hashed: bool,
+                                                                      text: bool) -> None:
+    fake = FakeOpenAI()
+    async with serve_app(fake) as upstream:
+        config = make_config(tmp_path, tiers={"L3": upstream_tier("openai", upstream + "/v1")},
+                             log={"prompts": policy})
+        async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url) as client:
+            for content in ("explain rebase", "explain rebase"):
+                response = await client.post("/v1/chat/completions", headers={"user-agent": "aider/0.86"}, json={
+                    "model": "good", "messages": [{"role": "user", "content": content}]})
+                assert response.status_code == 200
+            refused = await client.post("/v1/chat/completions", json={"model": "good", "messages": "nope"})
+            rows = await rows_when(tmp_path / "data", 3)
+    assert refused.status_code == 400
+    first, hit, bad = rows
+    assert (first["tier"], first["cache"], hit["tier"], hit["cache"]) == ("L3", "miss", "L0", "hit")
+    assert first["client"] == "aider" and first["protocol"] == "openai" and first["model"] == "good"
+    assert first["latency_ms"] > 0 and first["ttft_ms"] is not None and first["task_type"]
+    assert bad["status"] == 400 and bad["error"] and bad["tier"] is None
+    assert (first["prompt_hash"] is not None) is hashed and (first["prompt_hash"] == hit["prompt_hash"])
+    assert (first["prompt"] == "explain rebase") is text and (first["prompt"] is None) is not text
+    assert hit["request_id"] == response.headers["x-daari-request-id"]
+
+
+async def test_canary_keys_appear_in_no_output(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Keys sent by clients (header) and configured for tiers (env, URL) never reach the log, the tail,
+    metrics labels, the report or error bodies."""
+    fake = FakeOpenAI()
+    env_key = CANARY_KEY + "-env"
+    url_key = CANARY_KEY + "-url"
+    import os
+
+    os.environ["DAARI_TEST_CANARY_KEY"] = env_key
+    try:
+        async with serve_app(fake) as upstream:
+            tier = upstream_tier("openai", upstream.replace("http://", f"http://user:{url_key}@") + "/v1",
+                                 api_key_env="DAARI_TEST_CANARY_KEY")
+            config = make_config(tmp_path, tiers={"L3": tier}, log={"prompts": "hash"})
+            from trio_websocket import open_websocket_url
+
+            async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url) as client:
+                async with open_websocket_url(server.url.replace("http", "ws") + "/v1/daari/tail") as tail:
+                    with trio.fail_after(10):
+                        while server.runtime.tail_subscribers < 1:
+                            await trio.sleep(0.01)
+                    outputs = []
+                    for headers in ({"authorization": f"Bearer {CANARY_KEY}"}, {"x-api-key": CANARY_KEY}):
+                        response = await client.post("/v1/chat/completions", headers=headers, json={
+                            "model": "good", "messages": [{"role": "user", "content": "hello there"}]})
+                        outputs.append(response.text)
+                        outputs.append(await tail.get_message())
+                    bad = await client.post("/v1/chat/completions", headers={"x-api-key": CANARY_KEY},
+                                            json={"model": "good", "messages": [{"role": "user"}]})
+                    outputs.append(bad.text)
+                    for path in ("/metrics", "/v1/daari/report", "/v1/daari/config", "/healthz"):
+                        outputs.append((await client.get(path)).text)
+                await rows_when(tmp_path / "data", 3)
+    finally:
+        del os.environ["DAARI_TEST_CANARY_KEY"]
+    outputs.append(caplog.text)
+    for file in (tmp_path / "data").rglob("*"):
+        if file.is_file():
+            outputs.append(file.read_bytes().decode("latin-1"))
+    leaks = [o[:200] for o in outputs if CANARY_KEY in o]
+    assert not leaks
+    assert fake.requests  # the keys were in use: the upstream was called with them
+
+
+async def test_a_writer_that_falls_behind_drops_rows_and_counts_them(tmp_path: Path) -> None:
+    hub: Hub[Row] = Hub()
+    dropped: list[int] = []
+    writer = DecisionLogActor(tmp_path / "decisions.sqlite", hub, lambda d: d.row(), buffer=16, batch=8,
+                              retention_s=3600, max_rows=10_000, on_dropped=dropped.append)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(writer.run)
+        for index in range(100):  # published without a checkpoint: the writer cannot keep up
+            hub.publish(Row(f"r{index}"))
+        await trio.sleep(0.5)
+        for index in range(100, 110):  # after it re-subscribed: nothing more is lost
+            hub.publish(Row(f"r{index}"))
+            await trio.lowlevel.checkpoint()
+        hub.close()
+    rows = read_rows(tmp_path / "decisions.sqlite", 0)
+    assert writer.written == len(rows) and writer.written + sum(dropped) == 110
+    assert sum(dropped) > 0 and writer.dropped == sum(dropped)
+    assert [r["request_id"] for r in rows][-10:] == [f"r{i}" for i in range(100, 110)]
+
+
+async def test_a_read_only_data_dir_runs_without_the_log(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "decisions.sqlite").mkdir()  # cannot be opened as a database: the log is off, daari runs
+    async with daari_server(make_config(tmp_path)) as server, httpx.AsyncClient(base_url=server.url) as client:
+        health = await client.get("/healthz")
+    assert health.status_code in (200, 503)
+
+
+class Row:
+    def __init__(self, request_id: str) -> None:
+        self.request_id = request_id
+
+    def row(self) -> dict[str, Any]:
+        return {"request_id": self.request_id, "time": 1.0}
+
+
+def test_pruning_keeps_the_newest_rows_within_age_and_count(tmp_path: Path) -> None:
+    from daari.observe.decision_log import DecisionLogStore
+
+    store = DecisionLogStore(tmp_path / "d.sqlite")
+    store.insert({"request_id": f"r{i}", "time": float(i)} for i in range(100))
+    removed = store.prune(max_age_s=50, max_rows=30, now=100.0)
+    kept = [r["request_id"] for r in store.rows_since(0)]
+    store.close()
+    assert removed == 70 and kept == [f"r{i}" for i in range(70, 100)]
+    assert oct((tmp_path / "d.sqlite").stat().st_mode & 0o777) == "0o600"
+    conn = sqlite3.connect(tmp_path / "d.sqlite")
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    conn.close()
