@@ -159,18 +159,20 @@ def test_host_names() -> None:
     assert not is_loopback("localhost.evil.example")
 
 
-async def _handshake(url: str, host: str, extra: str = "") -> bytes:
+async def _handshake(url: str, host: str, extra: str = "", path: str = "/v1/daari/tail") -> bytes:
     """A raw websocket upgrade request; returns what the server answered before closing."""
     address = url.removeprefix("http://")
     ip, port = address.rsplit(":", 1)
     stream = await trio.open_tcp_stream(ip, int(port))
-    request = (f"GET /v1/daari/tail HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+    request = (f"GET {path} HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
                f"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n{extra}\r\n")
     async with stream:
         await stream.send_all(request.encode())
         received = b""
         with trio.fail_after(10):  # the refusal ends with the last chunk of its body, or with EOF
             while not received.endswith(b"0\r\n\r\n"):
+                if received.startswith(b"HTTP/1.1 101") and b"\r\n\r\n" in received:
+                    break  # accepted: the connection stays open as a websocket
                 chunk = await stream.receive_some()
                 if not chunk:
                     break
@@ -191,9 +193,19 @@ async def test_websocket_handshakes_go_through_the_guard(tmp_path: Path, monkeyp
         assert page.startswith(b"HTTP/1.1 403") and b"allowed_origins" in page
         no_token = await _handshake(server.url, f"127.0.0.1:{port}")
         assert no_token.startswith(b"HTTP/1.1 401") and b"authentication_error" in no_token
-        # Past the guard there is no tail route yet: a 404, which proves the guard let it through.
         allowed = await _handshake(server.url, f"127.0.0.1:{port}", token)
-        assert allowed.startswith(b"HTTP/1.1 404")
+        assert allowed.startswith(b"HTTP/1.1 101")
+        # A browser cannot set headers on a websocket: daari's own page passes the token in the query.
+        in_query = await _handshake(server.url, f"127.0.0.1:{port}", path="/v1/daari/tail?token=daari-token-0123456789")
+        assert in_query.startswith(b"HTTP/1.1 101")
+        wrong = await _handshake(server.url, f"127.0.0.1:{port}", path="/v1/daari/tail?token=guess")
+        assert wrong.startswith(b"HTTP/1.1 401")
+        async with httpx.AsyncClient(base_url=server.url) as client:
+            ui_page = await client.get("/ui", params={"token": "daari-token-0123456789"})
+            no_page = await client.get("/ui")
+            not_elsewhere = await client.get("/v1/daari/config", params={"token": "daari-token-0123456789"})
+        assert ui_page.status_code == 200 and "<title>daari" in ui_page.text
+        assert no_page.status_code == 401 and not_elsewhere.status_code == 401
 
 
 async def test_off_loopback_with_a_token_starts_and_demands_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

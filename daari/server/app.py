@@ -241,7 +241,7 @@ class DaariApp:
                 return
             path = req.path.rstrip("/") or "/"
             try:
-                guard.check_http(self.policy, scope["method"], req.headers)
+                guard.check_http(self.policy, scope["method"], req.headers, _page_token(scope))
             except DaariError as err:
                 if ROUTES.get(path, {}).get(scope["method"]) in CHAT_HANDLERS:  # a refused chat request is a decision
                     DecisionRecorder(self.rt.decisions, req.wire.name, req.headers).refused(
@@ -306,6 +306,13 @@ async def refuse_websocket(scope: Scope, receive: Receive, send: Send, err: Daar
         await send({"type": "websocket.http.response.body", "body": payload, "more_body": False})
     else:
         await send({"type": "websocket.close", "code": 1008})
+
+
+def _page_token(scope: Scope) -> str | None:
+    """The token in the query of GET /ui (a browser opens the page by its URL); never for other routes."""
+    if scope["method"] != "GET" or scope["path"].rstrip("/") != "/ui":
+        return None
+    return (parse_qs(scope.get("query_string", b"").decode("latin-1")).get("token") or [None])[0]
 
 
 def _adding_headers(send: Send, extra: dict[str, str]) -> Send:

@@ -110,11 +110,18 @@ def check_json_body(method: str, headers: Mapping[str, str]) -> None:
         raise UnsupportedMediaType(f"the request body must be JSON (content-type: application/json), got {shown}")
 
 
-def check_http(policy: GuardPolicy, method: str, headers: Mapping[str, str]) -> None:
+def check_http(policy: GuardPolicy, method: str, headers: Mapping[str, str], query_token: str | None = None) -> None:
+    """`query_token`: only for opening daari's own page (GET /ui?token=...), which a browser navigates to."""
     check_host(policy, headers)
     check_origin(policy, headers)
-    check_token(policy, headers)
+    if not _query_token_ok(policy, query_token):
+        check_token(policy, headers)
     check_json_body(method, headers)
+
+
+def _query_token_ok(policy: GuardPolicy, query_token: str | None) -> bool:
+    return query_token is not None and policy.token is not None and \
+        hmac.compare_digest(query_token.encode(), policy.token.encode())
 
 
 def check_websocket(policy: GuardPolicy, headers: Mapping[str, str], query_token: str | None = None) -> None:
@@ -124,10 +131,8 @@ def check_websocket(policy: GuardPolicy, headers: Mapping[str, str], query_token
     """
     check_host(policy, headers)
     check_origin(policy, headers)
-    if query_token is not None and policy.token is not None and \
-            hmac.compare_digest(query_token.encode(), policy.token.encode()):
-        return
-    check_token(policy, headers)
+    if not _query_token_ok(policy, query_token):
+        check_token(policy, headers)
 
 
 def is_preflight(method: str, headers: Mapping[str, str]) -> bool:
