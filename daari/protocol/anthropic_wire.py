@@ -33,7 +33,7 @@ from typing import Any
 
 from daari.cache.key_fields import is_billing_block, uninterpreted, without_cache_markers
 from daari.errors import InvalidRequest
-from daari.protocol.chat import ChatRequest, ContentPart, Message, Tool, ToolCall
+from daari.protocol.chat import ChatRequest, ContentPart, Message, Role, Tool, ToolCall
 from daari.routing.tokens import estimate_request_tokens
 
 DEFAULT_MODEL = "daari"
@@ -49,6 +49,7 @@ _TOOL_CHOICE_TO_NEUTRAL = {"auto": "auto", "any": "required", "none": "none"}
 # OpenAI reasoning_effort <-> Anthropic thinking budget_tokens, both directions (docs/agents.md).
 EFFORT_BUDGET = {"low": 1024, "medium": 4096, "high": 16384}
 _MIN_THINKING_BUDGET = 1024
+_KNOWN_ROLES: dict[str, Role] = {"user": "user", "assistant": "assistant", "system": "system"}
 _INTERPRETED = frozenset({"model", "messages", "system", "max_tokens", "stop_sequences", "temperature", "top_p",
                           "top_k", "tool_choice", "thinking", "tools", "stream"})
 _TOOL_FIELDS = ("name", "description", "input_schema")
@@ -129,12 +130,12 @@ def _system_messages(system: object) -> list[Message]:
 def _parse_message(raw: object, param: str) -> list[Message]:
     if not isinstance(raw, dict):
         raise InvalidRequest(f"{param}: expected an object", param=param)
-    role = raw.get("role")
-    if not isinstance(role, str):
+    raw_role = raw.get("role")
+    if not isinstance(raw_role, str):
         # Anthropic's own wording: clients (Claude Code) recognise role errors by it.
         raise InvalidRequest(f"{param}.role: Input should be 'user' or 'assistant'", param=f"{param}.role")
-    if role not in ("user", "assistant", "system"):
-        role = "user"  # a role daari does not know: the client's input, read as such (docs/agents.md)
+    # A role daari does not know is the client's input, read as such (docs/agents.md).
+    role: Role = _KNOWN_ROLES.get(raw_role, "user")
     content = raw.get("content")
     if isinstance(content, str):
         return [Message(role=role, content=content)]
@@ -386,10 +387,10 @@ def to_upstream_body(request: ChatRequest, model: str | None, stream: bool, *,
     same-role neighbours merged (Anthropic wants user and assistant to alternate), temperature capped at 1.
     """
     if request.protocol == "anthropic" and request.raw:
-        body = dict(request.raw)
-        body["model"] = model or body.get("model") or request.model
-        body["stream"] = stream
-        return body
+        native = dict(request.raw)
+        native["model"] = model or native.get("model") or request.model
+        native["stream"] = stream
+        return native
     body: dict[str, Any] = {"model": model or request.model,
                             "max_tokens": request.max_tokens or DEFAULT_MAX_TOKENS}
     system = "\n".join(m.text() for m in request.messages if m.role == "system" and m.text())
@@ -434,10 +435,10 @@ def _upstream_messages(messages: list[Message]) -> list[dict[str, Any]]:
             out[-1]["content"].extend(blocks)
         else:
             out.append({"role": role, "content": blocks})
-    for message in out:
-        content = message["content"]
+    for entry in out:
+        content = entry["content"]
         if len(content) == 1 and content[0]["type"] == "text":
-            message["content"] = content[0]["text"]
+            entry["content"] = content[0]["text"]
     return out
 
 

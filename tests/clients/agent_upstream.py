@@ -54,8 +54,8 @@ def anthropic_answer(body: dict[str, Any]) -> list[dict[str, Any]]:
 async def anthropic_messages(body: dict[str, Any], send: Send) -> None:
     blocks = anthropic_answer(body)
     stop = "tool_use" if blocks[0]["type"] == "tool_use" else "end_turn"
-    usage = {"input_tokens": 120, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 80,
-             "output_tokens": 9}
+    usage: dict[str, int] = {"input_tokens": 120, "cache_creation_input_tokens": 0,
+                             "cache_read_input_tokens": 80, "output_tokens": 9}
     message = {"id": "msg_fake", "type": "message", "role": "assistant", "model": body.get("model", "fake"),
                "content": blocks, "stop_reason": stop, "stop_sequence": None, "usage": usage}
     if not body.get("stream"):
@@ -65,6 +65,8 @@ async def anthropic_messages(body: dict[str, Any], send: Send) -> None:
     start = {**message, "content": [], "stop_reason": None, "usage": {**usage, "output_tokens": 1}}
     chunks = [_sse("message_start", {"type": "message_start", "message": start}), _sse("ping", {"type": "ping"})]
     for index, block in enumerate(blocks):
+        opened: dict[str, Any]
+        delta: dict[str, Any]
         if block["type"] == "text":
             opened, delta = {"type": "text", "text": ""}, {"type": "text_delta", "text": block["text"]}
         else:
@@ -119,7 +121,7 @@ def responses_output(body: dict[str, Any]) -> list[dict[str, Any]]:
 
 async def responses(body: dict[str, Any], send: Send) -> None:
     output = responses_output(body)
-    usage = {"input_tokens": 120, "input_tokens_details": {"cached_tokens": 80}, "output_tokens": 9,
+    usage: dict[str, Any] = {"input_tokens": 120, "input_tokens_details": {"cached_tokens": 80}, "output_tokens": 9,
              "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 129}
     done = {"id": "resp_fake", "object": "response", "created_at": 1700000000, "status": "completed",
             "model": body.get("model", "fake"), "output": output, "usage": usage, "error": None,
@@ -263,7 +265,8 @@ def main() -> None:
     config = HypercornConfig()
     config.bind = [f"127.0.0.1:{args.port}"]
     config.accesslog = None
-    trio.run(serve, AgentUpstream(args.record), config)
+    app: Any = AgentUpstream(args.record)
+    trio.run(serve, app, config)
 
 
 if __name__ == "__main__":
