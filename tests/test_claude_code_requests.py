@@ -108,3 +108,9 @@ def test_mid_conversation_system_goes_to_openai_as_a_system_message(tmp_path: Pa
             assert bad.status_code == 400
             assert bad.json() == {"type": "error", "error": {
                 "type": "invalid_request_error", "message": "messages.0.role: Input should be 'user' or 'assistant'"}}
+            # Anthropic's own texts for the common refusals.
+            for broken, text in [({"max_tokens": 5}, "messages: Field required"),
+                                 ({"max_tokens": 5, "messages": []}, "messages: at least one message is required"),
+                                 ({"messages": body["messages"]}, "max_tokens: Field required")]:
+                refused = httpx.post(server.url + "/v1/messages", json=broken)
+                assert (refused.status_code, refused.json()["error"]["message"]) == (400, text)

@@ -89,8 +89,13 @@ def _parse(body: object, headers: Mapping[str, str], *, require_max_tokens: bool
         raise InvalidRequest("model: expected a string", param="model")
     messages = _system_messages(body.get("system"))
     raw_messages = body.get("messages")
-    if not isinstance(raw_messages, list) or not raw_messages:
-        raise InvalidRequest("messages: expected a non-empty list of messages", param="messages")
+    # Anthropic's own wording for the common refusals (clients and their users know these texts).
+    if raw_messages is None:
+        raise InvalidRequest("messages: Field required", param="messages")
+    if not isinstance(raw_messages, list):
+        raise InvalidRequest("messages: Input should be a valid list", param="messages")
+    if not raw_messages:
+        raise InvalidRequest("messages: at least one message is required", param="messages")
     for index, raw in enumerate(raw_messages):
         messages.extend(_parse_message(raw, f"messages.{index}"))
     stream = body.get("stream")
@@ -285,7 +290,7 @@ def _sampling(body: dict[str, Any], require_max_tokens: bool) -> dict[str, Any]:
     max_tokens = body.get("max_tokens")
     if max_tokens is None:
         if require_max_tokens:
-            raise InvalidRequest("max_tokens: field required", param="max_tokens")
+            raise InvalidRequest("max_tokens: Field required", param="max_tokens")
     elif not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
         raise InvalidRequest("max_tokens: expected an integer >= 1", param="max_tokens")
     else:
