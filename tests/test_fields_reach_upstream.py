@@ -126,3 +126,9 @@ def test_anthropic_fields_reach_an_anthropic_upstream(tmp_path: Path) -> None:
             assert other_effort.headers["x-daari-cache"] == "miss"
             other_user = httpx.post(server.url + "/v1/messages", json={**body, "metadata": {"user_id": "v"}})
             assert other_user.headers["x-daari-cache"] == "hit"
+            # A part with no Anthropic equivalent, from an OpenAI client: a 400 naming it, never dropped.
+            sent_before = len(fake.requests)
+            audio = httpx.post(server.url + "/v1/chat/completions", json={"model": "good", "messages": [
+                {"role": "user", "content": [{"type": "text", "text": "hear"}, AUDIO]}]})
+            assert audio.status_code == 400 and "input_audio" in audio.json()["error"]["message"]
+            assert len(fake.requests) == sent_before

@@ -66,3 +66,15 @@ def test_unknown_parts_translate_where_there_is_an_equivalent() -> None:
                                                                    {"type": "block_from_2031"}]}])
     with pytest.raises(openai_wire.InvalidRequest, match="block_from_2031"):
         openai_wire.to_upstream_body(odd, None, False)
+
+
+def test_openai_parts_for_an_anthropic_tier() -> None:
+    pdf = {"type": "file", "file": {"filename": "a.pdf", "file_data": "data:application/pdf;base64,JVBE"}}
+    request = openai_request(messages=[{"role": "user", "content": [{"type": "text", "text": "read"}, pdf]}])
+    body = anthropic_wire.to_upstream_body(request, None, False)
+    assert body["messages"][0]["content"][1] == {
+        "type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBE"}}
+    audio = {"type": "input_audio", "input_audio": {"data": "UklG", "format": "wav"}}
+    heard = openai_request(messages=[{"role": "user", "content": [{"type": "text", "text": "x"}, audio]}])
+    with pytest.raises(anthropic_wire.InvalidRequest, match="input_audio"):
+        anthropic_wire.to_upstream_body(heard, None, False)

@@ -479,9 +479,25 @@ def _upstream_content(content: str | list[ContentPart] | None) -> str | list[dic
                                                        "data": part["data"]}})
         elif kind == "image" and "url" in part:
             blocks.append({"type": "image", "source": {"type": "url", "url": part["url"]}})
+        elif kind in _OPENAI_ONLY_PARTS:
+            blocks.append(_openai_part(part))
         else:
-            blocks.append(dict(part))
+            blocks.append(dict(part))  # an Anthropic block kept whole (document, search_result ...)
     return blocks
+
+
+_OPENAI_ONLY_PARTS = ("file", "input_audio")
+
+
+def _openai_part(part: ContentPart) -> dict[str, Any]:
+    """An OpenAI content part for an Anthropic tier: a base64 file becomes a document, the rest a clear 400."""
+    file = part.get("file") if part.get("type") == "file" else None
+    data = file.get("file_data") if isinstance(file, dict) else None
+    if isinstance(data, str) and data.startswith("data:") and ";base64," in data:
+        media_type, _, payload = data[5:].partition(";base64,")
+        return {"type": "document", "source": {"type": "base64", "media_type": media_type, "data": payload}}
+    raise InvalidRequest(f"content part type {part.get('type')!r} has no Anthropic equivalent here: send it to "
+                         "an OpenAI-compatible tier, or leave it out", param="messages")
 
 
 def parse_arguments(arguments: str) -> dict[str, Any]:
