@@ -56,7 +56,8 @@ async def test_disk_store_evicts_least_recently_used_past_max_disk_mb(tmp_path: 
     fake = FakeOpenAI()
     async with serve_app(fake) as upstream:
         config = make_config(tmp_path, tiers={"L3": upstream_tier("openai", upstream + "/v1")},
-                             cache={"l0": {"memory_mb": 0.01, "max_disk_mb": 0.1}})  # ~100 KiB on disk
+                             # ~100 KiB on disk; L1 off: it would serve the evicted (identical) prompt
+                             cache={"l0": {"memory_mb": 0.01, "max_disk_mb": 0.1}, "l1": {"enabled": False}})
         async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url) as client:
             for i in range(30):  # ~300 KiB of answers
                 assert (await client.post("/v1/chat/completions", json=chat(i))).status_code == 200

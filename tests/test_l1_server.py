@@ -175,3 +175,18 @@ async def test_entries_and_index_survive_a_restart(tmp_path: Path) -> None:
             assert tier.index_stats is not None and tier.index_stats.buffered == 0  # loaded, not rebuilt
             hit = (await client.post("/v1/chat/completions", json=chat(PARAPHRASE))).json()
             assert hit["daari_meta"]["tier"] == "L1"
+
+
+async def test_model_verify_serves_nothing_when_the_model_does_not_answer_yes_or_no(tmp_path: Path) -> None:
+    fake = FakeOpenAI()  # answers the verifier's question with a sentence: malformed, so rejected
+    async with serve_app(fake) as upstream, daari_server(config(tmp_path, upstream, verify="model")) as server, \
+            httpx.AsyncClient(base_url=server.url) as client:
+        tier = await ready(server)
+        await client.post("/v1/chat/completions", json=chat(ORIGINAL))
+        await settle(server, tier, 1)
+        reply = (await client.post("/v1/chat/completions", json=chat(PARAPHRASE))).json()
+        meta = reply["daari_meta"]
+        assert meta["tier"] == "L3"
+        assert meta["l1_rejected"][0]["rule"] == "model_malformed" and meta["verified_by"] == "model"
+        asked = [r for r in fake.requests if "Request A:" in json.dumps(r.body)]
+        assert len(asked) == 1 and asked[0].body["max_tokens"] == 3
