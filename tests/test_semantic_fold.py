@@ -88,3 +88,18 @@ def test_tool_call_ids_do_not_split_the_context() -> None:
     b.messages[2].tool_calls[0] = type(b.messages[2].tool_calls[0])("other-id", "read_file", '{"path": "a"}')
     b.messages[3].tool_call_id = "other-id"
     assert context(a) == context(b)
+
+
+def test_any_media_part_folds_as_a_token_the_verifier_compares() -> None:
+    from daari.protocol.chat import Message
+    from daari.semantic.lexical import lexical_verdict
+
+    def audio(data: str) -> str:
+        return fold(ChatRequest([Message("user", [{"type": "text", "text": "transcribe this"},
+                                                  {"type": "input_audio", "data": data, "format": "wav"}])],
+                                "m")).embed_text
+
+    a, b = audio("UklGRiQAAABXQVZF"), audio("UklGRiQAAABXQVZG")
+    assert a.startswith("user: transcribe this [input_audio:") and a != b
+    assert lexical_verdict(a, b).rule == "media"
+    assert lexical_verdict(a, audio("UklGRiQAAABXQVZF")).same

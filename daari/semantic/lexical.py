@@ -42,7 +42,7 @@ SAME = Verdict(True)
 _FENCED = re.compile(r"```.*?(?:```|$)|~~~.*?(?:~~~|$)", re.DOTALL)
 _INLINE = re.compile(r"`[^`\n]+`")
 _QUOTED = re.compile(r"\"[^\"\n]+\"|“[^”\n]+”")
-_MEDIA = re.compile(r"\[(?:image|audio|input_audio|file|media)[a-z_]*:[0-9a-f]{8,}\]")
+_MEDIA = re.compile(r"\[[a-z_]+:[0-9a-f]{16}\]")  # fold.media_token: images, audio, files
 _ROLE = re.compile(r"^(?:system|user|assistant|tool): ", re.MULTILINE)
 _TOKEN = re.compile(r"[A-Za-z0-9_~@$/\\.+#%:'-]+|==+|!=+|<=|>=|=>|->|\*\*|//|[<>*/%^&|=!]")
 _NUMBER = re.compile(r"\d+(?:\.\d+)*")
