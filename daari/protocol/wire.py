@@ -15,6 +15,7 @@ from daari.protocol import (
     openai_render,
     openai_wire,
     responses_render,
+    responses_stream,
     responses_wire,
 )
 from daari.protocol.chat import ChatRequest, Completion
@@ -116,7 +117,7 @@ def make_responses_wire(on_final: Callable[[dict[str, Any]], None] | None = None
         return body
 
     def stream_renderer(request: ChatRequest) -> StreamRenderer:
-        return responses_render.ResponsesStreamRenderer(request, responses_render.new_id("resp"),
+        return responses_stream.ResponsesStreamRenderer(request, responses_render.new_id("resp"),
                                                         responses_render.now(), on_final)
 
     return Wire(
