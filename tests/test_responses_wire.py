@@ -89,6 +89,7 @@ def test_bad_requests_name_the_field(body: dict[str, Any], param: str) -> None:
 
 @pytest.mark.parametrize(("body", "reason"), [
     ({"tools": [{"type": "mcp", "server_label": "docs"}]}, "tool type 'mcp' (mcp)"),
+    ({"prompt": {"id": "pmpt_1", "version": "2"}}, "a stored prompt template ('prompt'), which lives on the provider"),
     ({"tools": [{"type": "web_search"}]}, "tool type 'web_search' (web_search)"),
     ({"tool_choice": {"type": "web_search"}}, "tool_choice type 'web_search'"),
     ({"input": [{"role": "user", "content": "x"}, {"type": "item_reference", "id": "msg_1"}]},

@@ -267,6 +267,8 @@ def native_only_reason(request: ChatRequest) -> str | None:
     """Why only a Responses upstream can serve this request (a tool, item or part with no neutral form)."""
     if request.protocol != "responses":
         return None
+    if request.raw.get("prompt") is not None:
+        return "a stored prompt template ('prompt'), which lives on the provider"
     for tool in request.tools:
         if tool.extra.get("type") not in (None, *TRANSLATABLE_TOOLS):
             return f"tool type {tool.extra.get('type')!r} ({tool.name})"
