@@ -114,3 +114,54 @@ def test_mid_conversation_system_goes_to_openai_as_a_system_message(tmp_path: Pa
                                  ({"messages": body["messages"]}, "max_tokens: Field required")]:
                 refused = httpx.post(server.url + "/v1/messages", json=broken)
                 assert (refused.status_code, refused.json()["error"]["message"]) == (400, text)
+
+
+class StrictTemplateUpstream(FakeOpenAI):
+    """An OpenAI-compatible server whose chat template takes a system message only first (llama.cpp and
+    Qwen templates say so with a 400)."""
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return await super().__call__(scope, receive, send)
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        roles = [m.get("role") for m in json.loads(body or b"{}").get("messages", [])]
+        if "system" in roles[1:]:
+            payload = json.dumps({"error": {"message": "System message must be at the beginning.",
+                                            "type": "invalid_request_error"}}).encode()
+            await send({"type": "http.response.start", "status": 400,
+                        "headers": [(b"content-type", b"application/json")]})
+            await send({"type": "http.response.body", "body": payload})
+            return
+
+        replayed = False
+
+        async def replay() -> dict[str, Any]:
+            nonlocal replayed
+            if replayed:
+                return dict(await receive())
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        await super().__call__(scope, replay, send)
+
+
+def test_a_tier_refusing_mid_conversation_system_says_it_as_anthropic_does(tmp_path: Path) -> None:
+    with serve_app_in_thread(StrictTemplateUpstream()) as upstream:
+        config = make_config(tmp_path, tiers={"L3": upstream_tier("openai", upstream + "/v1")})
+        with daari_in_thread(config) as server:
+            body = {**claude_code_body(), "stream": False}
+            refused = httpx.post(server.url + "/v1/messages?beta=true", json=body, headers=claude_code_headers())
+            assert refused.status_code == 400
+            message = refused.json()["error"]["message"]
+            # What Claude Code checks before retrying without the mid-conversation-system beta:
+            assert "Unexpected role" in message and "input message role" in message
+            assert "System message must be at the beginning." in message
+            # Its retry, without the system entry inside messages, goes through.
+            body["messages"] = [m for m in body["messages"] if m["role"] != "system"]
+            retried = httpx.post(server.url + "/v1/messages?beta=true", json=body, headers=claude_code_headers())
+            assert retried.status_code == 200, retried.text

@@ -35,7 +35,7 @@ from daari.executors.http_upstream import (
     retry_after_seconds,
 )
 from daari.jsonio import dumps, loads
-from daari.protocol.anthropic_wire import SecretStr
+from daari.protocol.anthropic_wire import SecretStr, system_role_refusal
 from daari.protocol.chat import ChatRequest
 from daari.protocol.openai_render import ChunkDecoder, events_from_response
 from daari.protocol.openai_wire import to_upstream_body
@@ -153,9 +153,12 @@ class OpenAIExecutor(HttpUpstream):
             if forwarded and forwarded.removeprefix("Bearer ") in err.message:  # an upstream echoing the key
                 err.message = err.message.replace(forwarded.removeprefix("Bearer "), "***")
                 err.args = (err.message,)
-            if err.upstream:
-                raise
-            raise self._named(err) from None
+            if not err.upstream:
+                err = self._named(err)
+            if isinstance(err, UpstreamRejected) and (refusal := system_role_refusal(request, err.message)):
+                err.message = refusal  # Claude Code then retries without mid-conversation system messages
+                err.args = (refusal,)
+            raise err from None
 
     async def _generate_whole(self, body: dict[str, Any], headers: dict[str, str], emit: Emit) -> None:
         started = False

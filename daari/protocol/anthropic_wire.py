@@ -488,6 +488,31 @@ def _upstream_content(content: str | list[ContentPart] | None) -> str | list[dic
 
 _OPENAI_ONLY_PARTS = ("file", "input_audio")
 
+# Anthropic's answer to a "system" entry inside messages without the beta. Claude Code recognises it and
+# retries without mid-conversation system messages, so a tier that refuses them must say it this way.
+SYSTEM_ROLE_REFUSAL = ('Unexpected role "system". The Messages API accepts a top-level `system` parameter, '
+                       'not "system" as an input message role.')
+
+
+def has_mid_conversation_system(request: ChatRequest) -> bool:
+    """Whether a system message comes after the first user or assistant message."""
+    seen_turn = False
+    for message in request.messages:
+        if message.role == "system" and seen_turn:
+            return True
+        seen_turn = seen_turn or message.role != "system"
+    return False
+
+
+def system_role_refusal(request: ChatRequest, upstream_message: str) -> str | None:
+    """For an Anthropic client whose mid-conversation system message a translated tier refused (its 4xx
+    talks about "system"): the refusal in Anthropic's words, with the upstream's after it; else None."""
+    if request.protocol != "anthropic" or "system" not in upstream_message.lower():
+        return None
+    if not has_mid_conversation_system(request):
+        return None
+    return f"{SYSTEM_ROLE_REFUSAL} ({upstream_message})"
+
 
 def _openai_part(part: ContentPart) -> dict[str, Any]:
     """An OpenAI content part for an Anthropic tier: a base64 file becomes a document, the rest a clear 400."""
