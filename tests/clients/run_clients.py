@@ -1,6 +1,7 @@
 """`make test-clients`: the real Claude Code and Codex CLIs, run non-interactively through a running daari
 against a fake upstream (`tests/clients/agent_upstream.py`). Each must finish its tool loop, and a repeated
-identical run must be answered from L0 (the fake sees no new request). Not part of `make test`: it needs
+identical run must be answered from L0 (the fake sees no new request). Codex also runs against a
+chat-completions tier (its Responses requests translated by daari). Not part of `make test`: it needs
 the CLIs from npm (`npm install --prefix .clients @anthropic-ai/claude-code @openai/codex`).
 
     python -m tests.clients.run_clients [--only claude|codex]
@@ -159,6 +160,32 @@ def codex(tmp: Path, upstream: str, checks: Checks) -> None:
         checks.check(after == after_goal, f"repeated run served from L0 ({after - after_goal} upstream requests)")
 
 
+def codex_translated(tmp: Path, upstream: str, checks: Checks) -> None:
+    """Codex against a chat-completions tier: its Responses requests are translated (freeform apply_patch as a
+    function, namespaces flattened); a hosted tool it cannot translate (web_search) is a 400 naming it."""
+    args, url, log = daari(tmp, "daari-codex-chat", f'{{executor: openai, base_url: "{upstream}/v1"}}')
+    home, work = tmp / "codex-chat-home", tmp / "codex-chat-work"
+    (home / ".codex").mkdir(parents=True)
+    work.mkdir()
+    provider = ('model_provider = "daari"\n\n[model_providers.daari]\nname = "daari"\n'
+                f'base_url = "{url}/v1"\nwire_api = "responses"\nsupports_websockets = false\n')
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "CODEX_HOME": str(home / ".codex")}
+    cli = [str(BIN / "codex"), "exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox",
+           CODEX_SHELL_PROMPT]
+    with process(args, log, url + "/healthz"):
+        (home / ".codex" / "config.toml").write_text('model = "gpt-5.1-codex"\n' + provider)
+        refused = subprocess.run(cli, env=env, cwd=work, capture_output=True, text=True, timeout=TIMEOUT_S)
+        checks.check(refused.returncode != 0 and "web_search" in refused.stdout + refused.stderr,
+                     "with web search on, a chat tier refuses the turn with a 400 naming web_search")
+        (home / ".codex" / "config.toml").write_text('model = "gpt-5.1-codex"\nweb_search = "disabled"\n' + provider)
+        before = upstream_counts(upstream).get("/v1/chat/completions", 0)
+        shell = run_cli(cli, env, work)
+        after = upstream_counts(upstream).get("/v1/chat/completions", 0)
+        checks.check("printed: " in shell and MARKER in shell.split("printed:", 1)[1],
+                     "codex exec finished its tool loop through a chat-completions tier (translated)")
+        checks.check(after - before >= 2, f"the chat-completions upstream answered it ({after - before} requests)")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--only", choices=("claude", "codex"))
@@ -174,7 +201,7 @@ def main() -> int:
         upstream = f"http://127.0.0.1:{port}"
         fake = [sys.executable, "-m", "tests.clients.agent_upstream", "--port", str(port)]
         with process(fake, tmp / "upstream.log", upstream + "/stats"):
-            for client, run in (("claude", claude), ("codex", codex)):
+            for client, run in (("claude", claude), ("codex", codex), ("codex", codex_translated)):
                 if options.only in (None, client):
                     try:
                         run(tmp, upstream, checks)
