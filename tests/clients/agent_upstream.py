@@ -165,7 +165,12 @@ async def responses(body: dict[str, Any], send: Send) -> None:
 # ---------------------------------------------------------------- chat completions (for translated tiers)
 
 
-async def chat_completions(body: dict[str, Any], send: Send) -> None:
+async def chat_completions(body: dict[str, Any], send: Send, strict_system: bool = False) -> None:
+    if strict_system and "system" in [m.get("role") for m in body.get("messages") or []][1:]:
+        # As llama.cpp and Qwen chat templates answer a system message that is not first.
+        await _json(send, 400, {"error": {"message": "System message must be at the beginning.",
+                                          "type": "invalid_request_error"}})
+        return
     last = (body.get("messages") or [{}])[-1]
     call = _shell_call(body.get("tools") or []) or (
         ("Bash", json.dumps({"command": COMMAND, "description": "Print the marker"}))
@@ -218,8 +223,9 @@ async def _finish_sse(send: Send, chunks: list[bytes]) -> None:
 
 
 class AgentUpstream:
-    def __init__(self, record: str | None = None) -> None:
+    def __init__(self, record: str | None = None, strict_system: bool = False) -> None:
         self.counts: Counter[str] = Counter()
+        self.strict_system = strict_system  # chat completions refuse a system message that is not first
         self.record = record  # a JSON-lines file of every request (path, query, headers, body)
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Send) -> None:
@@ -252,7 +258,7 @@ class AgentUpstream:
         elif path == "/v1/responses":
             await responses(body, send)
         elif path == "/v1/chat/completions":
-            await chat_completions(body, send)
+            await chat_completions(body, send, self.strict_system)
         else:
             await _json(send, 404, {"error": {"type": "not_found_error", "message": f"no route {path}"}})
 
@@ -261,11 +267,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--record", help="append every request to this JSON-lines file")
+    parser.add_argument("--strict-system", action="store_true",
+                        help="chat completions: a system message that is not first is a 400")
     args = parser.parse_args()
     config = HypercornConfig()
     config.bind = [f"127.0.0.1:{args.port}"]
     config.accesslog = None
-    app: Any = AgentUpstream(args.record)
+    app: Any = AgentUpstream(args.record, args.strict_system)
     trio.run(serve, app, config)
 
 

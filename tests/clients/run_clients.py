@@ -125,6 +125,27 @@ def claude(tmp: Path, upstream: str, checks: Checks) -> None:
         checks.check(after == middle, f"repeated run served from L0 ({after - middle} upstream requests)")
 
 
+def claude_strict_template(tmp: Path, checks: Checks) -> None:
+    """Claude Code through an OpenAI-compatible tier whose template refuses a system message that is not
+    first: daari's refusal, in Anthropic's words, makes Claude Code retry without it."""
+    port = free_port()
+    upstream = f"http://127.0.0.1:{port}"
+    fake = [sys.executable, "-m", "tests.clients.agent_upstream", "--port", str(port), "--strict-system"]
+    args, url, log = daari(tmp, "daari-claude-openai", f'{{executor: openai, base_url: "{upstream}/v1"}}')
+    home, work = tmp / "claude-home-2", tmp / "claude-work-2"
+    home.mkdir()
+    work.mkdir()
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "ANTHROPIC_BASE_URL": url,
+           "ANTHROPIC_API_KEY": "sk-ant-test-clients", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+           "DISABLE_AUTOUPDATER": "1"}
+    cli = [str(BIN / "claude"), "-p", CLAUDE_PROMPT, "--allowedTools", "Bash", "--output-format", "json"]
+    with process(fake, tmp / "upstream-strict.log", upstream + "/stats"), process(args, log, url + "/healthz"):
+        result: dict[str, Any] = json.loads(run_cli(cli, env, work))
+        checks.check(not result.get("is_error") and MARKER in str(result.get("result")),
+                     "claude -p through a translated tier that refuses mid-conversation system messages "
+                     f"retried and finished its tool loop: {result.get('result')!r}")
+
+
 def codex(tmp: Path, upstream: str, checks: Checks) -> None:
     print(f"Codex CLI {version('codex')}")
     args, url, log = daari(tmp, "daari-codex",
@@ -205,6 +226,8 @@ def main() -> int:
                 if options.only in (None, client):
                     try:
                         run(tmp, upstream, checks)
+                        if client == "claude":
+                            claude_strict_template(tmp, checks)
                     except (RuntimeError, subprocess.TimeoutExpired, ValueError) as exc:
                         checks.check(False, f"{client}: {exc}")
     print("all client checks passed" if not checks.failures else f"{len(checks.failures)} check(s) failed")
