@@ -46,9 +46,10 @@ class ResponsesStreamRenderer:
         self.created_at = created_at
         self.on_final = on_final
         self._seq = 0
-        self._output: list[dict[str, Any]] = []  # finished items, by output_index
-        self._open: dict[str, Any] | None = None  # the item being streamed: {"index", "item", "parts"}
-        self._calls: dict[int, int] = {}  # neutral tool index -> output_index
+        self._output: dict[int, dict[str, Any]] = {}  # finished items by output_index
+        self._next_index = 0
+        self._message: dict[str, Any] | None = None  # the message being streamed: {"index", "item"}
+        self._open_calls: dict[int, dict[str, Any]] = {}  # neutral tool index -> {"index", "item"}
         self._finish: Finish | None = None
         self._native = False
         self._native_final: dict[str, Any] | None = None
@@ -68,13 +69,12 @@ class ResponsesStreamRenderer:
                 self._event("response.in_progress", response=self._shell("in_progress"))]
 
     # -- neutral events -----------------------------------------------------------------------------------
+    # One message item at a time; tool calls stay open until the answer ends, so an upstream that interleaves
+    # the argument pieces of parallel calls loses none of them.
 
-    def _close(self) -> list[bytes]:
-        """The ...done events of the item being streamed."""
-        if self._open is None:
-            return []
-        index, item = self._open["index"], self._open["item"]
-        self._open = None
+    def _close(self, state: dict[str, Any]) -> list[bytes]:
+        """The ...done events of one streamed item."""
+        index, item = state["index"], state["item"]
         out: list[bytes] = []
         if item["type"] == "message":
             text = "".join(item["pieces"])
@@ -99,52 +99,63 @@ class ResponsesStreamRenderer:
             out.append(self._event("response.function_call_arguments.done", item_id=item["id"],
                                    output_index=index, name=done["name"], arguments=arguments))
         out.append(self._event("response.output_item.done", output_index=index, item=done))
-        self._output.append(done)
+        self._output[index] = done
+        return out
+
+    def _close_message(self) -> list[bytes]:
+        message, self._message = self._message, None
+        return self._close(message) if message is not None else []
+
+    def _close_all(self) -> list[bytes]:
+        out = self._close_message()
+        for state in sorted(self._open_calls.values(), key=lambda s: int(s["index"])):
+            out.extend(self._close(state))
+        self._open_calls.clear()
         return out
 
     def _text(self, text: str) -> list[bytes]:
         out: list[bytes] = []
-        if self._open is None or self._open["item"]["type"] != "message":
-            out.extend(self._close())
-            index = len(self._output)
+        if self._message is None:
+            index = self._next_index
+            self._next_index += 1
             item_id = new_id("msg")
-            self._open = {"index": index, "item": {"id": item_id, "type": "message", "pieces": []}}
+            self._message = {"index": index, "item": {"id": item_id, "type": "message", "pieces": []}}
             out.append(self._event("response.output_item.added", output_index=index,
                                    item=message_item(item_id, "", status="in_progress")))
             out.append(self._event("response.content_part.added", item_id=item_id, output_index=index,
                                    content_index=0,
                                    part={"type": "output_text", "text": "", "annotations": [], "logprobs": []}))
-        assert self._open is not None
-        item = self._open["item"]
+        item = self._message["item"]
         item["pieces"].append(text)
-        out.append(self._event("response.output_text.delta", item_id=item["id"], output_index=self._open["index"],
-                               content_index=0, delta=text, logprobs=[]))
+        out.append(self._event("response.output_text.delta", item_id=item["id"],
+                               output_index=self._message["index"], content_index=0, delta=text, logprobs=[]))
         return out
 
     def _call(self, ev: ToolCallStart) -> list[bytes]:
-        out = self._close()
-        index = len(self._output)
+        out = self._close_message()
+        index = self._next_index
+        self._next_index += 1
         shape = self._shapes.get(ev.name)
         custom = shape is not None and shape.kind == "custom"
         item_id = new_id("ctc" if custom else "fc")
-        self._open = {"index": index, "item": {"id": item_id, "type": "custom_tool_call" if custom
-                                               else "function_call", "call_id": ev.id, "name": ev.name,
-                                               "shape": shape, "pieces": []}}
-        self._calls[ev.index] = index
+        self._open_calls[ev.index] = {"index": index, "item": {
+            "id": item_id, "type": "custom_tool_call" if custom else "function_call", "call_id": ev.id,
+            "name": ev.name, "shape": shape, "pieces": []}}
         added = shaped_item(shape, item_id, ev.id, ev.name, custom_arguments("") if custom else "",
                             status="in_progress")
         out.append(self._event("response.output_item.added", output_index=index, item=added))
         return out
 
     def _arguments(self, ev: ToolCallDelta) -> list[bytes]:
-        if not ev.arguments or self._open is None or self._calls.get(ev.index) != self._open["index"]:
+        state = self._open_calls.get(ev.index)
+        if not ev.arguments or state is None:
             return []
-        item = self._open["item"]
+        item = state["item"]
         item["pieces"].append(ev.arguments)
         if item["type"] == "custom_tool_call":
             return []  # held until the call closes (see _close)
         return [self._event("response.function_call_arguments.delta", item_id=item["id"],
-                            output_index=self._open["index"], delta=ev.arguments)]
+                            output_index=state["index"], delta=ev.arguments)]
 
     # -- native events ------------------------------------------------------------------------------------
 
@@ -251,13 +262,14 @@ class ResponsesStreamRenderer:
             response = finish_native(native, self.request, self.response_id, meta)
             kind = "response.incomplete" if response.get("status") == "incomplete" else "response.completed"
             return [self._event(kind, response=self._final(response))]
-        out = self._close()
+        out = self._close_all()
         finish = self._finish or Finish(reason="stop")
         if not self._output:  # an empty answer is still one (empty) message
             out.extend(self._text(""))
-            out.extend(self._close())
+            out.extend(self._close_message())
         status, incomplete = finish_status(finish.reason)
-        response = response_object(self.request, self.response_id, self.created_at, status, list(self._output),
+        output = [self._output[i] for i in sorted(self._output)]
+        response = response_object(self.request, self.response_id, self.created_at, status, output,
                                    usage_json(finish.usage))
         response["incomplete_details"] = incomplete
         response["daari_meta"] = with_translation_notes(meta, self.request)
