@@ -14,6 +14,7 @@ import pytest
 
 from daari.cache.key_fields import is_non_answer_field
 from tests.fakes.anthropic_upstream import FakeAnthropic
+from tests.fakes.ollama_upstream import FakeOllama
 from tests.fakes.openai_upstream import FakeOpenAI
 from tests.fakes.serving import serve_app_in_thread
 from tests.support import daari_in_thread, make_config, upstream_tier
@@ -132,3 +133,18 @@ def test_anthropic_fields_reach_an_anthropic_upstream(tmp_path: Path) -> None:
                 {"role": "user", "content": [{"type": "text", "text": "hear"}, AUDIO]}]})
             assert audio.status_code == 400 and "input_audio" in audio.json()["error"]["message"]
             assert len(fake.requests) == sent_before
+
+
+def test_parts_only_an_openai_tier_reads_never_reach_a_local_tier(tmp_path: Path) -> None:
+    ask = {"model": "good", "messages": [{"role": "user", "content": [{"type": "text", "text": "hear"}, AUDIO]}]}
+    ollama, oa = FakeOllama(), FakeOpenAI()
+    with serve_app_in_thread(ollama) as local, serve_app_in_thread(oa) as remote:
+        tiers = {"L3": upstream_tier("ollama", local), "L4": upstream_tier("openai", remote + "/v1")}
+        with daari_in_thread(make_config(tmp_path / "both", tiers=tiers)) as server:
+            reply = httpx.post(server.url + "/v1/chat/completions", json=ask)
+            assert reply.status_code == 200 and reply.json()["daari_meta"]["tier"] == "L4"
+            assert _raw_body(oa)["messages"] == ask["messages"]
+        with daari_in_thread(make_config(tmp_path / "local", tiers={"L3": upstream_tier("ollama", local)})) as server:
+            refused = httpx.post(server.url + "/v1/chat/completions", json=ask)
+            assert refused.status_code == 400 and "input_audio" in refused.json()["error"]["message"]
+    assert ollama.requests == []  # a local model never saw it

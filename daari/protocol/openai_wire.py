@@ -308,6 +308,18 @@ def parse_chat_request(body: object, headers: Mapping[str, str]) -> ChatRequest:
     )
 
 
+def native_only_reason(request: ChatRequest) -> str | None:
+    """Why only an OpenAI-compatible chat upstream can serve this request: a content part (input_audio, a
+    file, a future type) that no other tier can read; a local model would answer as if it were not there."""
+    if request.protocol != "openai":
+        return None
+    for message in request.messages:
+        for part in message.content if isinstance(message.content, list) else []:
+            if part.get("type") not in ("text", "image"):
+                return f"content part type {part.get('type')!r}"
+    return None
+
+
 def _client_key(headers: Mapping[str, str]) -> dict[str, str]:
     """The client's own credential, for tiers with forward_client_key (a SecretStr: never printed)."""
     for name, value in headers.items():
