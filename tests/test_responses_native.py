@@ -195,3 +195,17 @@ def test_anthropic_client_is_translated_for_a_responses_upstream(server_url: str
 def test_incomplete_native_response_keeps_its_status(client: openai.OpenAI) -> None:
     response = client.responses.create(model="length", input="long story")
     assert response.status == "incomplete" and response.model_extra["daari_meta"]["tier"] == "L3"
+
+
+def test_forward_client_key_sends_the_clients_bearer_to_a_responses_tier(tmp_path: Path) -> None:
+    fake = FakeResponses()
+    with serve_app_in_thread(fake) as upstream:
+        tier = upstream_tier("openai", upstream + "/v1", wire_api="responses", forward_client_key=True)
+        with daari_in_thread(make_config(tmp_path, tiers={"L3": tier})) as server:
+            ok = httpx.post(server.url + "/v1/responses", json={"model": "good", "input": "hi"},
+                            headers={"authorization": "Bearer sk-client-own-key-123"}, timeout=30)
+            assert ok.status_code == 200
+            assert fake.requests[-1].headers["authorization"] == "Bearer sk-client-own-key-123"
+            keyless = httpx.post(server.url + "/v1/responses", json={"model": "good", "input": "hello"}, timeout=30)
+            assert keyless.status_code == 401 and len(fake.requests) == 1
+            assert "sk-client" not in keyless.text
