@@ -85,20 +85,22 @@ class SemanticTier:
                 if verdict.same:
                     return self._hit(match, rejected)
                 rejected.append((match, verdict))
-                self.metrics.inc("cache_false_hits_avoided_total", rule=verdict.rule or "unknown")
+                self.metrics.inc("cache_false_hits_avoided_total")
+                self.metrics.inc("cache_l1_rejections_total", rule=verdict.rule or "unknown")
         except DaariError as err:  # L1 failing never fails the request: it routes on as a miss
             log.warning("L1 lookup skipped: %s", err.message)
             return ShortcutResult("L1", None, details={"l1": "unavailable"})
         if not rejected:
             return None
         best, verdict = rejected[0]
-        return ShortcutResult("L1", None, details={"l1": "rejected", "l1_rejected": [
+        return ShortcutResult("L1", None, details={
+            "l1": "rejected", "verdict": "rejected", "similarity": round(best.similarity, 4), "l1_rejected": [
             {"entry_id": m.entry.id, "similarity": round(m.similarity, 4), "rule": v.rule} for m, v in rejected],
             "verified_by": self.config.verify})
 
     def _hit(self, match: Match, rejected: list[tuple[Match, Verdict]]) -> ShortcutResult:
         details: dict[str, Any] = {"similarity": round(match.similarity, 4), "verified_by": self.config.verify,
-                                   "entry_id": match.entry.id}
+                                   "entry_id": match.entry.id, "verdict": "accepted"}
         if rejected:
             details["l1_rejected"] = [{"entry_id": m.entry.id, "similarity": round(m.similarity, 4), "rule": v.rule}
                                       for m, v in rejected]
