@@ -186,9 +186,11 @@ class FrontierConfig:
 
 @dataclass
 class ConfidenceConfig:
-    l3_min: Annotated[float, Ge(0), Le(1)] = 0.5
-    l4_min: Annotated[float, Ge(0), Le(5)] = 4.0  # self-evaluation score 1-5
-    l5_min: Annotated[float, Ge(0), Le(5)] = 4.0
+    """Pass marks on one 0-1 scale (routing spec): a self-evaluation rating r counts as r/5, so 0.8 is ">= 4/5"."""
+
+    l3_min: Annotated[float, Ge(0), Le(1)] = 0.7
+    l4_min: Annotated[float, Ge(0), Le(1)] = 0.8  # 0-1 like the others: was a 1-5 rating before the spec's scale
+    l5_min: Annotated[float, Ge(0), Le(1)] = 0.8
     logprob_floor: Annotated[float, Le(0)] = -2.5  # mean token logprob mapped to confidence 0 (see docs/routing.md)
 
 

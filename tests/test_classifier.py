@@ -1,4 +1,5 @@
-"""The heuristic classifier: each rule, the rule order, size bands, agent turns and the golden prompts."""
+"""The classifier: the spec's R-A1..R-A5 and their thresholds, the project's R-P*/R-C* rules, agent turns,
+the ambiguity band and the golden prompts."""
 
 from __future__ import annotations
 
@@ -7,19 +8,22 @@ from pathlib import Path
 
 import pytest
 
+from daari.eval.requests import to_request
 from daari.protocol.chat import ChatRequest, Message, Tool, ToolCall
 from daari.routing.classifier import RULE_ORDER, RULE_OUTCOME, classify, last_user_text
+from daari.routing.task_types import MODEL_TASK_TYPES
 
-GOLDEN = Path(__file__).resolve().parents[1] / "evals/routing/prompts.jsonl"
+EVALS = Path(__file__).resolve().parents[1] / "evals/routing"
 
 
-def ask(text: str, *, system: str | None = None) -> ChatRequest:
+def ask(text: str, *, system: str | None = None, max_tokens: int | None = None) -> ChatRequest:
     messages = [Message("system", system)] if system else []
-    return ChatRequest(messages=[*messages, Message("user", text)], model="m")
+    sampling = {"max_tokens": max_tokens} if max_tokens is not None else {}
+    return ChatRequest(messages=[*messages, Message("user", text)], model="m", sampling=sampling)
 
 
-def rule(text: str) -> str:
-    return classify(ask(text)).rule_id
+def rule(text: str, **kw: object) -> str:
+    return classify(ask(text, **kw)).rule_id  # type: ignore[arg-type]
 
 
 def prose(tokens: int) -> str:
@@ -29,169 +33,150 @@ def prose(tokens: int) -> str:
 
 
 @pytest.mark.parametrize("text", [
-    "hi", "Hello!", "hey there", "Thanks!", "thank you so much", "ok", "Got it, thanks.", "Good morning Claude",
-    "What is the capital of Australia?", "who wrote Hamlet?", "Is it going to rain in Paris tomorrow?",
+    "Is this a test file? yes or no", "Classify: 'refund not received'", "True or false: 2 is prime",
+    "Which type of error is ValueError?", "Is it safe to delete node_modules?",
 ])
-def test_trivial_chat_is_r_a1(text: str) -> None:
+def test_r_a1_tiny_classification(text: str) -> None:
     result = classify(ask(text))
-    assert (result.rule_id, result.task_type, result.ceiling) == ("R-A1", "chat", "L3")
+    assert result.tokens < 50
+    assert (result.rule_id, result.task_type, result.ceiling) == ("R-A1", "classify", "L3")
 
 
-@pytest.mark.parametrize("text", [
-    "Convert this CSV to JSON:\na,b\n1,2",
-    "Give me a regex for matching hex colours like #a0b1c2",
-    "Sort these numbers: 5, 3, 9",
-    "Extract the email addresses from: ann@example.org and bob@example.org",
-    "Translate 'good night' to French",
-    "Rename the keys of this object to snake_case: {\"firstName\": 1}",
-    "Turn this into yaml: {\"a\": 1}",
-    "Please format this as a markdown table: name age ann 3",
+def test_r_a1_needs_fewer_than_50_tokens() -> None:
+    assert rule("Is this a test file? " + "x = 1\n" * 60) == "R-A3"  # the spec's GP-02 shape: 20 lines
+
+
+@pytest.mark.parametrize(("text", "task_type"), [
+    ("Format as JSON: {foo: 1}", "transform"),
+    ("Convert this YAML to JSON:\na: 1\nb: [2, 3]", "transform"),
+    ("Reformat this date: 2026/11/30", "transform"),
+    ("Extract the email addresses from: ann@example.org and bob@example.org", "extract"),
+    ("Parse this query string: a=1&b=2", "extract"),
+    ("Sort these numbers: 5, 3, 9", "transform"),
 ])
-def test_transform_is_r_a2(text: str) -> None:
+def test_r_a2_small_transform_or_extract(text: str, task_type: str) -> None:
     result = classify(ask(text))
-    assert (result.rule_id, result.task_type, result.ceiling) == ("R-A2", "transform", "L3")
+    assert (result.rule_id, result.task_type, result.ceiling) == ("R-A2", task_type, "L3")
 
 
-@pytest.mark.parametrize("text", [
-    "What does `x[::-1]` do?",
-    "How do I reverse a list in Python?",
-    "Why does my git push get rejected?",
-    "Explain the difference between a list and a tuple in Python",
-    "```python\nprint(sum(range(10)))\n```",
-])
-def test_code_explain_is_r_a3(text: str) -> None:
-    result = classify(ask(text))
-    assert (result.rule_id, result.task_type, result.ceiling) == ("R-A3", "code_explain", "L3")
-
-
-@pytest.mark.parametrize("text", [
-    "Implement a binary search in Go",
-    "Write a function that parses ISO dates",
-    "write me a Python class for a bank account",
-    "Write unit tests for the parser",
-    "Refactor this: ```def f(): pass```",
-    "Can you fix this bug? The total is always zero.",
-    "Traceback (most recent call last):\n  File \"app.py\", line 3, in <module>\nKeyError: 'user'",
-    "TypeError: Cannot read properties of undefined (reading 'map')\n    at render (App.js:12:5)",
-    "Hi! Please implement a LRU cache.",  # a greeting does not hide the real task
-])
-def test_code_work_is_r_a4(text: str) -> None:
-    result = classify(ask(text))
-    assert (result.rule_id, result.task_type, result.ceiling) == ("R-A4", "code_complex", "L4")
-
-
-@pytest.mark.parametrize("text", [
-    "Review the architecture of our billing system",
-    "Explain this architecture decision: we chose event sourcing",  # explain is R-A3, R-A5 wins
-    "Do a security audit of this login handler: ```def login(u, p): ...```",
-    "Prove that the algorithm terminates",
-    "Make the change across several files: rename the config loader",
-    "Plan step by step how we migrate the system from MySQL to Postgres",
-    "Design a distributed rate limiting service for our API",
-])
-def test_heavy_reasoning_is_r_a5(text: str) -> None:
-    result = classify(ask(text))
-    assert (result.rule_id, result.task_type, result.ceiling) == ("R-A5", "reasoning_heavy", "L6")
-
-
-@pytest.mark.parametrize("text", [
-    "git status",
-    "Tell me a joke about penguins.",
-    "Write a haiku about autumn leaves.",  # "write a" alone is not code work
-    "Improve the wording of my cover letter opening: I am writing to apply.",  # "improve" is not "prove"
-])
-def test_anything_else_is_the_default_rule(text: str) -> None:
-    result = classify(ask(text))
-    assert (result.rule_id, result.task_type, result.ceiling, result.ambiguous) == ("R-A0", "general", "L3", False)
-
-
-def test_large_context_is_r_a5_whatever_the_words() -> None:
-    result = classify(ask("Thanks! " + prose(4100)))
-    assert result.tokens > 4000
-    assert result.rule_id == "R-A5"
-
-
-def test_code_in_a_mid_sized_request_is_r_a4_but_small_code_is_r_a3() -> None:
-    small_code = "```python\nx = compute(1)\n```\n"
-    assert rule(small_code) == "R-A3"
-    mid = classify(ask(small_code + prose(1000)))
-    assert 800 <= mid.tokens <= 4000
-    assert mid.rule_id == "R-A4"
-
-
-def test_transform_needs_a_small_input() -> None:
+def test_r_a2_needs_fewer_than_200_tokens() -> None:
     assert rule("Convert this list to JSON: " + prose(100)) == "R-A2"
-    assert rule("Convert this list to JSON: " + prose(900)) == "R-A0"
+    assert rule("Convert this list to JSON: " + prose(300)) == "R-A3"
 
 
-def test_short_question_counts_the_last_message_not_the_system_prompt() -> None:
-    request = ask("What is the capital of Peru?", system=prose(150))
-    assert classify(request).rule_id == "R-A1"
-    assert rule("What is the capital of Peru, and could you also tell me about its history, its "
-                "climate, its food, the main sights for visitors, and the best season to go there?") == "R-A0"
+@pytest.mark.parametrize(("tokens", "expected"), [
+    (100, ("R-A3", "generate_small", "L3")), (490, ("R-A3", "generate_small", "L3")),
+    (520, ("R-A4", "generate_small", "L4")), (1980, ("R-A4", "generate_small", "L4")),
+    (2010, ("R-A5", "generate_large", "L6")), (9000, ("R-A5", "generate_large", "L6")),
+])
+def test_size_buckets_r_a3_r_a4_r_a5(tokens: int, expected: tuple[str, str, str]) -> None:
+    sentence = "word " * (tokens * 4 // 5 - 3)  # estimate: (chars + 3) // 4 + 4 framing
+    result = classify(ChatRequest(messages=[Message("user", sentence)], model="m"))
+    assert abs(result.tokens - tokens) <= 3
+    assert (result.rule_id, result.task_type, result.ceiling) == expected
 
 
-def test_keywords_in_the_system_prompt_or_earlier_turns_do_not_count() -> None:
-    request = ChatRequest(model="m", messages=[
-        Message("system", "You help with architecture reviews and refactoring."),
-        Message("user", "Implement a parser"),
-        Message("assistant", "Done."),
-        Message("user", "thanks!"),
+def test_size_counts_the_whole_request_not_the_last_message() -> None:
+    request = ask("Is this ok?", system=prose(2100))
+    assert classify(request).rule_id == "R-A5"
+
+
+@pytest.mark.parametrize("text", [
+    "Explain microservices vs monolith in at least 500 words",
+    "Review the architecture of our billing system",
+    "Do a security audit of this login handler: ```def login(u, p): ...```",
+    "Plan step by step how we migrate the system from MySQL to Postgres",
+    "Make the change across several files: rename the config loader",
+])
+def test_r_p1_long_reasoning_goes_to_l6(text: str) -> None:
+    result = classify(ask(text))
+    assert (result.rule_id, result.task_type, result.ceiling) == ("R-P1", "generate_large", "L6")
+
+
+@pytest.mark.parametrize("text", [
+    "Implement a binary search in Go", "Write a function that parses ISO dates",
+    "Generate unit tests for Calculator", "Refactor this: ```def f(): pass```",
+    "Can you fix this bug? The total is always zero.", "Add tests for the parser",
+])
+def test_r_p2_code_work_goes_to_l4(text: str) -> None:
+    result = classify(ask(text))
+    assert (result.rule_id, result.task_type, result.ceiling) == ("R-P2", "generate_small", "L4")
+
+
+@pytest.mark.parametrize("text", [
+    "Add a docstring to this function: def f(): pass",
+    "Write a docstring for this function", "Write a haiku about autumn leaves.",
+    "Is the debugger in VS Code free?", "Summarize this log:\nValueError: bad input",
+])
+def test_words_near_code_work_are_not_code_work(text: str) -> None:
+    assert rule(text) not in ("R-P2", "R-P1")
+
+
+def test_side_calls_are_r_c1_cheapest_and_never_escalate() -> None:
+    probe = classify(ask("quota", max_tokens=1))
+    title = classify(ask("<session>user: fix the login bug</session>",
+                         system="Write a short sentence-case title (3-7 words) for this coding session."))
+    topic = classify(ask("now the payment tests", system='Reply {"isNewTopic": bool, "title": str}.'))
+    for result in (probe, title, topic):
+        assert (result.rule_id, result.ceiling, result.escalate) == ("R-C1", "L3", False)
+    big_system = classify(ask("hi", system="Give a 3-5 word title. " + prose(1200)))
+    assert big_system.rule_id != "R-C1"  # a long system prompt is a main turn, not a side call
+
+
+def test_edit_format_requests_are_r_c2_at_least_l4() -> None:
+    system = "Describe each change with a *SEARCH/REPLACE block*:\n<<<<<<< SEARCH\n=======\n>>>>>>> REPLACE"
+    result = classify(ask("Add a --verbose flag", system=system))
+    assert (result.rule_id, result.ceiling) == ("R-C2", "L4")
+    assert classify(ask("Add a --verbose flag", system=system + prose(2500))).ceiling == "L6"
+
+
+def test_xml_tool_agents_are_r_c3_agent_turns() -> None:
+    system = ("TOOL USE\nTool uses are formatted using XML-style tags.\n"
+              "<read_file>\n<path>a.ts</path>\n</read_file>\n<attempt_completion><result>x</result></attempt_completion>")
+    result = classify(ask("<task>add validation</task>", system=system))
+    assert (result.rule_id, result.task_type, result.ceiling) == ("R-C3", "agent_turn", "L4")
+
+
+def test_agent_turns_take_the_size_rules_only() -> None:
+    tools = [Tool("read_file", "Read a file", {"type": "object", "properties": {"path": {"type": "string"}}})]
+    request = ChatRequest(model="m", tools=tools, messages=[
+        Message("user", "Refactor utils.py to remove duplication"),
+        Message("assistant", None, tool_calls=[ToolCall("c1", "read_file", '{"path": "utils.py"}')]),
+        Message("tool", "def a(): pass", tool_call_id="c1"),
     ])
-    assert classify(request).rule_id == "R-A1"
+    assert last_user_text(request) == "Refactor utils.py to remove duplication"
+    result = classify(request)
+    # ADR-0004: routed to L3 (not R-P2's L4); a large agent request goes where it fits.
+    assert (result.rule_id, result.task_type, result.ceiling, result.ambiguous) == ("R-A3", "agent_turn", "L3", False)
+    request.messages.insert(0, Message("system", prose(2100)))
+    assert classify(request).ceiling == "L6"
 
 
-def test_ambiguous_only_for_the_default_rule_in_its_size_band() -> None:
+def test_ambiguous_is_a_default_rule_in_the_band() -> None:
     assert classify(ask(prose(150))).ambiguous is False
     mid = classify(ask(prose(400)))
-    assert (mid.rule_id, mid.ambiguous) == ("R-A0", True)
+    assert (mid.rule_id, mid.ambiguous) == ("R-A3", True)
+    assert classify(ask(prose(700))).ambiguous is True  # R-A4 is a default rule too
     assert classify(ask(prose(850))).ambiguous is False
-    keyworded = classify(ask("Convert this to JSON: " + prose(400)))
-    assert (keyworded.rule_id, keyworded.ambiguous) == ("R-A2", False)
+    keyworded = classify(ask("Refactor this: " + prose(400)))
+    assert (keyworded.rule_id, keyworded.ambiguous) == ("R-P2", False)
 
 
-def test_word_boundaries_avoid_false_positives() -> None:
-    assert rule("Proofread my email: see you tomorrow at noon, Anna") == "R-A0"
-    assert rule("What sorting hat house am I in?") == "R-A1"  # "sorting" is not "sort"
-    assert rule("Is the debugger in VS Code free?") == "R-A1"  # "debugger" is not "debug"
-
-
-def test_agent_turn_routes_on_the_last_user_message() -> None:
-    request = ChatRequest(
-        model="m",
-        tools=[Tool("read_file", "Read a file", {"type": "object", "properties": {"path": {"type": "string"}}})],
-        messages=[
-            Message("user", "Refactor utils.py to remove duplication"),
-            Message("assistant", None, tool_calls=[ToolCall("c1", "read_file", '{"path": "utils.py"}')]),
-            Message("tool", "def a(): pass", tool_call_id="c1"),
-        ],
-    )
-    assert last_user_text(request) == "Refactor utils.py to remove duplication"
-    assert classify(request).rule_id == "R-A4"
-
-
-def test_no_user_message_is_the_default_rule() -> None:
-    assert classify(ChatRequest(model="m", messages=[Message("system", "be brief")])).rule_id == "R-A0"
+def test_no_user_message_is_a_size_rule() -> None:
+    assert classify(ChatRequest(model="m", messages=[Message("system", "be brief")])).rule_id == "R-A3"
 
 
 def test_rule_table_is_complete() -> None:
-    assert set(RULE_ORDER) | {"R-A0"} == set(RULE_OUTCOME)
-    assert RULE_ORDER[0] == "R-A5"  # the documented order: most demanding first
+    assert set(RULE_ORDER) >= {"R-A1", "R-A2", "R-A3", "R-A4", "R-A5"}
+    assert {task for task, _ in RULE_OUTCOME.values()} <= set(MODEL_TASK_TYPES)
 
 
-def _request(prompt: dict) -> ChatRequest:
-    messages = []
-    for m in prompt["messages"]:
-        calls = [ToolCall(c["id"], c["function"]["name"], c["function"]["arguments"])
-                 for c in m.get("tool_calls") or []]
-        messages.append(Message(m["role"], m.get("content"), tool_calls=calls, tool_call_id=m.get("tool_call_id")))
-    tools = [Tool(t["function"]["name"], t["function"].get("description"), t["function"]["parameters"])
-             for t in prompt.get("tools") or []]
-    return ChatRequest(messages=messages, model="daari", tools=tools)
+def _golden() -> list[dict]:
+    return [json.loads(line) for f in ("prompts.jsonl", "project_prompts.jsonl")
+            for line in (EVALS / f).read_text().splitlines() if line.strip()]
 
 
-@pytest.mark.parametrize("prompt", [json.loads(line) for line in GOLDEN.read_text().splitlines()],
-                         ids=lambda p: p["id"])
+@pytest.mark.parametrize("prompt", _golden(), ids=lambda p: p["id"])
 def test_golden_prompts_classify_as_documented(prompt: dict) -> None:
-    result = classify(_request(prompt))
+    result = classify(to_request(prompt))
     assert (result.rule_id, result.task_type) == (prompt["rule_id"], prompt["task_type"])

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from daari.config import ConfidenceConfig
+from daari.config import ConfidenceConfig, config_from_dict
+from daari.errors import ConfigError
 from daari.routing.confidence import (
     SELF_EVAL_INSTRUCTION,
     answer_confidence,
+    answer_gate,
     heuristic_confidence,
+    is_acknowledgement,
+    is_echo,
     is_refusal,
     logprob_confidence,
     parse_self_eval,
@@ -104,12 +108,69 @@ def test_parse_self_eval_rejects_anything_else(reply: str) -> None:
     assert parse_self_eval(reply) is None
 
 
-def test_passing_score_puts_every_method_on_one_scale() -> None:
-    config = ConfidenceConfig(l3_min=0.5, l4_min=4.0, l5_min=3.0)
+def test_passing_score_is_each_tiers_own_mark_on_one_scale() -> None:
+    config = ConfidenceConfig(l3_min=0.5, l4_min=0.8, l5_min=0.6)
     assert passing_score("L3", "logprob", config) == 0.5
-    assert passing_score("L4", "heuristic", config) == 0.5
+    assert passing_score("L4", "heuristic", config) == 0.8
     assert passing_score("L4", "self_eval", config) == 0.8
     assert passing_score("L5", "self_eval", config) == 0.6
+
+
+def test_spec_defaults_and_the_self_eval_mapping() -> None:
+    config = ConfidenceConfig()
+    assert (config.l3_min, config.l4_min, config.l5_min) == (0.7, 0.8, 0.8)
+    # The spec's ">= 4/5": a rating of 4 passes at L4, a 3 does not.
+    assert 4 / 5 >= passing_score("L4", "self_eval", config) > 3 / 5
+
+
+@pytest.mark.parametrize("value", [4, 1.5, -0.1])
+def test_pass_marks_outside_the_unit_scale_are_config_errors(value: float) -> None:
+    with pytest.raises(ConfigError, match=r"confidence\.l4_min: input should be"):
+        config_from_dict({"confidence": {"l4_min": value}})
+
+
+@pytest.mark.parametrize("text", [
+    "Ok, any changes I propose will be to those files.",  # what SmolLM2 answered aider's edit request
+    "Ok.", "Sure!", "Understood. I will follow these rules.", "Got it, thanks!",
+    "Ok, I won't try and edit those files without asking first.", "I'll wait for your approval.",
+])
+def test_acknowledgements(text: str) -> None:
+    assert is_acknowledgement(text)
+    assert answer_gate(text, "Change get_factorial() to use math.factorial", []) in ("acknowledgement", "too_short")
+
+
+@pytest.mark.parametrize("text", [
+    "Sure! Canberra is the capital of Australia.",
+    "I'll explain: a list is mutable, a tuple is not.",
+    "Ok, here is the change:\n```python\nimport math\n```",
+    "Hello! How can I help you today?",
+])
+def test_answers_that_open_politely_are_not_acknowledgements(text: str) -> None:
+    assert not is_acknowledgement(text)
+
+
+def test_echoes_of_the_prompt_or_of_an_earlier_message() -> None:
+    prompt = "Write a commit message for this diff: rename foo to bar in utils.py"
+    assert is_echo(prompt, prompt, [])
+    assert is_echo("  " + prompt.upper() + " ", prompt, [])
+    assert is_echo(prompt + " Thank you.", prompt, [])
+    assert is_echo(prompt[:-5], prompt, [])  # most of the prompt, copied
+    history = ["Ok, based on your requests I will suggest which files need to be edited and then stop."]
+    assert is_echo(history[0], "Add a --verbose flag", history)
+    assert answer_gate(history[0], "Add a --verbose flag", history) == "echo"
+
+
+def test_extracting_part_of_the_prompt_is_not_an_echo() -> None:
+    prompt = "Extract the email addresses from: ann@example.org and bob@example.org"
+    assert not is_echo("ann@example.org and bob@example.org", prompt, [])
+    assert answer_gate("ann@example.org and bob@example.org", prompt, []) is None
+
+
+def test_gate_reasons_and_the_length_floor() -> None:
+    assert answer_gate("   ", "q", []) == "empty"
+    assert answer_gate("Yes.", "Is this a test file?", []) == "too_short"
+    assert answer_gate("Yes.", "Is this a test file?", [], min_chars=0) is None
+    assert answer_gate("I cannot do that, sorry.", "q", []) == "refusal"
 
 
 def test_passing_score_rejects_self_evaluation_outside_l4_l5() -> None:

@@ -32,7 +32,7 @@ async def test_refusal_at_l3_escalates_to_l4(tmp_path: Path) -> None:
         async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url) as client:
             body = (await client.post("/v1/chat/completions", json=QUESTION)).json()
     meta = body["daari_meta"]
-    assert meta["tier"] == "L4" and meta["escalated_from"] == ["L3"]
+    assert meta["tier"] == "L4" and meta["escalated_from"] == "L3"  # the spec: one tier, or null
     assert [(a["tier"], a["outcome"]) for a in meta["attempts"]] == [("L3", "low_confidence"), ("L4", "accepted")]
     assert "cannot" not in body["choices"][0]["message"]["content"]
 
@@ -186,7 +186,7 @@ async def test_classified_ceiling_starts_the_chain_at_l4(tmp_path: Path) -> None
                       "and write pytest unit tests for it.")
             body = (await client.post("/v1/chat/completions", json={
                 "model": "daari", "messages": [{"role": "user", "content": prompt}]})).json()
-    assert body["daari_meta"]["rule_id"] == "R-A4" and body["daari_meta"]["ceiling"] == "L4"
+    assert body["daari_meta"]["rule_id"] == "R-P2" and body["daari_meta"]["ceiling"] == "L4"  # code work
     assert body["daari_meta"]["tier"] == "L4"
     assert l3.requests == []
 

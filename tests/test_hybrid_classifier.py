@@ -8,6 +8,7 @@ import httpx
 
 from daari.protocol.chat import ChatRequest, Message
 from daari.routing.classifier import classify
+from daari.routing.lt_probe import register_lt_matcher, unregister_lt_matcher
 from tests.fakes.openai_upstream import FakeOpenAI
 from tests.fakes.serving import serve_app
 from tests.support import daari_server, make_config, upstream_tier
@@ -18,7 +19,21 @@ NOTES = ("Notes from Tuesday: the team met with the vendor, the schedule moved b
 
 def test_precondition_the_prompt_is_ambiguous_for_the_heuristic() -> None:
     verdict = classify(ChatRequest(messages=[Message(role="user", content=NOTES)], model="m"))
-    assert verdict.rule_id == "R-A0" and verdict.ambiguous
+    assert verdict.rule_id == "R-A3" and verdict.ambiguous
+
+
+def test_an_lt_match_makes_it_unambiguous() -> None:
+    request = ChatRequest(messages=[Message(role="user", content=NOTES)], model="m")
+
+    def notes_tool(text: str) -> bool:
+        return text.startswith("Notes from")
+
+    register_lt_matcher(notes_tool)
+    try:
+        assert classify(request).ambiguous is False
+    finally:
+        unregister_lt_matcher(notes_tool)
+    assert classify(request).ambiguous is True
 
 
 async def ask(tmp_path: Path, fake: FakeOpenAI, enabled: bool, content: str = NOTES) -> dict:
@@ -35,7 +50,7 @@ async def test_verdict_moves_the_ceiling(tmp_path: Path) -> None:
     fake = FakeOpenAI()
     meta = await ask(tmp_path, fake, enabled=True)
     assert meta["classifier"] == "slm" and meta["rule_id"] == "R-B1"
-    assert meta["ceiling"] == "L4" and meta["tier"] == "L4" and meta["task_type"] == "code_complex"
+    assert meta["ceiling"] == "L4" and meta["tier"] == "L4" and meta["task_type"] == "generate_small"
     assert len(fake.requests) == 2  # the classifier probe, then the answer
 
 
@@ -43,7 +58,7 @@ async def test_malformed_verdict_falls_back_to_the_heuristic(tmp_path: Path) -> 
     fake = FakeOpenAI()
     fake.classification = "I think this is probably a chat, maybe?"
     meta = await ask(tmp_path, fake, enabled=True)
-    assert meta["classifier"] == "slm_fallback" and meta["rule_id"] == "R-A0" and meta["tier"] == "L3"
+    assert meta["classifier"] == "slm_fallback" and meta["rule_id"] == "R-A3" and meta["tier"] == "L3"
 
 
 async def test_disabled_or_unambiguous_never_asks(tmp_path: Path) -> None:

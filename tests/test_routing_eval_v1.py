@@ -1,36 +1,124 @@
-"""`daari eval routing --mode v1` against a real daari with escalation tiers: the v1 tier table holds
-wherever the tiers it names exist (L1 is a later issue; Lt runs with tools enabled on a scratch repo)."""
+"""`daari eval routing --mode v1` against a real daari: model tiers on fake upstreams, and (until the L1, L2
+and Lt issues land) small stand-ins for those shortcut tiers registered through the ShortcutTier seam."""
 
 from __future__ import annotations
 
+import json
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
-from daari.eval.routing_eval import format_report, run_routing_eval
+import yaml
+
+from daari.eval.routing_eval import EvalReport, format_report, run_routing_eval, waiting_for
+from daari.pipeline.shortcuts import ShortcutQuery, ShortcutResult
+from daari.protocol.chat import Completion
+from daari.routing.classifier import last_user_text
 from tests.fakes.ollama_upstream import FakeOllama
 from tests.fakes.openai_upstream import FakeOpenAI
 from tests.fakes.serving import serve_app_in_thread
 from tests.support import daari_in_thread, make_config, upstream_tier
-from tests.tool_sandbox import make_repo
-
-BUILT_TIERS = {"L0", "L2", "Lt", "L3", "L4", "L6"}
 
 
-def test_v1_tiers_with_escalation_enabled(tmp_path: Path) -> None:
+class WordOverlapL1:
+    """Stand-in for the semantic cache: serves a query whose words mostly overlap an earlier cacheable one."""
+
+    name, serves_agent_turns = "L1", False
+
+    def __init__(self) -> None:
+        self.seen: list[set[str]] = []
+
+    async def answer(self, query: ShortcutQuery) -> ShortcutResult | None:
+        if query.headers.get("x-daari-no-cache") == "true":
+            return None
+        words = set(re.findall(r"\w+", last_user_text(query.request).lower()))
+        for earlier in self.seen:
+            if len(words & earlier) / len(words | earlier) >= 0.7:
+                return ShortcutResult("L1", Completion(text="Use a discounted, quantity-aware cart total."),
+                                      task_type="cache_hit", rule_id="L1-test")
+        self.seen.append(words)
+        return None
+
+    async def remember(self, query: ShortcutQuery, completion: Completion, tier: str) -> None:
+        return None
+
+
+class YamlJsonL2:
+    """Stand-in for the L2 rules: YAML (or a JSON-ish literal) to JSON, exactly."""
+
+    name, serves_agent_turns = "L2", False
+    TRIGGER = re.compile(r"^(?:convert this yaml to json|format as json):\s*(.+)$", re.IGNORECASE | re.DOTALL)
+
+    async def answer(self, query: ShortcutQuery) -> ShortcutResult | None:
+        match = self.TRIGGER.match(last_user_text(query.request).strip())
+        if match is None:
+            return None
+        data = yaml.safe_load(match.group(1))
+        return ShortcutResult("L2", Completion(text=json.dumps(data, indent=2)), task_type="rule", rule_id="L2-yaml")
+
+    async def remember(self, query: ShortcutQuery, completion: Completion, tier: str) -> None:
+        return None
+
+
+class SpecPatternsLt:
+    """Stand-in for Lt: the spec's LT-01..LT-06 patterns; LT-05 (destructive) asks for confirmation."""
+
+    name, serves_agent_turns = "Lt", False
+    PATTERNS = (("LT-01", r"(?i)run (eslint|lint)"), ("LT-02", r"(?i)format (this |the )?(file|code)"),
+                ("LT-03", r"(?i)git status"), ("LT-04", r"(?i)git diff"),
+                ("LT-05", r"(?i)rename (symbol|method|class)"), ("LT-06", r"(?i)optimize imports"))
+
+    async def answer(self, query: ShortcutQuery) -> ShortcutResult | None:
+        text = last_user_text(query.request)
+        for rule_id, pattern in self.PATTERNS:
+            if re.search(pattern, text):
+                confirm = rule_id == "LT-05"
+                reply = "Confirm with X-Daari-Confirm-Tool: true" if confirm else f"{rule_id} ran: clean"
+                return ShortcutResult("Lt", Completion(text=reply), task_type="tool", rule_id=rule_id,
+                                      details={"confirmation_required": confirm})
+        return None
+
+    async def remember(self, query: ShortcutQuery, completion: Completion, tier: str) -> None:
+        return None
+
+
+@contextmanager
+def v1_daari(tmp_path: Path, with_shortcuts: bool) -> Iterator[str]:
     with serve_app_in_thread(FakeOpenAI()) as local, serve_app_in_thread(FakeOllama()) as ollama, \
             serve_app_in_thread(FakeOpenAI()) as frontier:
-        tiers = {"L3": upstream_tier("openai", local + "/v1", "good"),
+        tiers = {"L3": upstream_tier("openai", local + "/v1", "tools"),
                  "L4": upstream_tier("ollama", ollama, "good"),
                  "L6": upstream_tier("openai", frontier + "/v1", "good")}
-        repo = make_repo(tmp_path / "repo")  # Lt answers "git status" there
-        config = make_config(tmp_path, tiers=tiers, frontier={"enabled": True},
-                             tools={"enabled": True, "repo_root": str(repo)})
+        config = make_config(tmp_path, tiers=tiers, frontier={"enabled": True})
         with daari_in_thread(config) as server:
-            report = run_routing_eval(server.url, mode="v1", max_tokens=16)
+            if with_shortcuts:
+                server.runtime.shortcuts.update({"L1": WordOverlapL1(), "L2": YamlJsonL2(), "Lt": SpecPatternsLt()})
+            yield server.url
+
+
+def run_v1(tmp_path: Path, with_shortcuts: bool) -> EvalReport:
+    with v1_daari(tmp_path, with_shortcuts) as url:
+        return run_routing_eval(url, mode="v1", max_tokens=16)
+
+
+def test_v1_criteria_pass_with_every_tier_v1_assumes(tmp_path: Path) -> None:
+    report = run_v1(tmp_path, with_shortcuts=True)
     table = format_report(report)
-    assert report.passed, table  # the MVP criteria still hold with escalation on
-    checked = [r for r in report.results if r.expected_v1 in BUILT_TIERS]
-    assert len(checked) >= 14, table
-    for result in checked:
-        assert result.passed, f"{result.id}: expected {result.expected_v1}\n{table}"
-    tiers_seen = {r.final.tier for r in checked}
-    assert {"L0", "L2", "Lt", "L3", "L4", "L6"} <= tiers_seen, table
+    assert report.passed, table
+    assert [r.id for r in report.results if not r.passed] == [], table
+    finals = {r.id: r.final for r in report.results}
+    assert finals["GP-13"].tier == "Lt" and finals["GP-13"].rule_id == "LT-05"
+    assert finals["GP-10"].tier == "L6" and finals["GP-16"].tier == "L4" and finals["GP-08"].tier == "L6"
+    assert finals["GP-21"].tier == "L4" and finals["GP-21"].rule_id == "R-C2"  # aider's edit request
+    assert finals["GP-26"].rule_id == "R-C3" and finals["GP-23"].rule_id == "R-C1"
+
+
+def test_v1_without_the_shortcut_tiers_names_what_waits_for_them(tmp_path: Path) -> None:
+    report = run_v1(tmp_path, with_shortcuts=False)
+    table = format_report(report)
+    assert not report.passed, table  # 15/20: below the 90% bar until L1 and Lt exist
+    assert waiting_for(report) == {"Lt": ["GP-06", "GP-07", "GP-13", "GP-19"], "L1": ["GP-12"]}, table
+    assert "15/20" in report.criteria[0].name
+    built = [r for r in report.results if r.id not in ("GP-06", "GP-07", "GP-12", "GP-13", "GP-19")]
+    assert all(r.passed for r in built), table

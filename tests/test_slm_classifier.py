@@ -37,58 +37,58 @@ def test_prompt_clips_a_long_question() -> None:
 
 
 @pytest.mark.parametrize("reply", [
-    '{"task_type": "code_complex", "suggested_tier": "L4", "confidence": 0.8}',
-    '```json\n{"task_type": "code_complex", "suggested_tier": "L4", "confidence": 0.8}\n```',
-    'Sure! Here is the classification:\n{"task_type": "code_complex", "suggested_tier": "L4", '
+    '{"task_type": "generate_small", "suggested_tier": "L4", "confidence": 0.8}',
+    '```json\n{"task_type": "generate_small", "suggested_tier": "L4", "confidence": 0.8}\n```',
+    'Sure! Here is the classification:\n{"task_type": "generate_small", "suggested_tier": "L4", '
     '"confidence": 0.8} Hope this helps.',
-    '{"task_type": "Code_Complex", "suggested_tier": "l4", "confidence": "0.8"}',
-    'not json {oops} then {"task_type": "code_complex", "suggested_tier": "L4", "confidence": 0.8}',
+    '{"task_type": "Generate_Small", "suggested_tier": "l4", "confidence": "0.8"}',
+    'not json {oops} then {"task_type": "generate_small", "suggested_tier": "L4", "confidence": 0.8}',
 ])
 def test_parse_verdict_tolerates_fences_prose_and_case(reply: str) -> None:
-    assert parse_verdict(reply) == SLMVerdict("code_complex", "L4", 0.8)
+    assert parse_verdict(reply) == SLMVerdict("generate_small", "L4", 0.8)
 
 
 def test_parse_verdict_accepts_integer_confidence_bounds() -> None:
-    assert parse_verdict('{"task_type": "chat", "suggested_tier": "L3", "confidence": 1}') == \
-        SLMVerdict("chat", "L3", 1.0)
-    assert parse_verdict('{"task_type": "chat", "suggested_tier": "L3", "confidence": 0}') == \
-        SLMVerdict("chat", "L3", 0.0)
+    assert parse_verdict('{"task_type": "classify", "suggested_tier": "L3", "confidence": 1}') == \
+        SLMVerdict("classify", "L3", 1.0)
+    assert parse_verdict('{"task_type": "classify", "suggested_tier": "L3", "confidence": 0}') == \
+        SLMVerdict("classify", "L3", 0.0)
 
 
 @pytest.mark.parametrize("reply", [
     "",
-    "code_complex, L4",
-    '{"task_type": "code_complex", "suggested_tier": "L4"}',
+    "generate_small, L4",
+    '{"task_type": "generate_small", "suggested_tier": "L4"}',
     '{"task_type": "poetry", "suggested_tier": "L4", "confidence": 0.8}',
-    '{"task_type": "chat", "suggested_tier": "L2", "confidence": 0.8}',
-    '{"task_type": "chat", "suggested_tier": "L7", "confidence": 0.8}',
-    '{"task_type": "chat", "suggested_tier": "L3", "confidence": 1.5}',
-    '{"task_type": "chat", "suggested_tier": "L3", "confidence": -0.1}',
-    '{"task_type": "chat", "suggested_tier": "L3", "confidence": true}',
-    '{"task_type": "chat", "suggested_tier": "L3", "confidence": "high"}',
-    '{"task_type": "chat", "suggested_tier": "L3", "confidence": NaN}',
+    '{"task_type": "classify", "suggested_tier": "L2", "confidence": 0.8}',
+    '{"task_type": "classify", "suggested_tier": "L7", "confidence": 0.8}',
+    '{"task_type": "classify", "suggested_tier": "L3", "confidence": 1.5}',
+    '{"task_type": "classify", "suggested_tier": "L3", "confidence": -0.1}',
+    '{"task_type": "classify", "suggested_tier": "L3", "confidence": true}',
+    '{"task_type": "classify", "suggested_tier": "L3", "confidence": "high"}',
+    '{"task_type": "classify", "suggested_tier": "L3", "confidence": NaN}',
     '{"task_type": 3, "suggested_tier": "L3", "confidence": 0.5}',
     '["chat", "L3", 0.5]',
-    '{"task_type": "chat", "suggested_tier": "L3", "confidence": 0.5',  # cut off
+    '{"task_type": "classify", "suggested_tier": "L3", "confidence": 0.5',  # cut off
 ])
 def test_parse_verdict_rejects_malformed_or_out_of_range(reply: str) -> None:
     assert parse_verdict(reply) is None
 
 
-AMBIGUOUS = Classification("general", "R-A0", "L3", 400, True)
+AMBIGUOUS = Classification("generate_small", "R-A3", "L3", 400, True)
 
 
 def test_confident_verdict_replaces_an_ambiguous_result() -> None:
-    result = apply_verdict(AMBIGUOUS, SLMVerdict("reasoning_heavy", "L5", 0.9))
-    assert result == Classification("reasoning_heavy", "R-B1", "L5", 400, False)
+    result = apply_verdict(AMBIGUOUS, SLMVerdict("generate_large", "L5", 0.9))
+    assert result == Classification("generate_large", "R-B1", "L5", 400, False)
 
 
-@pytest.mark.parametrize("verdict", [None, SLMVerdict("code_complex", "L4", 0.3)])
+@pytest.mark.parametrize("verdict", [None, SLMVerdict("generate_small", "L4", 0.3)])
 def test_missing_or_unsure_verdict_keeps_the_heuristic(verdict: SLMVerdict | None) -> None:
     assert apply_verdict(AMBIGUOUS, verdict) == AMBIGUOUS
 
 
 def test_verdict_never_overrides_a_rule_that_matched() -> None:
     matched = Classification("transform", "R-A2", "L3", 400, False)
-    assert apply_verdict(matched, SLMVerdict("reasoning_heavy", "L6", 1.0)) == matched
+    assert apply_verdict(matched, SLMVerdict("generate_large", "L6", 1.0)) == matched
 

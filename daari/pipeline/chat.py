@@ -105,7 +105,8 @@ class ChatTurn:
             classification = await self._hybrid_classify(classification)
             self._classified(classification)
         chain = plan_tiers(classification.ceiling, self.rt.config.configured_tiers(),
-                           self.controls.tier_override, self.rt.config.routing.escalation)
+                           self.controls.tier_override,
+                           self.rt.config.routing.escalation and classification.escalate)
         chain = native_tiers(request, chain, self.rt.config.configured_tiers(), self.rt.executor_kinds,
                              self.meta.attempts, self.controls.tier_override is not None)
         await self._execute(key, self._tool_capable(chain))
@@ -193,7 +194,8 @@ class ChatTurn:
                 last_error = err
                 continue
             # A self-evaluation costs a second call: run it only where its verdict can still change the route.
-            verdict = await judge(self.rt, tier, self.request, completion, allow_self_eval=not (live or final))
+            verdict = await judge(self.rt, tier, self.request, completion, allow_self_eval=not (live or final),
+                                  task_type=meta.task_type)
             if verdict.passed or final or self.sink.stream_opened:
                 meta.attempts.append(Attempt(tier, "accepted" if verdict.passed else "low_confidence",
                                              verdict.score))
@@ -201,9 +203,9 @@ class ChatTurn:
                     meta.warning = "below_confidence_threshold"
                     if best is not None and best[0].score > verdict.score and not self.sink.stream_opened:
                         verdict, tier, completion, events = best
-                # A weak answer is stored only when no better tier could have been asked.
+                # A weak answer is stored only when no better tier could have been asked; a gated one never.
                 await self._answer(key, tier, completion, events, verdict,
-                                   store=verdict.passed or len(chain) == 1)
+                                   store=verdict.cacheable and (verdict.passed or len(chain) == 1))
                 return
             meta.attempts.append(Attempt(tier, "low_confidence", verdict.score))
             self.rt.metrics.inc("escalations_total", tier=tier)

@@ -2,8 +2,8 @@
 
 Scores are on one 0-1 scale so attempts can be compared: heuristic and logprob confidence are 0-1 already,
 a 1-5 self-evaluation is divided by 5. Which method applies: tool calls are judged by their validity;
-L6 is trusted; otherwise the L3 heuristic gate, then logprobs when the executor gave them, else (L4/L5)
-a self-evaluation asked of the same tier.
+L6 is trusted; otherwise the gates (empty, too short, refusal, acknowledgement, echo: 0 and never cached),
+then logprobs when the executor gave them, else (L4/L5) a self-evaluation asked of the same tier.
 """
 
 from __future__ import annotations
@@ -14,9 +14,12 @@ from dataclasses import dataclass
 from daari.pipeline.runtime import Runtime
 from daari.pipeline.side_query import ask_tier
 from daari.protocol.chat import ChatRequest, Completion
+from daari.routing import task_types
 from daari.routing.classifier import last_user_text
+from daari.routing.client_shapes import PROBE_MAX_TOKENS
 from daari.routing.confidence import (
-    heuristic_confidence,
+    MIN_ANSWER_CHARS,
+    answer_gate,
     logprob_confidence,
     parse_self_eval,
     passing_score,
@@ -29,6 +32,32 @@ class Judgement:
     score: float  # 0-1
     method: str  # "tool_calls", "frontier", "heuristic", "logprob", "self_eval"
     passed: bool
+    gate: str | None = None  # why the answer is no answer ("empty", "acknowledgement", "echo", ...)
+
+    @property
+    def cacheable(self) -> bool:
+        """A gated answer is never stored, even when no other tier could be asked."""
+        return self.gate is None
+
+
+NEVER_CACHED_AT_L6 = ("empty", "acknowledgement", "echo")
+
+
+def min_answer_chars(request: ChatRequest, task_type: str | None) -> int:
+    """The spec's "> 10 characters", except where a right answer is shorter: a yes/no classification, and a
+    probe whose max_tokens cannot reach 10 characters."""
+    max_tokens = request.max_tokens
+    if task_type == task_types.CLASSIFY or (max_tokens is not None and max_tokens <= PROBE_MAX_TOKENS):
+        return 0
+    return MIN_ANSWER_CHARS
+
+
+def gate(request: ChatRequest, completion: Completion, task_type: str | None) -> str | None:
+    last_user = last_user_text(request)
+    history = [m.text() for m in request.messages if m.role in ("user", "assistant", "system")]
+    if history and history[-1] == last_user:
+        history.pop()
+    return answer_gate(completion.text, last_user, history, min_answer_chars(request, task_type))
 
 
 def _valid_tool_calls(request: ChatRequest, completion: Completion) -> bool:
@@ -51,20 +80,20 @@ async def _self_eval(rt: Runtime, tier: str, request: ChatRequest, completion: C
 
 
 async def judge(rt: Runtime, tier: str, request: ChatRequest, completion: Completion, *,
-                allow_self_eval: bool) -> Judgement:
-    def verdict(score: float, method: str) -> Judgement:
-        return Judgement(round(score, 4), method, score >= passing_score(tier, method, rt.config.confidence))
+                allow_self_eval: bool, task_type: str | None = None) -> Judgement:
+    def verdict(score: float, method: str, why: str | None = None) -> Judgement:
+        return Judgement(round(score, 4), method, score >= passing_score(tier, method, rt.config.confidence), why)
 
     if completion.tool_calls:
         return verdict(1.0 if _valid_tool_calls(request, completion) else 0.0, "tool_calls")
+    gated = gate(request, completion, task_type)
     if tier == "L6":
-        return verdict(1.0, "frontier")
-    gate = heuristic_confidence(completion.text)
-    if gate <= 0.0:
-        return verdict(0.0, "heuristic")
+        # Trusted (nothing to escalate to), but an empty, acknowledging or echoing answer is still not stored.
+        return Judgement(1.0, "frontier", True, gated if gated in NEVER_CACHED_AT_L6 else None)
+    if gated is not None:
+        return verdict(0.0, "heuristic", gated)
     if completion.mean_logprob is not None:
-        return verdict(min(gate, logprob_confidence(completion.mean_logprob,
-                                                    rt.config.confidence.logprob_floor)), "logprob")
+        return verdict(logprob_confidence(completion.mean_logprob, rt.config.confidence.logprob_floor), "logprob")
     if tier == "L3" or not allow_self_eval:
-        return verdict(gate, "heuristic")
+        return verdict(1.0, "heuristic")
     return verdict(await _self_eval(rt, tier, request, completion), "self_eval")

@@ -25,7 +25,7 @@ class Meta:
     model: str | None = None
     latency_ms: float | None = None
     confidence: float | None = None
-    escalated_from: list[str] | None = None
+    escalated_from: list[str] | None = None  # tiers tried before the one that answered (the decision keeps all)
     rule_id: str | None = None
     agent_turn: bool = False
     ceiling: str | None = None
@@ -45,7 +45,9 @@ class Meta:
         data: dict[str, Any] = {
             "tier": self.tier, "task_type": self.task_type, "cache_hit": self.cache_hit,
             "executor": self.executor, "model": self.model, "latency_ms": self.latency_ms,
-            "confidence": self.confidence, "escalated_from": self.escalated_from, "rule_id": self.rule_id,
+            # The spec's shape: the one tier the answer escalated from (the first tried); `attempts` has the path.
+            "confidence": self.confidence, "escalated_from": self.escalated_from[0] if self.escalated_from else None,
+            "rule_id": self.rule_id,
             "agent_turn": self.agent_turn, "ceiling": self.ceiling, "classifier": self.classifier,
             "cache": self.cache,
             "attempts": [{"tier": a.tier, "outcome": a.outcome, "confidence": a.confidence, "error": a.error}

@@ -1,6 +1,7 @@
-"""The heuristic classifier (docs/routing.md, rules R-A0..R-A5): task type, rule id and tier ceiling.
+"""The heuristic classifier (routing spec, R-A1..R-A5, plus the project's R-C*/R-P* rules): task type, rule id
+and tier ceiling. docs/routing.md lists every rule, where it differs from the spec and the measurements why.
 
-Rules are data (regexes below); `classify` tries them in RULE_ORDER, most demanding first, first match wins.
+Rules are data (regexes below) tried in RULE_ORDER; the first that matches wins.
 """
 
 from __future__ import annotations
@@ -9,132 +10,89 @@ import re
 from dataclasses import dataclass
 
 from daari.protocol.chat import ChatRequest
-from daari.routing.tokens import estimate_request_tokens, estimate_text_tokens
+from daari.routing import task_types as tt
+from daari.routing.agent_turn import is_agent_turn
+from daari.routing.client_shapes import recognise
+from daari.routing.lt_probe import lt_matches
+from daari.routing.tokens import estimate_request_tokens
 
-SHORT_QUESTION_TOKENS = 30  # R-A1: measured on the last user message alone
-SMALL_INPUT_TOKENS = 800  # R-A2 / R-A3 upper bound, R-A4 lower bound (whole request)
-LARGE_CONTEXT_TOKENS = 4000  # R-A5: above this the whole request is "large context"
-AMBIGUOUS_TOKENS = (200, 800)  # R-A0 within this range (inclusive) is ambiguous: Phase B asks the SLM
+# The spec's size buckets, on the whole request's token estimate (messages + tools).
+CLASSIFY_MAX_TOKENS = 50  # R-A1: below this
+TRANSFORM_MAX_TOKENS = 200  # R-A2: below this
+SMALL_MAX_TOKENS = 500  # R-A3: below this
+MEDIUM_MAX_TOKENS = 2000  # R-A4: from SMALL_MAX_TOKENS up to below this; R-A5 from here on
+AMBIGUOUS_TOKENS = (200, 800)  # Phase B: a default rule in this band (inclusive) asks the local model
 
-# The order rules are tried in. Demanding rules come first so that a keyword of a cheap rule ("explain",
-# "convert", "thanks") never hides a demanding one ("explain this architecture decision" is R-A5).
-RULE_ORDER = ("R-A5", "R-A4", "R-A2", "R-A3", "R-A1")
+# Agent turns (ADR-0004) take only the size rules: R-A3/R-A4/R-A5 with task type agent_turn.
+RULE_ORDER = ("R-C1", "R-C2", "R-C3", "R-A5", "R-A1", "R-A2", "R-P1", "R-P2", "R-A3", "R-A4")
+DEFAULT_RULES = ("R-A3", "R-A4")  # the size-only rules: what "the heuristic returns default" means
+SIZE_RULE_CEILINGS = (("R-A3", "L3"), ("R-A4", "L4"), ("R-A5", "L6"))
+TIER_ORDER = ("L3", "L4", "L5", "L6")
 
-# --- signals shared by several rules -----------------------------------------------------------------
-# Something that is code: a fence, an inline code span, or a line that only code looks like.
-CODE = re.compile(
-    r"```"
-    r"|`[^`\n]+`"
-    r"|^[ \t]*(?:def|async[ \t]+def|fn|pub[ \t]+fn|func)[ \t]+\w+[ \t]*[(<]"
-    r"|^[ \t]*class[ \t]+\w+[ \t]*[:({<]"
-    r"|^[ \t]*(?:import[ \t]+[\w.]+(?:[ \t]+as[ \t]+\w+)?[ \t]*;?[ \t]*$|from[ \t]+[\w.]+[ \t]+import[ \t])"
-    r"|^[ \t]*(?:const|let|var)[ \t]+\w+[ \t]*="
-    r"|^[ \t]*function[ \t]*\w*[ \t]*\("
-    r"|^[ \t]*#include[ \t]*[<\"]|^[ \t]*package[ \t]+[\w.]+;?[ \t]*$"
-    r"|^[ \t]*(?:public|private|protected)[ \t]+(?:static[ \t]+)?[\w<>\[\]]+[ \t]+\w+[ \t]*\("
-    r"|^[ \t]*SELECT[ \t].+[ \t]FROM[ \t]"
-    r"|^.*[;{][ \t]*$"
-    r"|^[ \t]*[\w.]+\(.*\)[ \t]*(?:\{|:)[ \t]*$"
-    r"|=>|->[ \t]*[\w\[\]]+[ \t]*:|\w\[[\w\"']*\][ \t]*=[^=]",
-    # Case-sensitive on purpose: code keywords are lower case, English sentences start upper case.
-    # [ \t] rather than \s after ^: \s would run across newlines and make the search quadratic.
-    re.MULTILINE,
-)
-# Words that make a question a programming question even without a code sample.
-CODE_TOPIC = re.compile(
-    r"(?<!\w)(?:c\+\+|c#)(?!\w)"
-    r"|\b(?:python|javascript|typescript|java|rust|golang|ruby|php|kotlin|swift|bash|shell|sql"
-    r"|git|docker|npm|pip|regex|json|yaml|api|function|method|class|variable|loop|list|dict(?:ionary)?"
-    r"|array|string|integer|float|exception|error|compiler?|compile|syntax|code|script|library|module"
-    r"|package|async|await|thread|pointer|recursion|closure|decorator|lambda|query|database|http)\b",
+# --- R-A1: tiny classification (the spec's example regex, extended) ------------------------------------
+CLASSIFY = re.compile(
+    r"\b(?:is\s+(?:this|it|that|there)|are\s+(?:these|they|there)|classify|categori[sz]e"
+    r"|which\s+(?:type|kind|category|one|language)|what\s+(?:type|kind|category|language)\s+(?:is|of)"
+    r"|yes\s+or\s+no|true\s+or\s+false|label\s+(?:this|these|the)|sentiment)\b",
     re.IGNORECASE,
 )
-STACK_TRACE = re.compile(
-    r"Traceback \(most recent call last\)"
-    r"|^[ \t]*File \"[^\"\n]+\", line \d+"
-    r"|^[ \t]+at [\w.$<>]+\([^\n()]*:\d+(?::\d+)?\)"
-    r"|^[ \t]+at [^\n()]+ \([^\n()]+:\d+:\d+\)"
-    r"|Exception in thread \""
-    r"|^panic: |^goroutine \d+ \[|^error\[E\d{4}\]"
-    r"|^[ \t]*\w+(?:\.\w+)*(?:Error|Exception): ",
-    re.MULTILINE,
+# --- R-A2: small reformat / extract (the spec's example regex, extended) --------------------------------
+EXTRACT = re.compile(r"\b(?:extract\w*|parse|pull\s+out|list\s+(?:all|every)\s+(?:the\s+)?\w+\s+(?:in|from))\b",
+                     re.IGNORECASE)
+TRANSFORM = re.compile(
+    r"\b(?:format|reformat\w*|pretty[- ]?print|minify|convert\w*|transform\s+(?:this|these|it)|sort"
+    r"|(?:to|into|as)\s+(?:json|yaml|yml|csv|xml|toml|markdown|a\s+table)|snake_case|camelCase|kebab-case"
+    r"|uppercase|lowercase|title\s+case|translate\b.{1,80}?\b(?:to|into))\b",
+    re.IGNORECASE | re.DOTALL,
 )
-
-# --- R-A5 heavy reasoning or large context --------------------------------------------------------
+# --- R-P1 (project): long reasoning, design and review work, whatever the size -------------------------
 HEAVY = re.compile(
-    r"\barchitectur(?:e|al)\b"
-    r"|\bdesign\s+(?:review|doc(?:ument)?)\b"
+    r"\barchitectur(?:e|al)\b|\bmicroservices?\b|\bmonolith\w*\b"
+    r"|\bdesign\s+(?:review|doc(?:ument)?)\b|\bsystem\s+design\b"
     r"|\b(?:review|critique|evaluate|assess)\s+(?:the|my|our|this|a)\s+(?:\w+\s+){0,2}(?:design|system)\b"
-    r"|\bsystem\s+design\b"
     r"|\bdesign\s+(?:a|an|the)\s+(?:\w+\s+){0,3}(?:system|service|platform|pipeline|protocol|database\s+schema)\b"
-    r"|\bsecurity\s+(?:audit|review)\b|\baudit\s+(?:\w+\s+){0,3}(?:security|vulnerabilit)"
-    r"|\bthreat\s+model"
+    r"|\bsecurity\s+(?:audit|review)\b|\baudit\s+(?:\w+\s+){0,3}(?:security|vulnerabilit)|\bthreat\s+model"
     r"|\bprove\b|\bproof\b"
-    r"|\bmulti-?file\b|\bacross\s+(?:multiple|several|many|all(?:\s+the)?)\s+(?:\w+\s+)?files\b"
+    r"|\bmulti-?file\b|\bacross\s+(?:multiple|several|many|all(?:\s+the)?)\s+(?:\w+\s+)?(?:files|modules|services)\b"
+    r"|\b(?:at\s+least|about|around|over)?\s*[3-9]\d{2,}\+?\s*words\b"
     r"|\bstep[- ]by[- ]step\b.{0,80}\b(?:plan|design|architect|migrat|system|roll-?out)"
     r"|\b(?:plan|design|architect|migrat\w*|roll-?out)\b.{0,80}\bstep[- ]by[- ]step\b",
     re.IGNORECASE | re.DOTALL,
 )
-
-# --- R-A4 code generation, debugging, refactoring -------------------------------------------------
+# --- R-P2 (project): writing, fixing or restructuring code ---------------------------------------------
 CODE_WORK = re.compile(
     r"\bimplement(?:ing)?\b"
-    r"|\bwrite\s+(?:me\s+)?(?:a|an|the|some)?\s*(?:[\w-]+\s+){0,3}?"
-    r"(?:function|class|method|tests?|unit\s+tests?|script|program|module|endpoint|parser|component|cli)\b"
+    r"|\b(?:write|create|generate|build)\s+(?:me\s+)?(?:a|an|the|some)?\s*"
+    r"(?:(?!(?:to|for|of|in|on|about|this|that|these|my|the|your)\b)[\w-]+\s+){0,3}?"
+    r"(?:function|class|method|tests?|test\s+suite|unit\s+tests?|script|program|module|endpoint|parser"
+    r"|component|cli|migration)\b"
+    r"|\badd\s+(?:some\s+|more\s+|a\s+)?(?:unit\s+|integration\s+)?tests?\b"
     r"|\brefactor\w*\b"
-    r"|\bfix\s+(?:this|the|my|a|that)\s+(?:\w+\s+)?(?:bug|error|crash|failure|exception|test|code|issue)\b"
-    r"|\bdebug(?:ging)?\b",
+    r"|\bfix\s+(?:this|the|my|a|that|these)\s+(?:\w+\s+)?(?:bug|bugs|error|crash|failure|exception|tests?|code|issue)\b"
+    r"|\bdebug(?:ging)?\b(?!ger)",
     re.IGNORECASE,
 )
 
-# --- R-A2 transform / format ----------------------------------------------------------------------
-TRANSFORM = re.compile(
-    r"\bconvert\w*\b|\breformat\w*\b|\bformat\s+(?:this|these|the|it|my|as)\b|\bpretty[- ]print\b"
-    r"|\bextract\w*\b|\brename\b|\bsort\b|\bto\s+json\b|\bya?ml\b"
-    r"|\b(?:regex|regexp|regular\s+expression)\s+(?:for|to|that)\b"
-    r"|\btranslate\b.{1,200}?\b(?:to|into)\b",
-    re.IGNORECASE | re.DOTALL,
-)
-
-# --- R-A3 explain / short code Q&A -----------------------------------------------------------------
-EXPLAIN = re.compile(
-    r"\bwhat\s+(?:does|do|is)\b|\bexplain\w*\b|\bwhy\b|\bhow\s+(?:do|can|should|would)\s+(?:i|you|we)\b"
-    r"|\bwhat'?s\s+the\s+difference\b",
-    re.IGNORECASE,
-)
-
-# --- R-A1 trivial chat ------------------------------------------------------------------------------
-_ACK_WORDS = (
-    r"hi|hello|hey|hiya|yo|howdy|greetings|good\s+(?:morning|afternoon|evening)|thanks|thank\s+you|thx|ty"
-    r"|cheers|ok|okay|k|cool|great|nice|awesome|perfect|got\s+it|sounds\s+good|bye|goodbye|see\s+you"
-    r"|yes|no|sure|lol|np|no\s+problem|that\s+(?:worked|works|helps|helped)|it\s+works|much\s+appreciated"
-    r"|how\s+are\s+you(?:\s+doing)?(?:\s+today)?|what'?s\s+up|there|very\s+much|a\s+lot|so\s+much"
-)
-GREETING = re.compile(rf"^\W*(?:(?:{_ACK_WORDS})\b[\s!.,?:;)(-]*)+(?:\w+\W*)?$", re.IGNORECASE)
-QUESTION = re.compile(
-    r"\?\s*$|^[ \t]*(?:what|who|whom|whose|when|where|which|why|how|is|are|was|were|do|does|did|can|could"
-    r"|should|would|will|name)\b",
-    re.IGNORECASE,
-)
+RULE_OUTCOME: dict[str, tuple[str, str]] = {
+    "R-A1": (tt.CLASSIFY, "L3"),
+    "R-A2": (tt.TRANSFORM, "L3"),
+    "R-A3": (tt.GENERATE_SMALL, "L3"),
+    "R-A4": (tt.GENERATE_SMALL, "L4"),
+    "R-A5": (tt.GENERATE_LARGE, "L6"),
+    "R-P1": (tt.GENERATE_LARGE, "L6"),
+    "R-P2": (tt.GENERATE_SMALL, "L4"),
+    "R-C1": (tt.GENERATE_SMALL, "L3"),
+}
 
 
 @dataclass(frozen=True)
 class Classification:
-    task_type: str  # chat | transform | code_explain | code_complex | reasoning_heavy | general
-    rule_id: str  # R-A0..R-A5 (R-B1 when the Phase B classifier overrode the heuristic)
+    task_type: str  # one of task_types.MODEL_TASK_TYPES
+    rule_id: str  # R-A1..R-A5, R-C1..R-C3, R-P1, R-P2 (R-B1 when the Phase B classifier decided)
     ceiling: str  # the tier the rules say the task needs: L3 | L4 | L5 | L6
     tokens: int  # estimate for the whole request (messages + tools)
-    ambiguous: bool  # default rule in the ambiguous size band: Phase B may ask the local model
-
-
-RULE_OUTCOME: dict[str, tuple[str, str]] = {
-    "R-A0": ("general", "L3"),
-    "R-A1": ("chat", "L3"),
-    "R-A2": ("transform", "L3"),
-    "R-A3": ("code_explain", "L3"),
-    "R-A4": ("code_complex", "L4"),
-    "R-A5": ("reasoning_heavy", "L6"),
-}
+    ambiguous: bool = False  # a default rule in the ambiguous band with no Lt match: Phase B may ask the SLM
+    escalate: bool = True  # False for side calls: one attempt on the cheapest tier, whatever its confidence
 
 
 def last_user_text(request: ChatRequest) -> str:
@@ -144,37 +102,55 @@ def last_user_text(request: ChatRequest) -> str:
     return ""
 
 
-def _has_code(text: str) -> bool:
-    return bool(CODE.search(text) or STACK_TRACE.search(text))
+def size_rule(tokens: int) -> tuple[str, str]:
+    """The spec's size buckets alone: (rule id, ceiling)."""
+    if tokens >= MEDIUM_MAX_TOKENS:
+        return "R-A5", "L6"
+    if tokens >= SMALL_MAX_TOKENS:
+        return "R-A4", "L4"
+    return "R-A3", "L3"
 
 
-def _matches(rule_id: str, text: str, tokens: int) -> bool:
-    small = tokens < SMALL_INPUT_TOKENS
-    if rule_id == "R-A5":
-        return tokens > LARGE_CONTEXT_TOKENS or bool(HEAVY.search(text))
-    if rule_id == "R-A4":
-        return bool(CODE_WORK.search(text) or STACK_TRACE.search(text)) or (not small and _has_code(text))
-    if rule_id == "R-A2":
-        return small and bool(TRANSFORM.search(text))
-    if rule_id == "R-A3":
-        return small and (_has_code(text) or bool(CODE_TOPIC.search(text) and EXPLAIN.search(text)))
-    if rule_id == "R-A1":
-        # Acks and questions alike must be short; the length test also keeps the regexes off big texts.
-        if estimate_text_tokens(text) >= SHORT_QUESTION_TOKENS:
-            return False
-        return bool(GREETING.match(text)) or (not _has_code(text) and bool(QUESTION.search(text)))
-    raise ValueError(f"unknown rule {rule_id}")
+def at_least(tier: str, floor: str) -> str:
+    return tier if TIER_ORDER.index(tier) >= TIER_ORDER.index(floor) else floor
+
+
+def _keyword_rule(text: str, tokens: int) -> str | None:
+    if tokens < CLASSIFY_MAX_TOKENS and CLASSIFY.search(text):
+        return "R-A1"
+    if tokens < TRANSFORM_MAX_TOKENS and (TRANSFORM.search(text) or EXTRACT.search(text)):
+        return "R-A2"
+    if HEAVY.search(text):
+        return "R-P1"
+    if CODE_WORK.search(text):
+        return "R-P2"
+    return None
 
 
 def classify(request: ChatRequest) -> Classification:
-    """Classify on the last user message's text and the whole request's token estimate.
-
-    Agent turns go through the same rules: their last user message is the task the agent is working on.
-    """
+    """First matching rule of RULE_ORDER, on the last user message's text and the whole request's size."""
     text = last_user_text(request).strip()
     tokens = estimate_request_tokens(request)
-    rule_id = next((r for r in RULE_ORDER if _matches(r, text, tokens)), "R-A0")
-    task_type, ceiling = RULE_OUTCOME[rule_id]
+    size_id, size_ceiling = size_rule(tokens)
+    shape = recognise(request)
+    if shape == "side_call":  # R-C1: as cheap as possible, no escalation
+        return Classification(tt.GENERATE_SMALL, "R-C1", "L3", tokens, escalate=False)
+    if shape == "edit_format":  # R-C2: the answer must be edits; a small model only acknowledges
+        task = tt.GENERATE_LARGE if size_id == "R-A5" else tt.GENERATE_SMALL
+        return Classification(task, "R-C2", at_least(size_ceiling, "L4"), tokens)
+    if shape == "xml_tools":  # R-C3: an agent whose tools live in its system prompt
+        return Classification(tt.AGENT_TURN, "R-C3", at_least(size_ceiling, "L4"), tokens)
+    if is_agent_turn(request):  # ADR-0004: agent turns start at L3; larger ones where they fit (size rules)
+        return Classification(tt.AGENT_TURN, size_id, size_ceiling, tokens)
+    if size_id == "R-A5":
+        return Classification(tt.GENERATE_LARGE, "R-A5", "L6", tokens)
+    rule_id = _keyword_rule(text, tokens)
+    if rule_id is not None:
+        task_type, ceiling = RULE_OUTCOME[rule_id]
+        if rule_id == "R-A2" and EXTRACT.search(text) and not TRANSFORM.search(text):
+            task_type = tt.EXTRACT
+        return Classification(task_type, rule_id, at_least(ceiling, size_ceiling), tokens)
+    task_type, ceiling = RULE_OUTCOME[size_id]
     low, high = AMBIGUOUS_TOKENS
-    ambiguous = rule_id == "R-A0" and low <= tokens <= high
-    return Classification(task_type, rule_id, ceiling, tokens, ambiguous)
+    ambiguous = low <= tokens <= high and not lt_matches(text)
+    return Classification(task_type, size_id, ceiling, tokens, ambiguous=ambiguous)

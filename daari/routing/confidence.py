@@ -1,6 +1,8 @@
 """Confidence of a tier's answer (docs/routing.md, "Confidence"): pure scoring functions and the pass rule.
 
-Heuristic and logprob scores are 0-1; a self-evaluation is a 1-5 rating. L6 is never judged.
+Heuristic and logprob scores are 0-1; a self-evaluation is a 1-5 rating, counted as rating / 5. The gates
+(empty, too short, refusal, acknowledgement only, echo of the prompt) score 0, and a gated answer is never
+cached. L6 is never judged.
 """
 
 from __future__ import annotations
@@ -31,6 +33,68 @@ SELF_EVAL_INSTRUCTION = "Rate 1-5 how complete and correct this answer is. Reply
 SELF_EVAL_MAX_CHARS = 12_000  # per side; the grader needs the gist, not a second full-length prompt
 _SCALE_MENTION = re.compile(r"\b1\s*(?:-|–|to)\s*5\b|(?:/|\bout\s+of\s+)5\b", re.IGNORECASE)
 _NUMBER = re.compile(r"(?<![\d.])\d+(?:\.\d+)?(?!\d|\.\d)")
+
+
+# An answer that only acknowledges: ack words alone, or an ack followed by a promise and nothing else
+# ("Ok, any changes I propose will be to those files." is what a small model answers aider's edit request).
+ACK_MAX_CHARS = 200
+_ACK_WORD = (r"(?:ok(?:ay)?|sure|understood|got\s+it|alright|all\s+right|noted|will\s+do|certainly|of\s+course|yes"
+             r"|great|perfect|thanks|thank\s+you|no\s+problem|sounds\s+good|i\s+understand|roger|done)")
+ACKNOWLEDGEMENT = re.compile(
+    rf"^\W*{_ACK_WORD}(?:\W+{_ACK_WORD})*\W*$"
+    rf"|^\W*(?:{_ACK_WORD}\W+)*(?:any\s+(?:changes|edits)\s+I\s+(?:propose|make|suggest)"
+    r"|I\s*(?:['’]?ll|will)\s+(?:only\s+)?(?:wait|follow|keep|stick|remember|make\s+sure|do\s+(?:that|it|so|this))\b"
+    r"|I\s+won['’]t|I\s+will\s+not|I(?:\s+am|['’]m)\s+ready|ready\s+when|let\s+me\s+know|I\s+understand)"
+    r"[^\n`{}<>=]*$",
+    re.IGNORECASE,
+)
+ECHO_MIN_SHARE = 0.8  # a reply that is at least this share of the prompt, copied, is an echo
+ECHO_MAX_EXTRA_CHARS = 20  # ...or the prompt copied with at most this much added
+_SPACE = re.compile(r"\s+")
+
+
+def _norm(text: str) -> str:
+    return _SPACE.sub(" ", text).strip().strip(".!?,;:").strip().lower()
+
+
+def is_acknowledgement(text: str) -> bool:
+    stripped = text.strip()
+    return 0 < len(stripped) <= ACK_MAX_CHARS and "\n\n" not in stripped and bool(ACKNOWLEDGEMENT.match(stripped))
+
+
+def is_echo(text: str, last_user: str, history: list[str]) -> bool:
+    """The reply repeats the prompt (or copies an earlier message of the conversation) instead of answering it."""
+    reply, prompt = _norm(text), _norm(last_user)
+    if not reply:
+        return False
+    if any(reply == _norm(h) for h in history if h.strip()):
+        return True
+    if not prompt:
+        return False
+    if reply in prompt and len(reply) >= ECHO_MIN_SHARE * len(prompt):
+        return True
+    return prompt in reply and len(reply) - len(prompt) <= ECHO_MAX_EXTRA_CHARS
+
+
+def answer_gate(text: str, last_user: str, history: list[str], min_chars: int = MIN_ANSWER_CHARS) -> str | None:
+    """Why an answer is no answer at all ("empty", "too_short", "refusal", "acknowledgement", "echo"), or None.
+
+    `min_chars` is the length an answer must exceed: the spec's 10, lowered to 0 by the judge where a short
+    answer is the right one (a yes/no classification, a probe that allowed one token); there "Yes." or
+    "Ok" is an answer, not an acknowledgement.
+    """
+    stripped = text.strip()
+    if not stripped:
+        return "empty"
+    if len(stripped) <= min_chars:
+        return "too_short"
+    if is_refusal(stripped):
+        return "refusal"
+    if min_chars > 0 and is_acknowledgement(stripped):
+        return "acknowledgement"
+    if is_echo(stripped, last_user, history):
+        return "echo"
+    return None
 
 
 def is_refusal(text: str) -> bool:
@@ -95,10 +159,8 @@ def parse_self_eval(text: str) -> int | None:
 
 
 def passing_score(tier: str, method: str, config: ConfidenceConfig) -> float:
-    """The 0-1 score an answer needs to stay at `tier`. A self-evaluation rating r counts as r/5, held to
-    l4_min/5 (L4) or l5_min/5 (L5); every other method (heuristic, logprob, tool calls) to l3_min."""
-    if method == "self_eval":
-        if tier not in ("L4", "L5"):
-            raise ValueError(f"tier {tier!r} is not self-evaluated")
-        return (config.l4_min if tier == "L4" else config.l5_min) / 5.0
-    return config.l3_min
+    """The 0-1 score an answer needs to stay at `tier`: l3_min at L3, l4_min at L4, l5_min at L5, whatever the
+    method (a self-evaluation rating r counts as r/5, so the spec's ">= 4/5" is 0.8). L6 is not judged."""
+    if method == "self_eval" and tier not in ("L4", "L5"):
+        raise ValueError(f"tier {tier!r} is not self-evaluated")
+    return {"L4": config.l4_min, "L5": config.l5_min}.get(tier, config.l3_min)

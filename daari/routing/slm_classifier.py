@@ -1,7 +1,8 @@
 """Phase B hybrid classifier: the prompt that asks the L3 model to classify, and the tolerant verdict parser.
 
-Only ambiguous heuristic results (R-A0, 200-800 tokens) are sent; a verdict that cannot be parsed, or one
-below MIN_VERDICT_CONFIDENCE, leaves the heuristic's classification in place (docs/routing.md, Phase B).
+Only ambiguous heuristic results (a size-only rule, 200-800 tokens, no Lt match) are sent; a verdict that
+cannot be parsed, or one below MIN_VERDICT_CONFIDENCE, leaves the heuristic's classification in place
+(docs/routing.md, Phase B).
 """
 
 from __future__ import annotations
@@ -14,15 +15,16 @@ from dataclasses import dataclass
 from daari.config import TIER_NAMES
 from daari.protocol.chat import ChatRequest, Message
 from daari.routing.classifier import Classification, last_user_text
+from daari.routing.task_types import AGENT_TURN, MODEL_TASK_TYPES
 
-TASK_TYPES = ("chat", "transform", "code_explain", "code_complex", "reasoning_heavy", "general")
+TASK_TYPES = tuple(t for t in MODEL_TASK_TYPES if t != AGENT_TURN)  # agent turns are never ambiguous
 MIN_VERDICT_CONFIDENCE = 0.6
 MAX_QUERY_CHARS = 2000  # the classifier is a 135M model: keep its prompt a few hundred tokens
 SLM_RULE_ID = "R-B1"
 
 SYSTEM_PROMPT = (
     "Classify the user's request. Reply with one JSON object only: "
-    '{"task_type": one of chat, transform, code_explain, code_complex, reasoning_heavy, general; '
+    '{"task_type": one of classify, extract, transform, generate_small, generate_large; '
     '"suggested_tier": L3 for easy, L4 for code work, L5 for hard, L6 for expert; '
     '"confidence": a number from 0 to 1}.'
 )
@@ -30,11 +32,11 @@ SYSTEM_PROMPT = (
 # Few-shot pairs: one per common outcome, short enough for a small model to copy the shape.
 FEW_SHOT: tuple[tuple[str, dict[str, object]], ...] = (
     ("What is the capital of Italy?",
-     {"task_type": "chat", "suggested_tier": "L3", "confidence": 0.9}),
+     {"task_type": "generate_small", "suggested_tier": "L3", "confidence": 0.9}),
     ("Write a Python function that merges two sorted lists.",
-     {"task_type": "code_complex", "suggested_tier": "L4", "confidence": 0.8}),
+     {"task_type": "generate_small", "suggested_tier": "L4", "confidence": 0.8}),
     ("Review the design of our payment service for race conditions and data loss.",
-     {"task_type": "reasoning_heavy", "suggested_tier": "L6", "confidence": 0.7}),
+     {"task_type": "generate_large", "suggested_tier": "L6", "confidence": 0.7}),
 )
 
 _FENCE = re.compile(r"```(?:json|JSON)?")

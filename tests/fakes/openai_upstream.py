@@ -104,7 +104,7 @@ class FakeOpenAI:
         self.token_delay_s = 0.0  # per generated token: before each stream chunk, or summed for a whole answer
         self.grade = "5"  # the reply to daari's self-evaluation probe ("Rate 1-5 ...")
         # The reply to daari's Phase B classifier probe.
-        self.classification = '{"task_type": "code_complex", "suggested_tier": "L4", "confidence": 0.9}'
+        self.classification = '{"task_type": "generate_small", "suggested_tier": "L4", "confidence": 0.9}'
         self._ids = 0
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
