@@ -229,15 +229,15 @@ def _actual(result: PromptResult) -> str:
 
 
 def waiting_for(report: EvalReport) -> dict[str, list[str]]:
-    """Rows that missed a shortcut tier (L1, L2, Lt) no response came from: they wait for that tier."""
-    served = {r.final.tier for r in report.results}
+    """Rows that expected a shortcut tier (L1, L2, Lt) and did not get it: they wait for that tier (or for the
+    pattern of it that serves them, such as an Lt tool this daari does not run)."""
     waiting: dict[str, list[str]] = {}
     for r in report.results:
         if r.passed:
             continue
-        for tier in expected_tiers(r.expected):
-            if tier in SHORTCUT_TIER_NAMES and tier not in served:
-                waiting.setdefault(tier, []).append(r.id)
+        tiers = [t for t in expected_tiers(r.expected) if t in SHORTCUT_TIER_NAMES]
+        if tiers:
+            waiting.setdefault(tiers[0], []).append(r.id)
     return waiting
 
 
@@ -258,7 +258,7 @@ def format_report(report: EvalReport) -> str:
     lines += ["", f"tiers as expected for mode {report.mode}: {matched}/{len(report.results)}"]
     waiting = waiting_for(report)
     if waiting:
-        lines += ["waiting for tiers this daari does not serve: " + "; ".join(
+        lines += ["waiting for shortcut tiers (or their patterns) this daari does not serve: " + "; ".join(
             f"{SHORTCUT_TIER_NAMES.get(tier, tier)}: {', '.join(ids)}" for tier, ids in waiting.items())]
     lines += ["", f"{report.mode.upper()} criteria (routing spec):"]
     lines += [f"  [{'PASS' if c.passed else 'FAIL'}] {c.name}: {c.detail}" for c in report.criteria]
