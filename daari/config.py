@@ -191,7 +191,9 @@ class ConfidenceConfig:
     l3_min: Annotated[float, Ge(0), Le(1)] = 0.7
     l4_min: Annotated[float, Ge(0), Le(1)] = 0.8  # 0-1 like the others: was a 1-5 rating before the spec's scale
     l5_min: Annotated[float, Ge(0), Le(1)] = 0.8
-    logprob_floor: Annotated[float, Le(0)] = -2.5  # mean token logprob mapped to confidence 0 (see docs/routing.md)
+    # Mean token logprob mapped to confidence 0 (docs/routing.md, "Calibration"): with -4.0, l3_min 0.7 is a
+    # mean logprob of -1.2, about the pass mark measured on the golden prompts before the spec's 0.7.
+    logprob_floor: Annotated[float, Le(0)] = -4.0
 
 
 @dataclass

@@ -241,3 +241,14 @@ def test_prompt_file_errors_name_the_line(tmp_path: Path) -> None:
     bad.write_text('{"id": "GP-01", "messages": []}\n')
     with pytest.raises(ValueError, match="bad.jsonl:1"):
         load_prompts(bad)
+
+
+@pytest.mark.parametrize(("answered_by_l2", "passed"), [("Format as JSON", True), ("Is this a test file?", False)])
+def test_mvp_accepts_a_shortcut_tier_only_where_v1_names_it(answered_by_l2: str, passed: bool) -> None:
+    def with_rules(body: dict[str, Any], no_cache: bool, seen_before: bool) -> Any:
+        if (body["messages"][-1]["content"] or "").startswith(answered_by_l2):
+            return 200, completion('{"foo": 1}', meta("L2"))
+        return healthy_mvp(body, no_cache, seen_before)
+
+    report, _ = run_against(with_rules)
+    assert report.criteria[1].passed is passed, format_report(report)

@@ -92,7 +92,8 @@ async def judge(rt: Runtime, tier: str, request: ChatRequest, completion: Comple
         return Judgement(1.0, "frontier", True, gated if gated in NEVER_CACHED_AT_L6 else None)
     if gated is not None:
         return verdict(0.0, "heuristic", gated)
-    if completion.mean_logprob is not None:
+    probe = request.max_tokens is not None and request.max_tokens <= PROBE_MAX_TOKENS
+    if completion.mean_logprob is not None and not probe:  # nobody reads a probe's answer: no grading it
         return verdict(logprob_confidence(completion.mean_logprob, rt.config.confidence.logprob_floor), "logprob")
     if tier == "L3" or not allow_self_eval:
         return verdict(1.0, "heuristic")

@@ -65,10 +65,14 @@ CODE_WORK = re.compile(
     r"|\b(?:write|create|generate|build)\s+(?:me\s+)?(?:a|an|the|some)?\s*"
     r"(?:(?!(?:to|for|of|in|on|about|this|that|these|my|the|your)\b)[\w-]+\s+){0,3}?"
     r"(?:function|class|method|tests?|test\s+suite|unit\s+tests?|script|program|module|endpoint|parser"
-    r"|component|cli|migration)\b"
+    r"|component|cli|migration|workflow|dockerfile|makefile|pipeline)\b"
     r"|\badd\s+(?:some\s+|more\s+|a\s+)?(?:unit\s+|integration\s+)?tests?\b"
     r"|\brefactor\w*\b"
-    r"|\bfix\s+(?:this|the|my|a|that|these)\s+(?:\w+\s+)?(?:bug|bugs|error|crash|failure|exception|tests?|code|issue)\b"
+    r"|\bfix\s+(?:this|the|my|a|an|that|these)\s+(?:[\w-]+\s+)?(?:bug|bugs|error|crash|failure|exception|tests?|code"
+    r"|issue)\b"
+    r"|\b(?:review|audit)\s+(?:this|the|my|our)\s+(?:diff|code|pr|pull\s+request|change|patch|function|commit)\b"
+    r"|\bcode\s+review\b|\b(?:problems|issues|bugs)\s+(?:with|in)\s+(?:this|my|the)\s+(?:code|function|diff)\b"
+    r"|\bwith\s+(?:unit\s+)?tests\b"
     r"|\bdebug(?:ging)?\b(?!ger)",
     re.IGNORECASE,
 )

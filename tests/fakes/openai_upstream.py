@@ -18,6 +18,7 @@ daari's Phase B classifier probe is answered with `fake.classification` (a JSON 
     good        an echo-ish answer of 40+ characters about the last user message
     refuse      "I cannot help with that."
     short       "ok"
+    ack         "Ok, any changes I propose will be to those files." (a small model's answer to an edit request)
     tools       a tool call to the request's first tool (arguments filled from its required properties);
                 when the last message is a tool result: a text answer quoting it; without tools: as good
     length      as good, finish_reason "length"
@@ -56,7 +57,7 @@ from daari.server.asgi_io import answer_lifespan, read_all
 
 CLASSIFIER_PROMPT_START = SYSTEM_PROMPT[:40]
 
-BEHAVIOURS = ("good", "refuse", "short", "tools", "length", "hang", "hang_stream", "drop", "truncate",
+BEHAVIOURS = ("good", "refuse", "short", "ack", "tools", "length", "hang", "hang_stream", "drop", "truncate",
               "malformed", "error500", "error429", "error400", "error401", "echo_url")
 CREATED = 1_700_000_000
 TOKEN_LOGPROB = -0.25
@@ -198,6 +199,8 @@ class FakeOpenAI:
             return "I cannot help with that.", [], "stop"
         if behaviour == "short":
             return "ok", [], "stop"
+        if behaviour == "ack":
+            return "Ok, any changes I propose will be to those files.", [], "stop"
         if behaviour == "tools" and messages and messages[-1].get("role") == "tool":
             return f"The tool returned: {_text_of(messages[-1].get('content'))}", [], "stop"
         if behaviour == "tools" and tools:
