@@ -3,6 +3,7 @@ request, Claude Code's side calls and quota probe, a Roo Code XML-tool turn."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -72,3 +73,28 @@ async def test_an_xml_tool_agent_turn_is_an_agent_turn(tmp_path: Path) -> None:
             meta = (await client.post("/v1/chat/completions", json=body_of("GP-26"))).json()["daari_meta"]
     assert meta["agent_turn"] is True and meta["task_type"] == "agent_turn" and meta["rule_id"] == "R-C3"
     assert "tools" not in l3.requests[-1].body  # no tools array was invented
+
+
+async def test_a_codex_turn_over_the_responses_api_is_agent_work_for_the_frontier(tmp_path: Path) -> None:
+    codex = GOLDEN["GP-25"]
+    shell = codex["tools"][0]["function"]
+    body = {"model": "gpt-5-codex", "instructions": codex["messages"][0]["content"], "stream": False,
+            "tools": [{"type": "function", "name": shell["name"], "description": shell["description"],
+                       "parameters": shell["parameters"]}],
+            "input": [{"type": "message", "role": "user",
+                       "content": [{"type": "input_text", "text": codex["messages"][1]["content"]}]},
+                      {"type": "function_call", "call_id": "call_1", "name": "shell",
+                       "arguments": json.dumps({"command": ["rg", "-n", "def total"]})},
+                      {"type": "function_call_output", "call_id": "call_1",
+                       "output": "src/cart.py:12:    def total(self) -> int:"}]}
+    l3, l6 = FakeOpenAI(), FakeOpenAI()
+    async with serve_app(l3) as u3, serve_app(l6) as u6:
+        config = make_config(tmp_path, tiers={"L3": upstream_tier("openai", u3 + "/v1", "tools"),
+                                              "L6": upstream_tier("openai", u6 + "/v1", "tools")},
+                             frontier={"enabled": True})
+        async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url) as client:
+            response = await client.post("/v1/responses", json=body)
+    meta = response.json()["daari_meta"]
+    assert response.status_code == 200, response.text
+    assert (meta["task_type"], meta["rule_id"], meta["tier"]) == ("agent_turn", "R-A5", "L6")
+    assert l3.requests == [] and len(l6.requests) == 1
