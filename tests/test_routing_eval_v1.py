@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -95,9 +97,19 @@ def v1_daari(tmp_path: Path, stand_ins: bool) -> Iterator[str]:
         config = make_config(tmp_path, tiers=tiers, frontier={"enabled": True},
                              tools={"enabled": True, "repo_root": str(repo)})
         with daari_in_thread(config) as server:
+            wait_for_l1(server)
             if stand_ins:
                 server.runtime.shortcuts.update({"L1": WordOverlapL1(), "L2": YamlJsonL2(), "Lt": SpecPatternsLt()})
             yield server.url
+
+
+def wait_for_l1(server: Any) -> None:
+    """L1 declines (skipped_loading) until its embedding model is loaded in the background."""
+    status = server.runtime.shortcuts["L1"].status
+    deadline = time.monotonic() + 120
+    while not status.ready and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert status.ready, "the L1 embedding model did not load"
 
 
 def run_v1(tmp_path: Path, stand_ins: bool) -> EvalReport:
@@ -122,7 +134,10 @@ def test_v1_with_the_real_shortcut_tiers_names_what_still_waits(tmp_path: Path) 
     table = format_report(report)
     print(table)  # the note of issue 9 quotes which prompts wait for which tier
     waiting = waiting_for(report)
-    assert set(waiting) <= {"L1", "Lt"}, table  # L2 is built: GP-03 and GP-14 are answered there
+    # L1 and L2 are built (GP-12 from L1, GP-03 and GP-14 from L2); Lt runs git but not eslint (not installed
+    # in the scratch repo) nor the IntelliJ refactors LT-05 / LT-06.
+    assert set(waiting) <= {"Lt"} and set(waiting.get("Lt", [])) <= {"GP-06", "GP-13", "GP-19"}, table
+    assert {r.id: r.final.tier for r in report.results}["GP-12"] == "L1", table
     model_rows = [r for r in report.results if not {"L1", "L2", "Lt"} & set(r.expected.split("/"))]
     assert all(r.passed for r in model_rows), table
     finals = {r.id: r.final for r in report.results}

@@ -274,7 +274,7 @@ def spec_prompts() -> list[dict[str, Any]]:
          "messages": [user("What does this regex match? ^\\d{3}-\\d{4}$")],
          "expected_mvp_tier": "L3", "expected_v1_tier": "L3", "note": "Short explanation (R-A3)."},
         {"id": "GP-12", "summary": "Paraphrase of GP-04 (same intent)", "paraphrase_of": "GP-04",
-         "messages": [user("Give me a git commit message describing this change: " + SMALL_DIFF)],
+         "messages": [user("Can you write a commit message for: " + SMALL_DIFF)],
          "expected_mvp_tier": "L3", "expected_v1_tier": "L1", "note": "L1 serves GP-04's answer in v1."},
         {"id": "GP-13", "summary": '"Rename method foo to bar in UserService"',
          "messages": [user("Rename method foo to bar in UserService")],
