@@ -53,9 +53,16 @@ class DecisionMetrics:
 
 
 async def start_decision_subscribers(nursery: trio.Nursery, hub: Hub[RoutingDecision], metrics: Metrics) -> None:
-    """Subscribe the log line and the metrics; both are subscribed when this returns."""
-    await nursery.start(lambda task_status: follow(hub, "log", log_decision, buffer=BUILTIN_BUFFER,
-                                                   task_status=task_status))
+    """Subscribe the log line and the metrics; subscribed when this returns.
+
+    Both run on one subscription ("builtin"): they take microseconds, and one task wake-up per decision
+    instead of two is measurable on the L0 hit path.
+    """
     observer = DecisionMetrics(metrics)
-    await nursery.start(lambda task_status: follow(hub, "metrics", observer.observe, buffer=BUILTIN_BUFFER,
+
+    def handle(decision: RoutingDecision) -> None:
+        log_decision(decision)
+        observer.observe(decision)
+
+    await nursery.start(lambda task_status: follow(hub, "builtin", handle, buffer=BUILTIN_BUFFER,
                                                    task_status=task_status))

