@@ -107,7 +107,9 @@ def test_golden_file_is_the_specs_table_then_real_clients() -> None:
     assert "Is this a test file?" in by_id["GP-02"]["messages"][0]["content"]
     assert by_id["GP-10"]["messages"][0]["content"].count("\n") >= 500  # the 500-line class
     clients = {p["source"] for p in prompts if p["id"] not in SPEC_IDS}
-    assert clients == {"aider", "claude-code", "codex", "roo-code"}
+    assert clients == {"aider", "claude-code", "codex", "roo-code", "tools"}  # tools: both sides of Lt and L2
+    tools_rows = [p for p in prompts if p["source"] == "tools"]
+    assert {p["expected_v1_tier"] for p in tools_rows} == {"Lt", "L3"} and len(tools_rows) >= 6
 
 
 def test_expected_tier_alternatives() -> None:

@@ -13,6 +13,7 @@ import httpx
 import pytest
 import trio
 
+from daari.routing.lt_probe import lt_matches
 from tests.fakes.openai_upstream import FakeOpenAI
 from tests.fakes.serving import serve_app
 from tests.support import daari_server, make_config, upstream_tier
@@ -217,3 +218,26 @@ async def test_a_client_going_away_kills_the_running_command(tmp_path: Path, mon
                 started = [int(p) for p in (await trio.to_thread.run_sync(wait_for_file, pids)).split()]
                 nursery.cancel_scope.cancel()  # the client hangs up while the tests run
         assert await trio.to_thread.run_sync(wait_gone, started)
+
+
+async def test_the_classifier_lt_probe_is_registered_while_tools_run(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    sandbox = Sandbox(tmp_path)
+    assert not lt_matches("git status")
+    async with serving(sandbox, monkeypatch, None):
+        assert not lt_matches("git status")  # tools off: no Lt tier, no probe
+    async with serving(sandbox, monkeypatch, {}):
+        assert lt_matches("git status") and lt_matches("run the tests please")
+        assert not lt_matches("why does git status show untracked files?")
+    assert not lt_matches("git status")
+
+
+async def test_no_cache_runs_a_repeat_again_but_dev06_still_reads(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    sandbox = Sandbox(tmp_path)
+    async with serving(sandbox, monkeypatch, {}) as (client, fake):
+        await ask(client, "run the tests")
+        repeat = await ask(client, "run the tests", {"X-Daari-No-Cache": "true"})
+        said = await ask(client, "what did the tests say?", {"X-Daari-No-Cache": "true"})
+    assert repeat["daari_meta"]["tier"] == "Lt" and said["daari_meta"]["tier"] == "CCS"
+    assert said["daari_meta"]["tool"]["log_path"] == repeat["daari_meta"]["tool"]["log_path"]

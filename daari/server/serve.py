@@ -18,7 +18,6 @@ from hypercorn.trio import serve as hypercorn_serve
 from actors import Health, RestartPolicy, open_mailbox, supervise
 from actors.cache_actor import CacheActor
 from actors.executor_actor import ExecutorActor
-from actors.tool_runner import ToolRunnerActor
 from daari.cache.l0_memory import L0Memory
 from daari.cache.partition import forwards_client_keys
 from daari.config import Config
@@ -37,7 +36,7 @@ from daari.server.app import DaariApp
 from daari.server.guard import GuardPolicy, require_token_off_loopback
 from daari.server.l1_actors import start_l1
 from daari.server.observers import start_observers
-from daari.tools.tiers import CcsTier, ToolService, ToolTier
+from daari.tools.startup import start_tools
 
 log = logging.getLogger("daari")
 
@@ -120,11 +119,7 @@ async def run_server(config: Config, *, handle_signals: bool = False,
         if forwards_client_keys(config):
             rt.partition_secret = await trio.to_thread.run_sync(_partition_secret, Path(config.data_dir))
         if config.tools.enabled:  # commands run only when asked for in the config
-            tool_runner, tool_inbox = open_mailbox("tool_runner", config.actors.mailbox_size)
-            await actors.start(supervise, lambda: ToolRunnerActor(Path(config.data_dir), config.tools),
-                               tool_inbox, health, policy)
-            tools = ToolService(config.tools, tool_runner)
-            rt.shortcuts["CCS"], rt.shortcuts["Lt"] = CcsTier(tools), ToolTier(tools)
+            await start_tools(actors, rt, health, policy)
         if handle_signals:
             actors.start_soon(_stop_on_signal, shutdown)
         async with trio.open_nursery() as front:

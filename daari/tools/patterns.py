@@ -146,3 +146,9 @@ def command_matches(message: str) -> list[CommandMatch]:
 def best_command(message: str) -> CommandMatch | None:
     matches = command_matches(message)
     return matches[0] if matches else None
+
+
+def is_lt_command(message: str, min_confidence: float = 0.95) -> bool:
+    """The hybrid classifier's Lt probe (daari/routing/lt_probe.py): would the Lt or CCS tier act on this?"""
+    best = best_command(message)
+    return best is not None and best.confidence >= min_confidence

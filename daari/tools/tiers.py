@@ -109,7 +109,9 @@ class CcsTier:
             return None  # the Lt tier reports a decline once
         match, plan = prepared.match, prepared.plan
         reads = match.intent == "ccs_read"
-        if not reads and (match.intent == "rerun" or plan.ttl_s <= 0 or plan.destructive):
+        # X-Daari-No-Cache asks for nothing stored: a repeat runs again (DEV-06 is a read by definition).
+        fresh = _flag(query.headers, "x-daari-no-cache")
+        if not reads and (fresh or match.intent == "rerun" or plan.ttl_s <= 0 or plan.destructive):
             return None
         entry: CcsEntry | None = await self.service.runner.ask(CcsGet(plan.ccs_key))
         if entry is not None:

@@ -1,0 +1,36 @@
+"""Starting the tool tiers: the ToolRunnerActor, the CCS and Lt shortcut tiers, the hybrid classifier's Lt probe."""
+
+from __future__ import annotations
+
+from functools import partial
+from pathlib import Path
+
+import trio
+
+from actors import Health, RestartPolicy, open_mailbox, supervise
+from actors.tool_runner import ToolRunnerActor
+from daari.pipeline.runtime import Runtime
+from daari.routing.lt_probe import LtMatcher, register_lt_matcher, unregister_lt_matcher
+from daari.tools.patterns import is_lt_command
+from daari.tools.tiers import CcsTier, ToolService, ToolTier
+
+
+async def start_tools(nursery: trio.Nursery, rt: Runtime, health: Health, policy: RestartPolicy) -> None:
+    """Only called with tools.enabled: nothing that can run a command exists otherwise."""
+    config = rt.config
+    runner, inbox = open_mailbox("tool_runner", config.actors.mailbox_size)
+    await nursery.start(supervise, lambda: ToolRunnerActor(Path(config.data_dir), config.tools), inbox, health,
+                        policy)
+    service = ToolService(config.tools, runner)
+    rt.shortcuts["CCS"], rt.shortcuts["Lt"] = CcsTier(service), ToolTier(service)
+    await nursery.start(_lt_probe, partial(is_lt_command, min_confidence=config.tools.min_confidence))
+
+
+async def _lt_probe(matcher: LtMatcher, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+    """The classifier asks "does an Lt pattern match?" while this server runs (the registry is process-wide)."""
+    register_lt_matcher(matcher)
+    try:
+        task_status.started()
+        await trio.sleep_forever()
+    finally:
+        unregister_lt_matcher(matcher)
