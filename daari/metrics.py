@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import prometheus_client
 from prometheus_client import CollectorRegistry, Counter, Histogram
@@ -67,17 +68,28 @@ class Metrics:
         self.registry = CollectorRegistry(auto_describe=True)
         self._counters: dict[str, tuple[Counter, tuple[str, ...]]] = {}
         self._histograms: dict[str, tuple[Histogram, tuple[str, ...]]] = {}
+        # The labelled child of each (name, labels) seen: prometheus-client's labels() costs a few us, and
+        # every request counts several metrics (the L0 hit path included).
+        self._children: dict[tuple[str, tuple[tuple[str, str], ...]], Any] = {}
 
     def inc(self, name: str, amount: float = 1, **labels: str) -> None:
-        counter, names = self._counters.get(name) or self._declare_counter(name, labels)
-        _check_labels(name, names, labels)
-        (counter.labels(**labels) if names else counter).inc(amount)
+        key = (name, tuple(labels.items()))
+        child = self._children.get(key)
+        if child is None:
+            counter, names = self._counters.get(name) or self._declare_counter(name, labels)
+            _check_labels(name, names, labels)
+            child = self._children[key] = counter.labels(**labels) if names else counter
+        child.inc(amount)
 
     def observe(self, name: str, value: float, **labels: str) -> None:
         """A latency (seconds) into histogram `name`."""
-        histogram, names = self._histograms.get(name) or self._declare_histogram(name, labels)
-        _check_labels(name, names, labels)
-        (histogram.labels(**labels) if names else histogram).observe(value)
+        key = ("histogram:" + name, tuple(labels.items()))
+        child = self._children.get(key)
+        if child is None:
+            histogram, names = self._histograms.get(name) or self._declare_histogram(name, labels)
+            _check_labels(name, names, labels)
+            child = self._children[key] = histogram.labels(**labels) if names else histogram
+        child.observe(value)
 
     def value(self, name: str, **labels: str) -> float:
         """The current value of a counter (0 when never counted): for tests and benchmarks."""
