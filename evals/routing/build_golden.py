@@ -362,6 +362,11 @@ def client_prompts() -> list[dict[str, Any]]:
 
 def main() -> None:
     prompts = spec_prompts() + client_prompts()
+    # Prompts other issues added to the file by hand (GP-27.. from the tools issue) are kept, in order.
+    ours = {p["id"] for p in prompts}
+    if OUT.exists():
+        prompts += [p for p in (json.loads(line) for line in OUT.read_text(encoding="utf-8").splitlines()
+                                if line.strip()) if p["id"] not in ours]
     with OUT.open("w", encoding="utf-8") as out:
         for prompt in prompts:
             verdict = classify(to_request(prompt))
