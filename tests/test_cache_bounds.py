@@ -76,7 +76,7 @@ async def test_entries_older_than_ttl_are_not_served_and_are_swept(tmp_path: Pat
     fake = FakeOpenAI()
     async with serve_app(fake) as upstream:
         config = make_config(tmp_path, tiers={"L3": upstream_tier("openai", upstream + "/v1")},
-                             cache={"l0": {"ttl_s": 3600}})
+                             cache={"l0": {"ttl_s": 3600}, "l1": {"enabled": False}})  # L0's own ageing
         async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url) as client:
             await client.post("/v1/chat/completions", json=chat(1))
             await client.post("/v1/chat/completions", json=chat(2))

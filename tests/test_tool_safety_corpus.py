@@ -242,5 +242,6 @@ async def test_the_corpus_through_a_running_server(tmp_path: Path, monkeypatch: 
                 assert SECRET_MARKER not in reply.text
             page = await client.post("/v1/chat/completions", headers={"origin": "https://evil.example"},
                                      json={"model": "m", "messages": [{"role": "user", "content": "git status"}]})
-    assert tiers <= {"L0", "L3"} and page.status_code == 403  # a few prompts repeat: L0 hits
+    # A few prompts repeat (L0 hits) or differ only in a separator ("a; b" / "a\nb": L1 hits); none ran anything.
+    assert tiers <= {"L0", "L1", "L3"} and page.status_code == 403
     assert sandbox.escaped() == "" and sandbox.logged_commands() == []

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from daari.datadir import private_file
 from daari.protocol.chat import Completion
 from daari.semantic.minilm import DIMENSIONS
 
@@ -47,7 +48,7 @@ class L1Store:
     TABLE = "l1"
 
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_file(path)  # prompts and answers: 0600 in a 0700 directory
         # One limiter of 1 owns this connection, so any single worker thread may use it.
         self._conn = sqlite3.connect(str(path), check_same_thread=False)
         self._conn.execute("pragma journal_mode=wal")

@@ -16,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 from annoy import AnnoyIndex
 
+from daari.datadir import private_file
 from daari.semantic.minilm import DIMENSIONS
 
 Vector = npt.NDArray[np.float32]
@@ -51,9 +52,11 @@ def build_sealed(vectors: Vector, row_ids: npt.NDArray[np.int64], contexts: npt.
         index.add_item(item, vector)
     index.build(trees, n_jobs=1)  # one thread: lookups and inference share two cores
     if path is not None:
-        tmp = path.with_suffix(".tmp")
+        tmp = private_file(path.with_suffix(".tmp"))  # vectors of prompts: as private as the prompts
         index.save(str(tmp))  # save() leaves the index loaded from (memory-mapped) tmp
-        np.savez(path.with_suffix(".ids.npz"), row_ids=row_ids, contexts=contexts)
+        ids = private_file(path.with_suffix(".ids.npz"))
+        with ids.open("wb") as f:
+            np.savez(f, row_ids=row_ids, contexts=contexts)
         os.replace(tmp, path)
     return Sealed(index, row_ids, contexts)
 

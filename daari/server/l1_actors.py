@@ -30,6 +30,9 @@ async def start_l1(nursery: trio.Nursery, rt: Runtime, health: Health, policy: R
     verifier, verifier_inbox = open_mailbox("verifier", size)
     tiers = config.configured_tiers()
     verify_tier = l1.verify_tier or (tiers[0] if tiers else None)
+    # An answer L0 no longer serves for being too old is not served by L1 either.
+    ttl = config.cache.l0.ttl_s
+    max_age_s = min(l1.max_age_s, ttl) if ttl > 0 else l1.max_age_s
     if verify_tier not in tiers:  # not configured (or L6 with frontier off): model verdicts reject
         verify_tier = None
 
@@ -43,7 +46,7 @@ async def start_l1(nursery: trio.Nursery, rt: Runtime, health: Health, policy: R
                                                          l1.embed_batch_wait_ms / 1000.0),
                         embedder_inbox, health, policy)
     await nursery.start(supervise, lambda: SemanticCacheActor(
-        Path(config.data_dir), max_entries=l1.max_entries, max_age_s=l1.max_age_s, trees=l1.index_trees,
+        Path(config.data_dir), max_entries=l1.max_entries, max_age_s=max_age_s, trees=l1.index_trees,
         rebuild_after=l1.rebuild_after, stats=stats), cache_inbox, health, policy)
     await nursery.start(supervise, lambda: VerifierActor(l1.verify, ask_model), verifier_inbox, health, policy)
     tier = SemanticTier(l1, embedder, status, cache, verifier, rt.metrics)
