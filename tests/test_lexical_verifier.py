@@ -28,6 +28,8 @@ NEAR_MISSES = [
     ("swap", "Copy the file from the server to my laptop", "Copy the file from my laptop to the server"),
     ("swap", "Is Go faster than Python?", "Is Python faster than Go?"),
     ("swap", "Redirect HTTP to HTTPS in nginx", "Redirect HTTPS to HTTP in nginx"),
+    ("swap", "It was the 7th best film at the 19th festival", "It was the 19th best film at the 7th festival"),
+    ("swap", "He was born in Paris and died in London", "He was born in London and died in Paris"),
     ("antonym", "How do I enable CORS in Flask?", "How do I disable CORS in Flask?"),
     ("antonym", "How do I start a Docker container?", "How do I stop a Docker container?"),
     ("antonym", "Do a soft reset to the previous commit", "Do a hard reset to the previous commit"),
@@ -43,6 +45,7 @@ PARAPHRASES = [
     ("How do I read environment variables in Node.js?", "How to access environment variables in Node.js?"),
     ("Convert a Unix timestamp to a datetime in Python", "Turn a Unix timestamp into a datetime in Python"),
     ("How do I squash the last two commits?", "How can I squash my last 2 commits?"),
+    ("What is the GIL in Python?", "Explain the Python GIL"),  # neighbouring names may trade places
 ]
 
 

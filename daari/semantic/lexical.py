@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from daari.semantic.vocabulary import (
     ANTONYMS,
@@ -72,6 +72,8 @@ class Features:
     operators: Counter[str]
     words: set[str]
     sequence: list[str]  # items (words, identifiers, paths, numbers) and "<prep>" markers, in order
+    # Names (capitalized inside a sentence) and numbers, in order, with their place in `sequence`.
+    entities: list[tuple[str, int]] = field(default_factory=list)
 
 
 def stem(word: str) -> str:
@@ -169,6 +171,7 @@ def features(text: str) -> Features:
     # Phrases fold case-insensitively; other tokens keep their case for identifiers (camelCase, CONSTANTS).
     for pattern, replacement in _PHRASES:
         text = pattern.sub(replacement, text)
+    sentence_start = True
     for raw in _TOKEN.findall(text):
         token = raw.strip(_EDGE_PUNCT) if not _OPERATOR.match(raw) else raw
         if token.endswith("'s"):
@@ -178,6 +181,9 @@ def features(text: str) -> Features:
         item = _classify(token, f)
         if item is not None:
             f.sequence.append(item)
+            if any(c.isdigit() for c in item) or (token[:1].isupper() and not sentence_start):
+                f.entities.append((item, len(f.sequence) - 1))
+        sentence_start = raw.endswith((".", "?", "!", ":"))
     return f
 
 
@@ -212,6 +218,22 @@ def _swapped(a: list[str], b: list[str]) -> str:
     return ""
 
 
+def _reordered(a: list[tuple[str, int]], b: list[tuple[str, int]]) -> str:
+    """Two names or numbers that appear once in each text, in opposite orders and apart in both: "the 7th
+    film at the 19th festival" vs "the 19th film at the 7th festival". Neighbours are left alone: "the
+    Python GIL" is "the GIL in Python"."""
+    count_a, count_b = Counter(x for x, _ in a), Counter(x for x, _ in b)
+    shared = {x for x, n in count_a.items() if n == 1} & {x for x, n in count_b.items() if n == 1}
+    place_a = {x: i for x, i in a if x in shared}
+    place_b = {x: i for x, i in b if x in shared}
+    for x in shared:
+        for y in shared:
+            apart = abs(place_a[x] - place_a[y]) > 1 and abs(place_b[x] - place_b[y]) > 1
+            if place_a[x] < place_a[y] and place_b[y] < place_b[x] and apart:
+                return f"{min(x, y)} / {max(x, y)}"
+    return ""
+
+
 def lexical_verdict(a: str, b: str) -> Verdict:
     """Whether prompts `a` and `b` (embed texts) may share an answer, by the lexical rules in order."""
     fa, fb = features(a), features(b)
@@ -231,7 +253,7 @@ def lexical_verdict(a: str, b: str) -> Verdict:
                        ("identifier", fa.identifiers, fb.identifiers), ("operator", fa.operators, fb.operators)):
         if x != y:
             return Verdict(False, rule, _differs(x, y))
-    swapped = _swapped(fa.sequence, fb.sequence)
+    swapped = _swapped(fa.sequence, fb.sequence) or _reordered(fa.entities, fb.entities)
     if swapped:
         return Verdict(False, "swap", swapped)
     if fa.words != fb.words:
