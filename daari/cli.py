@@ -79,7 +79,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--config", default=None, help="daari.yaml path (default ./daari.yaml if present)")
     serve.add_argument("--data-dir", default=None,
                        help="where the cache lives (default $XDG_DATA_HOME/daari, else ~/.local/share/daari)")
-    evals = sub.add_parser("eval", help="run an evaluation against a running daari")
+    # No -h of its own: `daari eval routing --help` reaches the suite's parser, which lists its options.
+    evals = sub.add_parser("eval", help="run an evaluation against a running daari", add_help=False)
     evals.add_argument("suite", help="routing (against a running daari) or cache (offline, L1 verifier)")
     add_observe_parsers(sub)
     return parser

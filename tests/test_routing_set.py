@@ -88,3 +88,13 @@ def test_live_run_reads_the_routed_tier_from_daari_meta(capsys: pytest.CaptureFi
 def test_cli_offline_spec_router(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--set", str(DEFAULT_SET), "--offline", "--router", "spec", "--tiers", "L3,L4,L6"]) == 0
     assert "router spec" in capsys.readouterr().out
+
+
+def test_eval_routing_help_lists_the_suites_options(capsys: pytest.CaptureFixture[str]) -> None:
+    from daari.cli import main as daari_main
+
+    with pytest.raises(SystemExit) as info:
+        daari_main(["eval", "routing", "--help"])
+    assert info.value.code == 0
+    out = capsys.readouterr().out
+    assert "--set" in out and "--offline" in out and "--mode" in out
