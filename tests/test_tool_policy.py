@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from daari.config import ToolsConfig
+from daari.config import ToolsConfig, config_from_dict
+from daari.errors import ConfigError
 from daari.tools.commands import CommandsFileError, load_project_commands, parse_commands, split_command
 from daari.tools.patterns import CommandMatch
 from daari.tools.plan import Unavailable, plan_command
@@ -123,3 +124,17 @@ def test_plans_are_fixed_argument_lists(sandbox: Sandbox) -> None:
         plan_command(CommandMatch("LT-01", "eslint", 1.0), repo, config, {"PATH": str(sandbox.outside)})
     with pytest.raises(Unavailable, match="tools.intellij.command"):
         plan_command(CommandMatch("LT-05", "rename", 1.0, {"old": "a", "new": "b"}), repo, config, env)
+
+
+@pytest.mark.parametrize("tools", [{"allowed_roots": "/home"}, {"allowed_roots": [1]}, {"max_concurrency": 0},
+                                   {"timeout_s": 0}, {"shell": True}, {"eslint": {"cmd": "eslint"}},
+                                   {"ccs": {"ttl": 5}}])
+def test_tools_config_mistakes_are_errors(tools: dict[str, object]) -> None:
+    with pytest.raises(ConfigError):
+        config_from_dict({"tools": tools})
+
+
+def test_tools_are_off_and_rules_on_by_default() -> None:
+    config = config_from_dict({})
+    assert config.tools.enabled is False and config.rules.enabled is True
+    assert (config.tools.ccs.git_ttl_s, config.tools.ccs.test_ttl_s, config.tools.ccs.build_ttl_s) == (60, 300, 600)
