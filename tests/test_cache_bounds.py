@@ -7,10 +7,11 @@ import sqlite3
 from pathlib import Path
 
 import httpx
+import pytest
 import trio
 
 from daari.cache.l0_memory import L0Memory
-from daari.cache.l0_store import L0Entry, entry_size
+from daari.cache.l0_store import L0Entry, L0Store, entry_size
 from daari.protocol.chat import Completion
 from tests.fakes.openai_upstream import FakeOpenAI
 from tests.fakes.serving import serve_app
@@ -123,3 +124,26 @@ def test_pending_writes_are_bounded_in_bytes() -> None:
     assert not memory.has_room(entry)  # the CacheActor refuses the put: the request is served uncached
     memory.written("k0", entry)
     assert memory.has_room(entry) and memory.pending_bytes == size * (30_000 // size - 1)
+
+
+def test_store_evicts_the_least_recently_used_and_a_failed_write_changes_nothing(tmp_path: Path) -> None:
+    def entry(text: str) -> L0Entry:
+        return L0Entry(Completion(text=text * 1000), tier="L3")
+
+    size = entry_size(entry("a"))
+    store = L0Store(tmp_path / "l0.sqlite", max_bytes=int(size * 2.5))
+    store.write([("a", entry("a"))], {}, now=1.0)
+    store.write([("b", entry("b"))], {}, now=2.0)
+    store.write([], {"a": 1}, now=3.0)  # "a" was hit since: "b" is now the least recently used
+    store.write([("c", entry("c"))], {}, now=4.0)
+    assert store.get("b") is None and store.get("a") is not None and store.get("c") is not None
+    before = store.total_bytes
+    store.close()
+    with sqlite3.connect(tmp_path / "l0.sqlite") as db:  # make the next write fail: a constraint it breaks
+        db.execute("create trigger refuse before insert on l0 begin select raise(abort, 'disk says no'); end")
+    store = L0Store(tmp_path / "l0.sqlite", max_bytes=int(size * 2.5))
+    assert store.total_bytes == before
+    with pytest.raises(sqlite3.IntegrityError):
+        store.write([("d", entry("d"))], {"a": 1}, now=5.0)
+    assert store.total_bytes == before and store.count() == 2
+    store.close()

@@ -121,31 +121,36 @@ class L0Store:
             rows.append((key, completion_json(entry.completion), entry.tier, int(entry.agent_turn),
                          int(entry.semantic_ok), entry.confidence, entry.created_at or now, 0, entry.task_type,
                          entry.rule_id, entry.ceiling, entry.size, now))
+        total = self.total_bytes  # applied only once the transaction commits: a failed one changes nothing
         with self._conn:
             for row in rows:
                 old = self._conn.execute(f"select size from {self.TABLE} where key = ?", (row[0],)).fetchone()
                 self._conn.execute(
                     f"insert or replace into {self.TABLE} ({', '.join(self.COLUMNS)}) "
                     f"values ({', '.join('?' * len(self.COLUMNS))})", row)
-                self.total_bytes += row[11] - (old[0] or 0 if old else 0)
+                total += row[11] - (old[0] or 0 if old else 0)
             if hits:
                 self._conn.executemany(
                     f"update {self.TABLE} set hits = hits + ?, last_used = ? where key = ?",
                     [(count, now, key) for key, count in hits.items()])
-            evicted = self._evict(now)
+            evicted, total = self._evict(now, total)
+        self.total_bytes = total
         if evicted:
             self._conn.execute("pragma incremental_vacuum")
 
     def sweep(self, now: float | None = None) -> int:
         """Delete expired entries and any past the size bound; the number deleted."""
         with self._conn:
-            evicted = self._evict(now if now is not None else time.time())
+            evicted, total = self._evict(now if now is not None else time.time(), self.total_bytes)
+        self.total_bytes = total
         if evicted:
             self._conn.execute("pragma incremental_vacuum")
         return evicted
 
-    def _evict(self, now: float) -> int:
-        """Inside a transaction: expired entries, then least recently used ones down to 90% of max_bytes."""
+    def _evict(self, now: float, total: int) -> tuple[int, int]:
+        """Inside a transaction: expired entries, then least recently used ones down to 90% of max_bytes.
+
+        `total` is the entries' bytes before; returns (entries deleted, bytes after)."""
         evicted = 0
         if self.ttl_s:
             cutoff = now - self.ttl_s
@@ -153,25 +158,25 @@ class L0Store:
                                        "where created_at < ?", (cutoff,)).fetchone()
             if freed[1]:
                 self._conn.execute(f"delete from {self.TABLE} where created_at < ?", (cutoff,))
-                self.total_bytes -= int(freed[0])
+                total -= int(freed[0])
                 evicted += int(freed[1])
-        if self.max_bytes and self.total_bytes > self.max_bytes:
+        if self.max_bytes and total > self.max_bytes:
             goal = int(self.max_bytes * 0.9)  # some headroom: not one eviction per put
-            while self.total_bytes > goal:
+            while total > goal:
                 oldest = self._conn.execute(f"select key, size from {self.TABLE} order by last_used "
                                             "limit 256").fetchall()
                 if not oldest:
-                    self.total_bytes = 0
+                    total = 0
                     break
                 doomed: list[tuple[str]] = []
                 for key, size in oldest:
                     doomed.append((key,))
-                    self.total_bytes -= size or 0
-                    if self.total_bytes <= goal:
+                    total -= size or 0
+                    if total <= goal:
                         break
                 self._conn.executemany(f"delete from {self.TABLE} where key = ?", doomed)
                 evicted += len(doomed)
-        return evicted
+        return evicted, total
 
     def count(self) -> int:
         return int(self._conn.execute(f"select count(*) from {self.TABLE}").fetchone()[0])
