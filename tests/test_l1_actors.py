@@ -97,3 +97,6 @@ async def test_l1_declines_without_waiting_while_the_model_loads() -> None:
     assert result is not None and result.completion is None and result.details == {"l1": "skipped_loading"}
     no_cache = ShortcutQuery(ChatRequest([Message("user", "hi")], "m"), {}, "")
     assert await tier.answer(no_cache) is None
+    tier.status.error = "ModelNotInstalled: ..."  # the model never loaded: L1 says so, and still never waits
+    result = await tier.answer(query)
+    assert result is not None and result.details == {"l1": "unavailable"}

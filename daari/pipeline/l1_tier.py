@@ -70,8 +70,9 @@ class SemanticTier:
     async def answer(self, query: ShortcutQuery) -> ShortcutResult | None:
         if not query.l0_key:
             return None  # the cache is off for this request: L1 neither reads nor stores
-        if not self.status.ready:
-            return ShortcutResult("L1", None, details={"l1": "skipped_loading"})
+        if not self.status.ready:  # loading (or failed to load: the log says why)
+            reason = "unavailable" if self.status.error else "skipped_loading"
+            return ShortcutResult("L1", None, details={"l1": reason})
         try:
             probe = await self._probe(query)
             if probe is None:
