@@ -161,7 +161,7 @@ def report(title: str, scored: Sequence[Scored], modes: Sequence[str], threshold
             cells.append(f"{f.precision:4.0%}/{f.recall:3.0%}")
         out(f"    {mode:<8}                   " + " ".join(cells))
     if "model" in modes:
-        out(f"    (model: asked only for pairs at or above {threshold:.2f}; below it the sweep under-counts its recall)")
+        out(f"    (model: asked only at or above {threshold:.2f}; below it the sweep under-counts its recall)")
 
 
 def _model_judge() -> Callable[[str, str], Verdict]:
