@@ -45,6 +45,33 @@ class TierStatus:
 
 
 @dataclass(frozen=True)
+class CountTokens:
+    """Ask a tier's upstream to count a request's tokens; replies with a `PendingCount`."""
+
+    tier: str
+    request: ChatRequest
+
+
+@dataclass(frozen=True)
+class PendingCount:
+    """A count running in the actor's nursery: one item arrives on `result` (the upstream's JSON answer, or
+    the error). The asker cancels `scope` when it leaves, so a client gone also ends the upstream call."""
+
+    result: trio.MemoryReceiveChannel[bytes | DaariError]
+    scope: trio.CancelScope
+
+    async def receive(self) -> bytes:
+        try:
+            with self.result:
+                item = await self.result.receive()
+        finally:
+            self.scope.cancel()
+        if isinstance(item, DaariError):
+            raise item
+        return item
+
+
+@dataclass(frozen=True)
 class ListModels:
     """Replies with a receive channel that yields the sorted model ids once they are gathered."""
 
@@ -105,6 +132,8 @@ class ExecutorActor(Actor):
             return self._open(request)
         if isinstance(request, TierStatus):
             return {tier: {"kind": ex.kind, **ex.status()} for tier, ex in self.executors.items()}
+        if isinstance(request, CountTokens):
+            return self._count(request)
         if isinstance(request, ListModels):
             # Listing may ask upstreams over the network: done in a task, never in the mailbox loop.
             send, receive = trio.open_memory_channel[list[str]](1)
@@ -121,6 +150,30 @@ class ExecutorActor(Actor):
                     names.update(await executor.list_models())
             with contextlib.suppress(trio.BrokenResourceError):
                 reply.send_nowait(sorted(names))
+
+    def _count(self, request: CountTokens) -> PendingCount:
+        executor = self.executors.get(request.tier)
+        if executor is None:
+            raise NotFound(f"tier {request.tier} is not configured")
+        send, receive = trio.open_memory_channel[bytes | DaariError](1)
+        scope = trio.CancelScope()
+        assert self._nursery is not None
+        self._nursery.start_soon(self._run_count, executor, request.request, send, scope)
+        return PendingCount(receive, scope)
+
+    async def _run_count(self, executor: Executor, request: ChatRequest,
+                         send: trio.MemorySendChannel[bytes | DaariError], scope: trio.CancelScope) -> None:
+        with scope, send:
+            item: bytes | DaariError
+            try:
+                item = await executor.count_tokens(request)
+            except DaariError as exc:
+                item = exc
+            except Exception as exc:
+                log.exception("count_tokens on %s failed", executor.name)
+                item = UpstreamError(f"{executor.name} failed: {type(exc).__name__}", upstream=executor.name)
+            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                send.send_nowait(item)
 
     def _open(self, request: OpenGeneration) -> Generation:
         executor = self.executors.get(request.tier)

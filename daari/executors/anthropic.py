@@ -41,8 +41,9 @@ from daari.redact import scrub, url_secrets
 DEFAULT_ANTHROPIC_VERSION = "2023-06-01"
 
 
-def messages_url(base_url: str) -> str:
-    return endpoint(base_url, "/messages" if httpx.URL(base_url).path.rstrip("/").endswith("/v1") else "/v1/messages")
+def messages_url(base_url: str, path: str = "/messages") -> str:
+    """`path` under the Messages API root: `base_url` may end with or without `/v1`."""
+    return endpoint(base_url, path if httpx.URL(base_url).path.rstrip("/").endswith("/v1") else "/v1" + path)
 
 
 class AnthropicExecutor(HttpUpstream):
@@ -67,8 +68,9 @@ class AnthropicExecutor(HttpUpstream):
             headers["x-api-key"] = SecretStr(key)
         return headers
 
-    def url(self, request: ChatRequest) -> str:
-        url = messages_url(self.config.base_url or "")
+    def url(self, request: ChatRequest, *, count_tokens: bool = False) -> str:
+        base = self.config.base_url or ""
+        url = messages_url(base, "/messages/count_tokens" if count_tokens else "/messages")
         if request.protocol == "anthropic" and request.query_string:
             return f"{url}{'&' if '?' in url else '?'}{request.query_string}"
         return url
@@ -106,6 +108,29 @@ class AnthropicExecutor(HttpUpstream):
             # Retried only if the request never reached Anthropic: once sent, it may be generating (and billed).
             raise UpstreamError(f"connection to {self.name} failed: {type(exc).__name__}", upstream=self.name,
                                 retryable=request_never_arrived(exc)) from None
+
+    async def count_tokens(self, request: ChatRequest) -> bytes:
+        """POST the client's count_tokens body (only `model` replaced when the tier names one) to the
+        upstream's /v1/messages/count_tokens with the same headers and key rules as messages; the upstream's
+        JSON answer, byte for byte. A non-200 answer raises as for messages (`_http_error`), a transport
+        failure `UpstreamUnavailable`."""
+        body = dict(request.raw)
+        body["model"] = self.config.model or body.get("model") or request.model
+        headers = self.headers(request)  # Unauthorized for a keyless request to a forwarding tier
+        try:
+            response = await self.http().post(self.url(request, count_tokens=True), json=body, headers=headers)
+        except httpx.TransportError as exc:
+            raise UpstreamUnavailable(f"count_tokens on {self.name} failed: {type(exc).__name__}",
+                                      upstream=self.name, retryable=True) from None
+        if response.status_code != 200:
+            raise self._http_error(response, headers)
+        try:
+            answer = response.json()
+        except ValueError:
+            answer = None
+        if not isinstance(answer, dict) or not isinstance(answer.get("input_tokens"), int):
+            raise UpstreamError(f"count_tokens on {self.name}: the answer has no input_tokens", upstream=self.name)
+        return response.content
 
     async def _relay_stream(self, response: httpx.Response, send: Emit, native: bool) -> None:
         sse = SSEDecoder()

@@ -14,6 +14,7 @@ from typing import Any
 import trio
 
 from daari.config import TierConfig
+from daari.errors import UpstreamUnavailable
 from daari.protocol.chat import ChatRequest
 from daari.protocol.events import Event
 
@@ -50,6 +51,11 @@ class Executor(ABC):
         Raise a `DaariError` (UpstreamError, UpstreamTimeout, ...) on failure. Retries are allowed only
         before the first `emit`; after it, a failure must propagate.
         """
+
+    async def count_tokens(self, request: ChatRequest) -> bytes:
+        """The upstream's own answer to an Anthropic count_tokens request (JSON bytes), where it has one.
+        Executors without one raise `UpstreamUnavailable`; the caller then answers with daari's estimate."""
+        raise UpstreamUnavailable(f"{self.name} has no count_tokens endpoint", upstream=self.name)
 
     def status(self) -> dict[str, Any]:
         """State for /healthz and metrics (model loaded, circuit breaker state...)."""

@@ -86,6 +86,16 @@ class ResilientExecutor(Executor):
             return self.model_names()
         return list(await lister())
 
+    async def count_tokens(self, request: ChatRequest) -> bytes:
+        """The inner executor's count_tokens under the first-byte timeout (the answer is small). Not retried
+        and not counted by the breaker (it is not a generation), but refused while the circuit is open: the
+        caller falls back to its estimate at once instead of waiting on a dead upstream."""
+        if self.breaker.state == "open":
+            raise UpstreamUnavailable(f"circuit open for {self.name}", upstream=self.name)
+        with trio.move_on_after(self.config.timeouts.first_byte_s):
+            return await self.inner.count_tokens(request)
+        raise self._timeout("first_byte", self.config.timeouts.first_byte_s, retryable=False)
+
     async def generate(self, request: ChatRequest, emit: Emit) -> None:
         retry = self.config.retry
         failures = 0

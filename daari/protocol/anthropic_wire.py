@@ -74,10 +74,14 @@ def parse_messages_request(body: object, headers: Mapping[str, str]) -> ChatRequ
     return _parse(body, headers, require_max_tokens=True)
 
 
+def parse_count_tokens_request(body: object, headers: Mapping[str, str]) -> ChatRequest:
+    """`POST /v1/messages/count_tokens`: the same body as messages, without max_tokens."""
+    return _parse(body, headers, require_max_tokens=False)
+
+
 def count_tokens(body: object, headers: Mapping[str, str]) -> dict[str, int]:
-    """`POST /v1/messages/count_tokens`: the same body without max_tokens, answered with an estimate."""
-    request = _parse(body, headers, require_max_tokens=False)
-    return {"input_tokens": estimate_request_tokens(request)}
+    """daari's own estimate for a count_tokens body (about 4 characters a token)."""
+    return {"input_tokens": estimate_request_tokens(parse_count_tokens_request(body, headers))}
 
 
 def _parse(body: object, headers: Mapping[str, str], *, require_max_tokens: bool) -> ChatRequest:

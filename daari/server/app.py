@@ -27,9 +27,9 @@ from daari.pipeline.controls import parse_controls
 from daari.pipeline.record import DecisionRecorder
 from daari.pipeline.runtime import Runtime
 from daari.pipeline.sink import Sink
-from daari.protocol import anthropic_render, anthropic_wire, openai_render
+from daari.protocol import anthropic_render, openai_render
 from daari.protocol.wire import ANTHROPIC, OPENAI, RESPONSES, Wire
-from daari.server import guard, observe_routes, responses_routes
+from daari.server import count_tokens, guard, observe_routes, responses_routes
 from daari.server.asgi_io import (
     AsgiSink,
     ClientDisconnected,
@@ -123,11 +123,6 @@ async def root(req: Request) -> None:
     await send_json(req.send, 200, {"service": "daari", "status": "ok"})
 
 
-async def count_tokens(req: Request) -> None:
-    body = await req.json_body()
-    await send_json(req.send, 200, anthropic_wire.count_tokens(body, req.headers))
-
-
 def _anthropic_client(req: Request) -> bool:
     return "anthropic-version" in req.headers or "x-api-key" in req.headers
 
@@ -198,7 +193,7 @@ ROUTES: dict[str, dict[str, Handler]] = {
     "/v1/chat/completions": {"POST": chat},
     "/chat/completions": {"POST": chat},
     "/v1/messages": {"POST": chat},
-    "/v1/messages/count_tokens": {"POST": count_tokens},
+    "/v1/messages/count_tokens": {"POST": count_tokens.count_tokens},
     "/v1/responses": {"POST": responses_routes.create},
     "/responses": {"POST": responses_routes.create},
     "/v1/models": {"GET": models},

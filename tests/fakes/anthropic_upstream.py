@@ -6,6 +6,8 @@ retry-after), "error529" (HTTP 529 overloaded_error), "unauthorized" (HTTP 401 w
 x-api-key it got, as a careless upstream might), "hang" (starts the stream, then sends nothing until the
 client goes away), "drop" (an `event: error` overloaded_error mid-stream, as the real API does), "cut"
 (closes without message_stop; without streaming, a cut-off JSON body). Any other model behaves as "good".
+`/v1/messages/count_tokens` answers `{"input_tokens": n}` (about 4 characters of system+messages+tools a
+token), or the same errors for "unauthorized", "refuse" and "error529", and a 404 for "nocount".
 A request with `thinking` enabled gets a thinking block (thinking_delta + signature_delta) first.
 """
 
@@ -72,9 +74,24 @@ class FakeAnthropic:
             await self._json(send, 404, _error_body("not_found_error", f"no route {path}"))
             return
         if path.endswith("/count_tokens"):
-            await self._json(send, 200, {"input_tokens": self._input_tokens(body)})
+            await self._count_tokens(body, headers, send)
             return
         await self._messages(body, headers, receive, send)
+
+    async def _count_tokens(self, body: dict[str, Any], headers: dict[str, str], send: Any) -> None:
+        """count_tokens with the same failure models as messages; "nocount" is an upstream without the route."""
+        model = body.get("model", "good")
+        if model == "unauthorized":
+            message = f"invalid x-api-key: {headers.get('x-api-key', '')}"
+            await self._json(send, 401, _error_body("authentication_error", message))
+        elif model == "refuse":
+            await self._json(send, 400, _error_body("invalid_request_error", "prompt is too long"))
+        elif model == "error529":
+            await self._json(send, 529, _error_body("overloaded_error", "Overloaded"))
+        elif model == "nocount":
+            await self._json(send, 404, _error_body("not_found_error", "no route /v1/messages/count_tokens"))
+        else:
+            await self._json(send, 200, {"input_tokens": self._input_tokens(body)})
 
     async def _messages(self, body: dict[str, Any], headers: dict[str, str], receive: Any, send: Any) -> None:
         model = body.get("model", "good")

@@ -1,0 +1,89 @@
+"""`POST /v1/messages/count_tokens`: the Anthropic upstream's own count when a tier speaks Anthropic, else
+daari's estimate, marked with the response header `x-daari-estimate: true` (docs/agents.md).
+
+Which upstream counts: the first configured tier, in escalation order, whose executor is `anthropic` (the
+tier Claude Code's agent turns reach in a usual set-up; routing picks tiers by what a request asks, not by
+its model name, so no per-request tier can be known before routing). Passed on to the client, in Anthropic's
+shape: a keyless request to a `forward_client_key` tier (401, as for messages) and the upstream's 4xx about
+the request (400, 401, 403, 413...). Answered with the estimate instead: no Anthropic tier, the upstream
+unreachable or timing out (the tier's `first_byte_s`), its circuit open, its 5xx/529, 429 and 408, a 404/405
+(an Anthropic-compatible upstream without this endpoint), an answer without `input_tokens`, daari busy.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+import trio
+
+from actors.executor_actor import CountTokens
+from daari.config import Config
+from daari.errors import DaariError, Unauthorized, UpstreamRejected
+from daari.protocol import anthropic_wire
+from daari.protocol.chat import ChatRequest
+from daari.routing.tokens import estimate_request_tokens
+from daari.server.asgi_io import ClientDisconnected, send_json, watch_disconnect
+
+if TYPE_CHECKING:
+    from daari.server.app import Request
+
+log = logging.getLogger("daari.server")
+
+ESTIMATE_HEADER = "x-daari-estimate"
+# Upstream statuses that say "this upstream cannot count now", not "the request is wrong".
+FALLBACK_STATUSES = frozenset({404, 405, 408, 429})
+
+
+def counting_tier(config: Config) -> str | None:
+    """The tier whose upstream counts tokens: the first configured one with executor anthropic."""
+    return next((t for t in config.configured_tiers() if config.tiers[t].executor == "anthropic"), None)
+
+
+def passed_on(err: DaariError) -> bool:
+    """True when the client must see this error (its request or its key is wrong); False: estimate instead."""
+    if isinstance(err, Unauthorized):
+        return True
+    return isinstance(err, UpstreamRejected) and err.status not in FALLBACK_STATUSES
+
+
+async def count_tokens(req: Request) -> None:
+    body = await req.json_body()
+    request = anthropic_wire.parse_count_tokens_request(body, req.headers)  # a bad body: 400, Anthropic's shape
+    request.query_string = req.scope.get("query_string", b"").decode("latin-1")
+    tier = counting_tier(req.rt.config)
+    if tier is not None:
+        answer = await _ask_upstream(req, tier, request)
+        if answer is not None:
+            await req.send({"type": "http.response.start", "status": 200,
+                            "headers": [(b"content-type", b"application/json")]})
+            await req.send({"type": "http.response.body", "body": answer, "more_body": False})
+            return
+    await send_json(req.send, 200, {"input_tokens": estimate_request_tokens(request)}, {ESTIMATE_HEADER: "true"})
+
+
+async def _ask_upstream(req: Request, tier: str, request: ChatRequest) -> bytes | None:
+    """The upstream's answer, or None to fall back to the estimate; raises what the client must see."""
+    answer: bytes | None = None
+    failure: DaariError | None = None
+    try:
+        pending = await req.rt.executor.ask_or_shed(CountTokens(tier, request))
+    except DaariError as err:  # daari busy or the executor actor down
+        failure = err
+    else:
+        async with trio.open_nursery() as nursery:  # a client that leaves ends the upstream call
+            nursery.start_soon(watch_disconnect, req.receive, nursery.cancel_scope)
+            try:
+                answer = await pending.receive()
+            except DaariError as err:
+                failure = err
+            nursery.cancel_scope.cancel()
+    if failure is not None:
+        if passed_on(failure):
+            raise failure
+        log.info("count_tokens: tier %s did not count (%s); answering with the estimate", tier,
+                 type(failure).__name__)
+        return None
+    if answer is None:
+        raise ClientDisconnected("the client left during count_tokens")
+    return answer
