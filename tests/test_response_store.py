@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -21,13 +23,13 @@ def stored(n: int) -> StoredResponse:
 def test_keeps_the_newest_and_survives_a_reopen(tmp_path: Path) -> None:
     store = ResponseStore(tmp_path / "responses.sqlite", keep=3)
     for n in range(5):
-        store.put(f"resp_{n}", stored(n))
-    assert store.get("resp_0") is None and store.get("resp_1") is None
-    assert store.get("resp_4") == stored(4)
-    assert store.delete("resp_3") and not store.delete("resp_3")
+        store.put(f"resp_{n}", stored(n), "")
+    assert store.get("resp_0", "") is None and store.get("resp_1", "") is None
+    assert store.get("resp_4", "") == stored(4)
+    assert store.delete("resp_3", "") and not store.delete("resp_3", "")
     store.close()
     reopened = ResponseStore(tmp_path / "responses.sqlite", keep=3)
-    assert reopened.get("resp_2") == stored(2) and reopened.get("resp_3") is None
+    assert reopened.get("resp_2", "") == stored(2) and reopened.get("resp_3", "") is None
 
 
 def test_history_puts_the_stored_turn_before_the_new_input() -> None:
@@ -39,11 +41,38 @@ def test_history_puts_the_stored_turn_before_the_new_input() -> None:
 
 async def test_archive_runs_the_store_in_a_worker_thread(tmp_path: Path) -> None:
     archive = ResponseArchive(tmp_path / "data" / "responses.sqlite", keep=10)
-    assert await archive.get("resp_1") is None
-    await archive.put("resp_1", stored(1))
-    assert await archive.get("resp_1") == stored(1)
-    assert await archive.delete("resp_1") and await archive.get("resp_1") is None
+    assert await archive.get("resp_1", "") is None
+    await archive.put("resp_1", stored(1), "")
+    assert await archive.get("resp_1", "") == stored(1)
+    assert await archive.delete("resp_1", "") and await archive.get("resp_1", "") is None
     archive.close()
+
+
+def test_a_row_is_found_only_from_its_own_partition(tmp_path: Path) -> None:
+    store = ResponseStore(tmp_path / "responses.sqlite", keep=10)
+    store.put("resp_1", stored(1), "part_a")
+    assert store.get("resp_1", "part_b") is None and store.get("resp_1", "") is None
+    assert not store.delete("resp_1", "part_b") and not store.delete("resp_1", "")
+    assert store.get("resp_1", "part_a") == stored(1)
+    assert store.delete("resp_1", "part_a") and store.get("resp_1", "part_a") is None
+
+
+def test_a_store_from_before_partitions_is_migrated_and_its_rows_are_shared(tmp_path: Path) -> None:
+    path = tmp_path / "responses.sqlite"
+    old = sqlite3.connect(path)  # the schema as daari wrote it before responses were partitioned
+    old.execute("create table responses (id text primary key, created_at real, response text, input text)")
+    old.execute("insert into responses values (?, ?, ?, ?)",
+                ("resp_old", 1.0, json.dumps(stored(1).response), json.dumps(stored(1).input_items)))
+    old.commit()
+    old.close()
+    store = ResponseStore(path, keep=10)
+    assert store.get("resp_old", "part_a") is None
+    assert store.get("resp_old", "") == stored(1)
+    store.put("resp_new", stored(2), "part_a")
+    assert store.get("resp_new", "part_a") == stored(2) and store.get("resp_new", "") is None
+    store.close()
+    reopened = ResponseStore(path, keep=10)  # a second open finds the column and leaves the rows alone
+    assert reopened.get("resp_old", "") == stored(1) and reopened.get("resp_new", "part_a") == stored(2)
 
 
 @pytest.mark.parametrize(("data", "message"), [
@@ -60,5 +89,5 @@ def test_responses_config_mistakes_name_their_key(data: dict[str, Any], message:
 
 def test_the_store_file_is_private(tmp_path: Path) -> None:
     path = tmp_path / "data" / "responses.sqlite"
-    ResponseStore(path, keep=3).put("resp_1", stored(1))
+    ResponseStore(path, keep=3).put("resp_1", stored(1), "")
     assert path.stat().st_mode & 0o777 == 0o600 and path.parent.stat().st_mode & 0o777 == 0o700

@@ -2,7 +2,9 @@
 (GET and DELETE /v1/responses/{id}, GET /v1/responses/{id}/input_items).
 
 A response with `store` true (OpenAI's default) is written to the archive before its last bytes go out, so a
-client that chains with `previous_response_id` right after `response.completed` always finds it.
+client that chains with `previous_response_id` right after `response.completed` always finds it. It is stored
+in the caller's credential partition (the cache's, daari/cache/partition.py), and only a caller of the same
+partition finds it again: to any other it is an unknown id, so not even its existence shows.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
+from daari.cache.partition import cache_partition
 from daari.errors import NotFound
 from daari.protocol.wire import make_responses_wire
 from daari.responses.history import input_items, previous_not_found, with_history
@@ -27,10 +30,11 @@ log = logging.getLogger("daari.server")
 class StoringSink:
     """A `Sink` that stores the final response object (handed over by the renderer) before writing it."""
 
-    def __init__(self, inner: AsgiSink, archive: ResponseArchive | None, input_items: list[dict[str, Any]],
-                 store: bool) -> None:
+    def __init__(self, inner: AsgiSink, archive: ResponseArchive | None, partition: str,
+                 input_items: list[dict[str, Any]], store: bool) -> None:
         self.inner = inner
         self.archive = archive
+        self.partition = partition
         self.input_items = input_items
         self.store = store
         self.final: list[dict[str, Any]] = []  # the renderer appends the final response here
@@ -46,7 +50,7 @@ class StoringSink:
         if not self.store or not isinstance(response.get("id"), str):
             return
         try:
-            await self.archive.put(response["id"], StoredResponse(response, self.input_items))
+            await self.archive.put(response["id"], StoredResponse(response, self.input_items), self.partition)
         except Exception:  # a full disk must not fail an answer that is ready
             log.exception("storing response %s failed", response["id"])
 
@@ -70,7 +74,8 @@ async def create(req: Request) -> None:
     from daari.server.app import serve_chat
 
     archive = req.rt.responses
-    sink = StoringSink(AsgiSink(req.send), archive, [], store=True)
+    partition = _partition(req)
+    sink = StoringSink(AsgiSink(req.send), archive, partition, [], store=True)
 
     async def prepare(body: Any) -> Any:
         """Fold in the previous response's history; note what to store with this one."""
@@ -78,7 +83,7 @@ async def create(req: Request) -> None:
             return body
         previous_id = body.get("previous_response_id")
         if isinstance(previous_id, str):
-            previous = await archive.get(previous_id) if archive is not None else None
+            previous = await archive.get(previous_id, partition) if archive is not None else None
             if previous is None:
                 raise previous_not_found(previous_id)
             body = with_history(body, previous)
@@ -89,6 +94,11 @@ async def create(req: Request) -> None:
     await serve_chat(req, make_responses_wire(sink.final.append), sink, prepare)
 
 
+def _partition(req: Request) -> str:
+    """The caller's partition of stored responses: the cache's, "" when no tier forwards client keys."""
+    return cache_partition(req.rt.partition_secret, req.headers)
+
+
 def _response_id(req: Request) -> str:
     return req.path.rstrip("/").removeprefix("/v1").removeprefix("/responses/")
 
@@ -96,7 +106,8 @@ def _response_id(req: Request) -> str:
 async def get(req: Request) -> None:
     """A stored response, or its input items (`/v1/responses/{id}/input_items`)."""
     response_id, _, rest = _response_id(req).partition("/")
-    stored = await req.rt.responses.get(response_id) if req.rt.responses is not None else None
+    archive = req.rt.responses
+    stored = await archive.get(response_id, _partition(req)) if archive is not None else None
     if stored is None or rest not in ("", "input_items"):
         raise NotFound(f"Response with id '{response_id}' not found.", param="response_id")
     if rest == "input_items":
@@ -108,6 +119,6 @@ async def get(req: Request) -> None:
 
 async def delete(req: Request) -> None:
     response_id = _response_id(req)
-    if req.rt.responses is None or not await req.rt.responses.delete(response_id):
+    if req.rt.responses is None or not await req.rt.responses.delete(response_id, _partition(req)):
         raise NotFound(f"Response with id '{response_id}' not found.", param="response_id")
     await send_json(req.send, 200, {"id": response_id, "object": "response.deleted", "deleted": True})
