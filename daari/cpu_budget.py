@@ -48,6 +48,11 @@ class FairSlot:
 
 INFERENCE = FairSlot()
 
+# transformers imports its submodules lazily; two threads resolving them at once can see a half-made module
+# ("module 'transformers' has no attribute 'AutoTokenizer'", seen at `daari serve` when the embedded model and
+# the embedding model load together). Model loads take turns: hold this around import and from_pretrained.
+MODEL_LOADING = threading.Lock()
+
 
 def inference_slot() -> AbstractContextManager[None]:
     """Hold the process-wide inference slot for one forward pass (use in a worker thread, never in Trio)."""

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from daari.cpu_budget import inference_slot
+from daari.cpu_budget import MODEL_LOADING, inference_slot
 from daari.errors import DaariError, ModelNotInstalled
 from daari.models import SMOLLM2_PACKAGE, ModelPackage, locate
 from daari.protocol.chat import FinishReason
@@ -72,6 +72,11 @@ def _silence_transformers() -> None:
 
 
 def _load_from(gguf_path: Any) -> LoadedModel:
+    with MODEL_LOADING:  # never beside another thread's transformers import (daari/cpu_budget.py)
+        return _load_unlocked(gguf_path)
+
+
+def _load_unlocked(gguf_path: Any) -> LoadedModel:
     os.environ["HF_HUB_OFFLINE"] = "1"  # nothing is ever fetched from a hub at run time
     # Spinning OpenMP workers make a busy machine 5-10x slower per token (measured on 2 cores with two
     # other busy processes); sleeping workers cost little when idle. Read once, when torch loads libgomp.

@@ -58,6 +58,13 @@ class SemanticTier:
         self._pending: OrderedDict[str, Probe] = OrderedDict()
         self.index_stats: IndexStats | None = None  # what the index holds, for /metrics and the bench
 
+    def health(self) -> dict[str, Any]:
+        """For GET /healthz: whether L1 can answer now, and why not."""
+        state = "ready" if self.status.ready else ("unavailable" if self.status.error else "loading")
+        stats = self.index_stats
+        return {"state": state, "error": self.status.error, "load_seconds": self.status.load_seconds,
+                "entries": stats.entries if stats is not None else None}
+
     async def _probe(self, query: ShortcutQuery) -> Probe | None:
         folded = fold(query.request)
         if not folded.embed_text:

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from daari.cpu_budget import inference_slot
+from daari.cpu_budget import MODEL_LOADING, inference_slot
 from daari.models import minilm_dir
 
 MAX_TOKENS = 256  # the model's trained sequence length; word pieces past it are cut off
@@ -65,7 +65,7 @@ load_seconds: float | None = None
 def load_minilm() -> MiniLM:
     """The process-wide model, loaded on first use (about a second from the page cache); thread-safe."""
     global _loaded, load_seconds
-    with _lock:
+    with _lock, MODEL_LOADING:
         if _loaded is None:
             os.environ["HF_HUB_OFFLINE"] = "1"  # nothing is ever fetched from a hub at run time
             os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")

@@ -24,6 +24,7 @@ from daari.observe.prompt_record import prompt_fields
 from daari.pipeline.body_work import decode_json
 from daari.pipeline.chat import ChatTurn
 from daari.pipeline.controls import parse_controls
+from daari.pipeline.l1_tier import SemanticTier
 from daari.pipeline.record import DecisionRecorder
 from daari.pipeline.runtime import Runtime
 from daari.pipeline.sink import Sink
@@ -154,6 +155,9 @@ async def healthz(req: Request) -> None:
     models_loaded = all(t.get("loaded", True) for t in tiers.values())
     body = {"status": "ok" if health.healthy else "unhealthy", "actors": actors, "tiers": tiers,
             "models_loaded": models_loaded}
+    l1 = req.rt.shortcuts.get("L1")
+    if isinstance(l1, SemanticTier):
+        body["l1"] = l1.health()  # L1 loading or unavailable does not make daari unhealthy: it is skipped
     await send_json(req.send, 200 if health.healthy else 503, body)
 
 
