@@ -25,7 +25,7 @@ PRUNE_EVERY_S = 600.0
 
 class DecisionLogActor:
     def __init__(self, path: Path, hub: Hub[Any], to_row: Callable[[Any], dict[str, Any]], *,
-                 buffer: int, batch: int, retention_s: float, max_rows: int,
+                 buffer: int, batch: int, retention_s: float, max_rows: int, flush_s: float = 0.0,
                  on_dropped: Callable[[int], None] | None = None) -> None:
         self.path = path
         self.hub = hub
@@ -34,6 +34,7 @@ class DecisionLogActor:
         self.batch = batch
         self.retention_s = retention_s
         self.max_rows = max_rows
+        self.flush_s = flush_s
         self.on_dropped = on_dropped
         self.written = 0
         self.dropped = 0
@@ -63,13 +64,18 @@ class DecisionLogActor:
                         except trio.EndOfChannel:
                             break
                         batch = [first]
-                        while len(batch) < self.batch:
-                            try:
-                                batch.append(subscription.receive_nowait())
-                            except (trio.WouldBlock, trio.EndOfChannel):
-                                break
-                        received += len(batch)
-                        await self._write(store, batch)
+                        try:
+                            # Let a burst gather: one wake-up and one transaction per interval, not per request.
+                            await trio.sleep(self.flush_s)
+                        finally:
+                            while True:
+                                try:
+                                    batch.append(subscription.receive_nowait())
+                                except (trio.WouldBlock, trio.EndOfChannel):
+                                    break
+                            received += len(batch)
+                            with trio.CancelScope(shield=True):  # a shutdown must not lose a taken batch
+                                await self._write(store, batch)
                     if not subscription.lagged:
                         return  # the hub closed: everything published was written
                     missed = self.hub.published - base - received
@@ -81,9 +87,9 @@ class DecisionLogActor:
     async def _write(self, store: DecisionLogStore, batch: list[Any]) -> None:
         rows = [self.to_row(decision) for decision in batch]
         try:
-            # Shielded: a shutdown must not lose a batch already taken from the hub.
-            with trio.CancelScope(shield=True):
-                self.written += await trio.to_thread.run_sync(store.insert, rows, limiter=self._sqlite)
+            for start in range(0, len(rows), self.batch):  # bounded transactions after a long interval
+                self.written += await trio.to_thread.run_sync(store.insert, rows[start:start + self.batch],
+                                                              limiter=self._sqlite)
         except Exception:  # disk full, read-only: the log loses rows, requests go on
             log.warning("decision log write failed; %d rows lost", len(rows), exc_info=True)
             self._count_dropped(len(rows))

@@ -12,7 +12,9 @@ import trio
 import trio.testing
 
 from actors.hub import Hub
+from daari.metrics import Metrics
 from daari.pipeline.decision import RequestFacts, RoutingDecision, decide
+from daari.pipeline.decision_subscribers import start_decision_subscribers
 from daari.pipeline.decision_summary import DecisionSummary, log_summaries
 from daari.pipeline.meta import Meta
 from tests.fakes.openai_upstream import FakeOpenAI
@@ -42,8 +44,11 @@ async def test_summary_is_logged_every_interval(caplog: pytest.LogCaptureFixture
     mock_clock.autojump_threshold = 0  # virtual time: the test takes no wall-clock minutes
     caplog.set_level(logging.INFO, logger="daari.pipeline")
     hub: Hub[RoutingDecision] = Hub()
+    summary = DecisionSummary()
     async with trio.open_nursery() as nursery:
-        await nursery.start(log_summaries, hub, 30.0)
+        # As serve.py wires it: the summary counts on the hub's shared in-process subscription.
+        await start_decision_subscribers(nursery, hub, Metrics(), [summary.add])
+        nursery.start_soon(log_summaries, summary, 30.0)
         hub.publish(decision("L0", "hit"))
         await trio.sleep(31)
         hub.publish(decision("L3"))

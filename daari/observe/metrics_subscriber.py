@@ -28,5 +28,8 @@ class ObservedMetrics:
             self.metrics.inc("escalations_by_path_total", path=">".join((*decision.escalated_from, tier)))
         prompt, completion = decision.prompt_tokens or 0, decision.completion_tokens or 0
         cost = estimate_cost(self.pricing, tier, decision.model, prompt, completion)
-        self.metrics.inc("cost_usd_total", cost, tier=tier)
-        self.metrics.inc("cost_saved_usd_total", max(0.0, frontier_cost(self.pricing, prompt, completion) - cost))
+        if cost > 0:  # most answers are free (caches, rules, local tiers): skip the counter's label lookup
+            self.metrics.inc("cost_usd_total", cost, tier=tier)
+        saved = frontier_cost(self.pricing, prompt, completion) - cost
+        if saved > 0:
+            self.metrics.inc("cost_saved_usd_total", saved)

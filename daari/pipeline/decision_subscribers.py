@@ -7,6 +7,7 @@ request; `start_decision_subscribers` starts them before the server listens.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Sequence
 
 import trio
 
@@ -52,17 +53,22 @@ class DecisionMetrics:
             self.metrics.observe("first_byte_seconds", decision.ttft_ms / 1000, tier=tier)
 
 
-async def start_decision_subscribers(nursery: trio.Nursery, hub: Hub[RoutingDecision], metrics: Metrics) -> None:
-    """Subscribe the log line and the metrics; subscribed when this returns.
+DecisionHandler = Callable[[RoutingDecision], None]
 
-    Both run on one subscription ("builtin"): they take microseconds, and one task wake-up per decision
-    instead of two is measurable on the L0 hit path.
+
+async def start_decision_subscribers(nursery: trio.Nursery, hub: Hub[RoutingDecision], metrics: Metrics,
+                                     more: Sequence[DecisionHandler] = ()) -> None:
+    """Subscribe the log line, the metrics and `more` in-process handlers; subscribed when this returns.
+
+    All run on one subscription ("builtin"): each takes microseconds, and one task wake-up per decision
+    for all of them instead of one each is measurable on the L0 hit path (bench/hit_cpu.py).
     """
     observer = DecisionMetrics(metrics)
+    handlers: tuple[DecisionHandler, ...] = (log_decision, observer.observe, *more)
 
     def handle(decision: RoutingDecision) -> None:
-        log_decision(decision)
-        observer.observe(decision)
+        for handler in handlers:
+            handler(decision)
 
     await nursery.start(lambda task_status: follow(hub, "builtin", handle, buffer=BUILTIN_BUFFER,
                                                    task_status=task_status))

@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 
 import trio
 
-from actors.hub import Hub, follow
 from daari.pipeline.decision import RoutingDecision
 
 log = logging.getLogger("daari.pipeline")
@@ -50,15 +49,13 @@ class DecisionSummary:
         return line
 
 
-async def log_summaries(hub: Hub[RoutingDecision], interval_s: float, *,
-                        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-    """Every `interval_s`, log the summary of the decisions since the last one (nothing when idle)."""
-    summary = DecisionSummary()
-    async with trio.open_nursery() as nursery:
-        await nursery.start(lambda task_status: follow(hub, "summary", summary.add, task_status=task_status))
-        task_status.started()
-        while True:
-            await trio.sleep(interval_s)
-            line = summary.take(interval_s)
-            if line is not None:
-                log.info("%s", line)
+async def log_summaries(summary: DecisionSummary, interval_s: float) -> None:
+    """Every `interval_s`, log the summary of the decisions counted since the last one (nothing when idle).
+
+    `summary.add` is one of the decision hub's in-process handlers (pipeline/decision_subscribers.py).
+    """
+    while True:
+        await trio.sleep(interval_s)
+        line = summary.take(interval_s)
+        if line is not None:
+            log.info("%s", line)

@@ -1,4 +1,6 @@
-"""Start the decision hub's observability subscribers: the decision log writer and the watcher metrics."""
+"""Start the decision log writer, the decision hub's observability subscriber with its own task.
+
+(The watcher metrics are an in-process handler on the hub's shared subscription: see serve.py.)"""
 
 from __future__ import annotations
 
@@ -8,10 +10,8 @@ from pathlib import Path
 import trio
 
 from actors.decision_log import DecisionLogActor
-from actors.hub import follow
 from daari.datadir import load_secret
 from daari.observe.decision_row import decision_row
-from daari.observe.metrics_subscriber import ObservedMetrics
 from daari.pipeline.decision import RoutingDecision
 from daari.pipeline.runtime import Runtime
 from daari.server.observe_routes import decisions_path
@@ -27,9 +27,6 @@ async def start_observers(nursery: trio.Nursery, rt: Runtime) -> None:
             rt.log_secret = await trio.to_thread.run_sync(load_secret, Path(config.data_dir))
         except OSError as exc:  # an unwritable data dir: hashes stay unkeyed; the cache says so already
             log.warning("prompt hashes are not keyed: cannot read the data dir secret: %s", exc.strerror)
-    observed = ObservedMetrics(rt.metrics, config.pricing)
-    await nursery.start(lambda task_status: follow(rt.decisions, "observed_metrics", observed.observe,
-                                                   buffer=4096, task_status=task_status))
     if config.log.decisions:
         pricing = config.pricing
 
@@ -39,6 +36,6 @@ async def start_observers(nursery: trio.Nursery, rt: Runtime) -> None:
         writer = DecisionLogActor(
             decisions_path(config.data_dir), rt.decisions, to_row, buffer=config.log.queue_size,
             batch=config.log.batch_size, retention_s=config.log.retention_days * 86400,
-            max_rows=config.log.max_rows,
+            max_rows=config.log.max_rows, flush_s=config.log.flush_interval_s,
             on_dropped=lambda count: rt.metrics.inc("decision_log_rows_dropped_total", count))
         await nursery.start(writer.run)

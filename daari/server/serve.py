@@ -25,9 +25,10 @@ from daari.datadir import load_secret
 from daari.errors import StartupError
 from daari.executors.base import Executor
 from daari.executors.registry import make_executors
+from daari.observe.metrics_subscriber import ObservedMetrics
 from daari.pipeline.body_work import BodyWork
 from daari.pipeline.decision_subscribers import start_decision_subscribers
-from daari.pipeline.decision_summary import log_summaries
+from daari.pipeline.decision_summary import DecisionSummary, log_summaries
 from daari.pipeline.runtime import Runtime
 from daari.redact import redact_url
 from daari.responses.store import ResponseArchive
@@ -110,10 +111,14 @@ async def run_server(config: Config, *, handle_signals: bool = False,
                                                          ttl_s=l0.ttl_s, metrics=rt.metrics),
                            cache_inbox, health, policy)
         await actors.start(supervise, lambda: ExecutorActor(executors), executor_inbox, health, policy)
-        await start_decision_subscribers(actors, rt.decisions, rt.metrics)
-        await start_observers(actors, rt)
+        # The cheap in-process handlers share one hub subscription; the decision log and tails have their own.
+        handlers = [ObservedMetrics(rt.metrics, config.pricing).observe]
         if config.log.summary_interval_s > 0:
-            await actors.start(log_summaries, rt.decisions, config.log.summary_interval_s)
+            summary = DecisionSummary()
+            handlers.append(summary.add)
+            actors.start_soon(log_summaries, summary, config.log.summary_interval_s)
+        await start_decision_subscribers(actors, rt.decisions, rt.metrics, handlers)
+        await start_observers(actors, rt)
         if config.cache.l1.enabled:
             rt.shortcuts["L1"] = await start_l1(actors, rt, health, policy)
         if forwards_client_keys(config):
