@@ -41,9 +41,14 @@ async def test_daari_tail_prints_decisions_reconnects_after_a_restart_and_stops_
     config = make_config(tmp_path, server={"port": port, "grace_period_s": 1}, tail={"buffer": 64})
     url = f"http://127.0.0.1:{port}"
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    process = await trio.lowlevel.open_process(
-        [sys.executable, "-m", "daari", "tail", "--url", url, "--no-color", "--tier", "L2"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    # Started with SIGINT ignored, as a shell's `&` or another test runner may leave it: Ctrl-C still works.
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        process = await trio.lowlevel.open_process(
+            [sys.executable, "-m", "daari", "tail", "--url", url, "--no-color", "--tier", "L2"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert process.stdout is not None and process.stderr is not None
     out: list[str] = []
     err: list[str] = []

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -39,6 +40,9 @@ def run_tail(args: argparse.Namespace) -> int:
                "agent": [args.agent] if args.agent else []}
     url = tail_url(args.url, filters)
     color = not args.no_color and sys.stdout.isatty()
+    # A process started with SIGINT ignored (by a shell's `&`, or a parent that ignores it) inherits that;
+    # `daari tail` is followed until Ctrl-C, so Ctrl-C must always end it.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         return trio.run(lambda: follow(url, as_json=args.json, color=color, token=os.environ.get("DAARI_TOKEN")))
     except KeyboardInterrupt:
