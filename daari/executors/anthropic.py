@@ -53,7 +53,9 @@ class AnthropicExecutor(HttpUpstream):
     def headers(self, request: ChatRequest) -> dict[str, str]:
         """Upstream request headers. Holds a credential: never log the result."""
         client = request.passthrough_headers
-        headers = {name: client[name] for name in PASSTHROUGH_HEADERS if client.get(name)}
+        # The allowlist is for an Anthropic client's headers; an OpenAI client's user-agent is not Claude's.
+        native = request.protocol == "anthropic"
+        headers = {name: client[name] for name in PASSTHROUGH_HEADERS if native and client.get(name)}
         headers["content-type"] = "application/json"
         headers["anthropic-version"] = client.get("anthropic-version") or DEFAULT_ANTHROPIC_VERSION
         if self.config.forward_client_key and client.get("x-api-key"):

@@ -8,6 +8,9 @@ UpstreamUnavailable. Read timeouts belong to the generic wrapper around executor
 Credentials: with `forward_client_key`, the client's own `Authorization` is sent (Codex, aider and SDK users
 keep their key in the client), and a request without one is refused with 401; otherwise `Bearer` + the key
 from `api_key_env`. Never both, never logged, redacted from upstream error messages.
+Client headers: an OpenAI or Responses client's allowlisted headers (`openai_headers.PASSTHROUGH_HEADERS`:
+Codex's user-agent, originator, version, session ids, OpenAI-Beta, OpenAI-Organization/Project...) reach the
+upstream as sent; daari's content-type, accept and credential win over anything of the same name.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from daari.executors.http_upstream import (
 from daari.jsonio import dumps, loads
 from daari.protocol.anthropic_wire import SecretStr, system_role_refusal
 from daari.protocol.chat import ChatRequest
+from daari.protocol.openai_headers import forwarded_headers
 from daari.protocol.openai_render import ChunkDecoder, events_from_response
 from daari.protocol.openai_wire import to_upstream_body
 from daari.protocol.sse import SSEDecoder, SSEError
@@ -85,7 +89,8 @@ class OpenAIExecutor(HttpUpstream):
 
     def _headers(self, request: ChatRequest | None = None) -> dict[str, str]:
         """Upstream request headers. Holds a credential: never log the result."""
-        headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+        headers = forwarded_headers(request.protocol, request.passthrough_headers) if request is not None else {}
+        headers.update({"content-type": "application/json", "accept": "application/json, text/event-stream"})
         forwarded = request.passthrough_headers.get("authorization") if request is not None else None
         key = self.config.api_key()
         if self.config.forward_client_key and forwarded:

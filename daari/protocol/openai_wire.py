@@ -19,7 +19,8 @@ Choices made here, because clients differ from the reference API:
   `daari.cache.key_fields` lists them as unable to change the answer (user, metadata, store...); tool
   definition fields beyond name/description/parameters (`strict`) go into `Tool.extra`.
 - The client's `Authorization` is kept as a `SecretStr` in `passthrough_headers`; only a tier with
-  `forward_client_key` sends it upstream.
+  `forward_client_key` sends it upstream. The other headers kept there are `openai_headers.PASSTHROUGH_HEADERS`
+  (Codex's originator, session ids...), forwarded to OpenAI-compatible upstreams.
 
 Upstream body choices (`to_upstream_body`). A request that came in as OpenAI chat is sent as the client
 wrote it (messages, content parts and every field), with only `model`, `stream` and `stream_options`
@@ -40,8 +41,9 @@ from typing import Any
 
 from daari.cache.key_fields import uninterpreted, without_cache_markers
 from daari.errors import InvalidRequest
-from daari.protocol.anthropic_wire import EFFORT_BUDGET, SecretStr
+from daari.protocol.anthropic_wire import EFFORT_BUDGET
 from daari.protocol.chat import ChatRequest, ContentPart, Message, Role, Tool, ToolCall
+from daari.protocol.openai_headers import client_headers
 
 DEFAULT_MODEL = "daari"
 TOOL_ERROR_PREFIX = "Error: "
@@ -303,7 +305,7 @@ def parse_chat_request(body: object, headers: Mapping[str, str]) -> ChatRequest:
         sampling=_sampling(body),
         include_usage=bool((stream_options or {}).get("include_usage")),
         raw=body,
-        passthrough_headers=_client_key(headers),
+        passthrough_headers=client_headers(headers),
         extra=uninterpreted("openai", body, _INTERPRETED),
     )
 
@@ -318,14 +320,6 @@ def native_only_reason(request: ChatRequest) -> str | None:
             if part.get("type") not in ("text", "image"):
                 return f"content part type {part.get('type')!r}"
     return None
-
-
-def _client_key(headers: Mapping[str, str]) -> dict[str, str]:
-    """The client's own credential, for tiers with forward_client_key (a SecretStr: never printed)."""
-    for name, value in headers.items():
-        if name.lower() == "authorization" and value:
-            return {"authorization": SecretStr(value)}
-    return {}
 
 
 # --- the other direction: a neutral request as an OpenAI-compatible upstream wants it ---------------------

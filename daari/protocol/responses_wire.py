@@ -33,7 +33,8 @@ from daari.cache.key_fields import uninterpreted
 from daari.errors import InvalidRequest
 from daari.jsonio import canonical
 from daari.protocol.chat import ChatRequest, ContentPart, Message, Role, ToolCall
-from daari.protocol.openai_wire import DEFAULT_MODEL, _client_key
+from daari.protocol.openai_headers import client_headers
+from daari.protocol.openai_wire import DEFAULT_MODEL
 from daari.protocol.responses_tools import TRANSLATABLE_TOOLS, custom_arguments, flat_name, parse_tools
 
 _ROLES: dict[str, Role] = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant"}
@@ -258,7 +259,7 @@ def parse_responses_request(body: object, headers: Mapping[str, str]) -> ChatReq
         tools=parse_tools(body.get("tools")),
         sampling=sampling,
         raw=body,
-        passthrough_headers=_client_key(headers),
+        passthrough_headers=client_headers(headers),
         extra=extra,
     )
 
