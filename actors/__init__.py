@@ -1,21 +1,4 @@
-"""A small Erlang-style actor runtime on Trio, and daari's actors built on it.
+"""daari's actors: the generic runtime (`actors.runtime`) and one module per actor (cache, executor, ...).
 
-Public API: `Address` (ask/tell a running actor), `Actor` (what an actor implements), `supervise`
-(run an actor, restart it on crash), `Health` (what the supervisors report to /healthz and metrics).
+`actors.table` is the one table of the actors the server starts.
 """
-
-from actors.actor import Actor
-from actors.health import ActorStatus, Health
-from actors.mailbox import Address, Envelope, open_mailbox
-from actors.supervisor import RestartPolicy, supervise
-
-__all__ = [
-    "Actor",
-    "ActorStatus",
-    "Address",
-    "Envelope",
-    "Health",
-    "RestartPolicy",
-    "open_mailbox",
-    "supervise",
-]

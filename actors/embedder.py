@@ -15,11 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import outcome
 import trio
 
-from actors.actor import Actor
-from actors.mailbox import Envelope
+from actors.runtime import Actor, Call, Pending, batches
 from daari.errors import DaariError
 from daari.semantic.minilm import MiniLM, Vectors, load_minilm
 
@@ -32,16 +30,14 @@ class EmbedderNotReady(DaariError):
 
 
 @dataclass(frozen=True)
-class Embed:
-    """Embed one text; the reply is an `Embedding`."""
-
-    text: str
-
-
-@dataclass(frozen=True)
 class Embedding:
     vector: np.ndarray[Any, np.dtype[np.float32]]
     seen_chars: int  # how much of the text the model read (it stops at 256 word pieces)
+
+
+@dataclass(frozen=True)
+class Embed(Call[Embedding]):
+    text: str
 
 
 @dataclass
@@ -89,45 +85,17 @@ class EmbedderActor(Actor):
             self.status.ready = True
         self.status.started.set()
 
-    async def run(self, inbox: trio.MemoryReceiveChannel[Envelope[Any]],
-                  task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        async with inbox, self.lifespan():
-            task_status.started()
-            while True:
-                try:
-                    batch = [await inbox.receive()]
-                except trio.EndOfChannel:
-                    return
-                with trio.move_on_after(self.batch_wait_s):
-                    while len(batch) < self.batch_size:
-                        try:
-                            batch.append(await inbox.receive())
-                        except trio.EndOfChannel:
-                            break
-                await self._embed(batch)
-
-    async def _embed(self, batch: list[Envelope[Any]]) -> None:
-        texts = [e.request.text for e in batch if isinstance(e.request, Embed)]
-        if len(texts) != len(batch):
-            for e in batch:
-                if not isinstance(e.request, Embed):
-                    e.answer(outcome.Error(TypeError(f"EmbedderActor cannot handle {type(e.request).__name__}")))
-            batch = [e for e in batch if isinstance(e.request, Embed)]
-        if not batch:
-            return
+    @batches(Embed, max_items=lambda actor: actor.batch_size, max_wait_s=lambda actor: actor.batch_wait_s)
+    async def embed(self, calls: list[Pending[Embed, Embedding]]) -> None:
         model = self.model
         if model is None:
-            for e in batch:
-                e.answer(outcome.Error(EmbedderNotReady("the embedding model is still loading")))
-            return
+            raise EmbedderNotReady("the embedding model is still loading")
+        texts = [call.message.text for call in calls]
         vectors, seen = await trio.to_thread.run_sync(_embed_blocking, model, texts, limiter=self._thread)
         self.status.batches += 1
         self.status.texts += len(texts)
-        for i, e in enumerate(batch):
-            e.answer(outcome.Value(Embedding(vectors[i], seen[i])))
-
-    async def handle(self, request: Any) -> Any:  # messages are taken in batches by run()
-        raise TypeError(f"EmbedderActor cannot handle {type(request).__name__}")
+        for i, call in enumerate(calls):
+            call.answer(Embedding(vectors[i], seen[i]))
 
 
 def _embed_blocking(model: MiniLM, texts: list[str]) -> tuple[Vectors, list[int]]:

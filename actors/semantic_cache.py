@@ -16,12 +16,11 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import trio
 
-from actors.actor import Actor
+from actors.runtime import Actor, Call, handles
 from daari.cache.l1_store import L1Entry, L1Store, context_id
 from daari.errors import StartupError
 from daari.protocol.chat import Completion
@@ -33,8 +32,14 @@ SWEEP_S = 60.0  # eviction by age runs at least this often
 
 
 @dataclass(frozen=True)
-class L1Lookup:
-    """Candidates for `vector` within `context`, nearest first; the reply is a list of `Match`."""
+class Match:
+    similarity: float
+    entry: L1Entry
+
+
+@dataclass(frozen=True)
+class L1Lookup(Call[list[Match]]):
+    """Candidates for `vector` within `context`, nearest first."""
 
     vector: Vector
     context: str
@@ -43,13 +48,9 @@ class L1Lookup:
 
 
 @dataclass(frozen=True)
-class Match:
-    similarity: float
-    entry: L1Entry
+class L1Put(Call[int]):
+    """Store an answer; the reply is its row id."""
 
-
-@dataclass(frozen=True)
-class L1Put:
     context: str
     embed_text: str
     vector: Vector
@@ -60,13 +61,13 @@ class L1Put:
 
 
 @dataclass(frozen=True)
-class L1Count:
-    pass
+class L1Count(Call[int]):
+    """Entries in the index."""
 
 
 @dataclass(frozen=True)
-class L1Rebuild:
-    """Rebuild the annoy index now and answer when it is swapped in (bench and tests)."""
+class L1Rebuild(Call[int]):
+    """Rebuild the annoy index now and answer (with its size) when it is swapped in (bench and tests)."""
 
 
 @dataclass
@@ -168,20 +169,17 @@ class SemanticCacheActor(Actor):
             self.index.delete(gone)
             self._counted()
 
-    async def handle(self, request: Any) -> Any:
-        assert self.store is not None
-        if isinstance(request, L1Lookup):
-            return await self._lookup(request)
-        if isinstance(request, L1Put):
-            return await self._put(request)
-        if isinstance(request, L1Count):
-            return len(self.index)
-        if isinstance(request, L1Rebuild):
-            await self._rebuild()
-            return len(self.index)
-        raise TypeError(f"SemanticCacheActor cannot handle {type(request).__name__}")
+    @handles(L1Count)
+    async def count(self, request: L1Count) -> int:
+        return len(self.index)
 
-    async def _lookup(self, request: L1Lookup) -> list[Match]:
+    @handles(L1Rebuild)
+    async def rebuild_now(self, request: L1Rebuild) -> int:
+        await self._rebuild()
+        return len(self.index)
+
+    @handles(L1Lookup)
+    async def lookup(self, request: L1Lookup) -> list[Match]:
         assert self.store is not None
         # A few extra in case some turn out evicted or (60-bit id collision) of another context.
         candidates: list[Candidate] = self.index.search(request.vector, context_id(request.context),
@@ -197,7 +195,8 @@ class SemanticCacheActor(Actor):
                 break
         return matches
 
-    async def _put(self, request: L1Put) -> int:
+    @handles(L1Put)
+    async def put(self, request: L1Put) -> int:
         assert self.store is not None
         vector = np.asarray(request.vector, np.float32)
         row_id = await trio.to_thread.run_sync(self.store.put, request.context, request.embed_text, vector,

@@ -1,10 +1,10 @@
 """ToolRunnerActor: runs allowlisted commands (never through a shell) and owns the command context store.
 
-Asked to `RunCommand`, it starts the run as a task in its own nursery and replies at once with a
-`CommandRun`, so its mailbox never waits on a command. Runs beyond `tools.max_concurrency` wait for a
-slot; beyond `max_queue` more, the ask is shed (503). Each command runs with `trio.run_process` in its own
-session (process group); a timeout, or the asker leaving `async with run:` (client gone), kills the whole
-group. Output goes to a log file in the data dir; the answer gets a capped head and tail of it.
+`await runner.call(RunCommand(plan))` runs the command as a task of its own (a concurrent handler), so the
+mailbox never waits on a command, under the asker's cancel scope: the asker leaving (client gone) kills
+it. Runs beyond `tools.max_concurrency` wait for a slot; beyond `max_queue` more, the call is shed (503).
+Each command runs with `trio.run_process` in its own session (process group); a timeout or a cancel kills
+the whole group. Output goes to a log file in the data dir; the answer gets a capped head and tail of it.
 """
 
 from __future__ import annotations
@@ -20,12 +20,11 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from types import TracebackType
 from typing import TypeVar
 
 import trio
 
-from actors.actor import Actor
+from actors.runtime import Actor, Call, handles
 from daari.config import ToolsConfig
 from daari.errors import Overloaded
 from daari.tools.ccs_store import CcsEntry, CcsStore
@@ -36,21 +35,6 @@ GIT_CONFIG_TIMEOUT_S = 10.0
 DRAIN_AFTER_EXIT_S = 1.0  # output still in the pipe when the command exits
 CHUNK = 64 * 1024
 T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class RunCommand:
-    plan: CommandPlan
-
-
-@dataclass(frozen=True)
-class CcsGet:
-    key: str
-
-
-@dataclass(frozen=True)
-class CcsInvalidate:
-    key: str
 
 
 @dataclass(frozen=True)
@@ -68,23 +52,19 @@ class RunRefused:
     reason: str
 
 
-class CommandRun:
-    """A running command, owned by the request task that asked for it: leaving the block kills it."""
+@dataclass(frozen=True)
+class RunCommand(Call[RunResult | RunRefused]):
+    plan: CommandPlan
 
-    def __init__(self, result: trio.MemoryReceiveChannel[RunResult | RunRefused], scope: trio.CancelScope) -> None:
-        self._result = result
-        self.scope = scope
 
-    async def __aenter__(self) -> CommandRun:
-        return self
+@dataclass(frozen=True)
+class CcsGet(Call[CcsEntry | None]):
+    key: str
 
-    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                        tb: TracebackType | None) -> None:
-        self.scope.cancel()  # no await: this may run while the request's scope is cancelled
-        self._result.close()
 
-    async def result(self) -> RunResult | RunRefused:
-        return await self._result.receive()
+@dataclass(frozen=True)
+class CcsInvalidate(Call[None]):
+    key: str
 
 
 class _Capture:
@@ -146,7 +126,6 @@ class ToolRunnerActor(Actor):
         self.db_limiter = trio.CapacityLimiter(1)
         self.in_flight = 0
         self.store: CcsStore | None = None
-        self._nursery: trio.Nursery | None = None
 
     @asynccontextmanager
     async def lifespan(self) -> AsyncIterator[None]:
@@ -154,52 +133,38 @@ class ToolRunnerActor(Actor):
         os.chmod(self.logs_dir, 0o700)
         self.store = await trio.to_thread.run_sync(CcsStore, self.db_path, limiter=self.db_limiter)
         try:
-            async with trio.open_nursery() as nursery:
-                self._nursery = nursery
-                try:
-                    yield
-                finally:
-                    nursery.cancel_scope.cancel()  # running commands are killed (their group with them)
+            yield  # stopping cancels the runs (tasks of this actor), which kills their process groups
         finally:
             self.store.close()
 
-    async def handle(self, request: object) -> object:
-        if isinstance(request, RunCommand):
-            return self._start(request.plan)
-        if isinstance(request, CcsGet):
-            return await self._db(lambda store: store.get(request.key, time.time()))
-        if isinstance(request, CcsInvalidate):
-            return await self._db(lambda store: store.invalidate(request.key))
-        raise TypeError(f"ToolRunnerActor cannot handle {type(request).__name__}")
+    @handles(CcsGet)
+    async def ccs_get(self, request: CcsGet) -> CcsEntry | None:
+        return await self._db(lambda store: store.get(request.key, time.time()))
+
+    @handles(CcsInvalidate)
+    async def ccs_invalidate(self, request: CcsInvalidate) -> None:
+        await self._db(lambda store: store.invalidate(request.key))
 
     async def _db(self, operation: Callable[[CcsStore], T]) -> T:
         store = self.store
         assert store is not None
         return await trio.to_thread.run_sync(operation, store, limiter=self.db_limiter)
 
-    def _start(self, plan: CommandPlan) -> CommandRun:
+    @handles(RunCommand, concurrent=True)
+    async def run(self, request: RunCommand) -> RunResult | RunRefused:
+        plan = request.plan
         if self.in_flight >= self.config.max_concurrency + self.config.max_queue:
             raise Overloaded(f"the tool runner is busy: {self.config.max_concurrency} commands running and "
                              f"{self.config.max_queue} waiting (tools.max_queue); retry shortly")
         self.in_flight += 1
-        send, receive = trio.open_memory_channel[RunResult | RunRefused](1)
-        scope = trio.CancelScope()
-        assert self._nursery is not None
-        self._nursery.start_soon(self._run, plan, send, scope)
-        return CommandRun(receive, scope)
-
-    async def _run(self, plan: CommandPlan, send: trio.MemorySendChannel[RunResult | RunRefused],
-                   scope: trio.CancelScope) -> None:
-        with scope, send:
-            try:
-                async with self.limiter:
-                    outcome = await self._execute(plan)
-                if isinstance(outcome, RunResult) and not outcome.timed_out and plan.ttl_s > 0:
-                    await self._db(partial(_remember, plan, outcome))
-                with contextlib.suppress(trio.BrokenResourceError, trio.WouldBlock):
-                    send.send_nowait(outcome)
-            finally:
-                self.in_flight -= 1
+        try:
+            async with self.limiter:
+                outcome = await self._execute(plan)
+            if isinstance(outcome, RunResult) and not outcome.timed_out and plan.ttl_s > 0:
+                await self._db(partial(_remember, plan, outcome))
+            return outcome
+        finally:
+            self.in_flight -= 1
 
     async def _execute(self, plan: CommandPlan) -> RunResult | RunRefused:
         env = {**scrubbed_env(self.base_env), **plan.extra_env}

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 import trio
 
-from actors.actor import Actor
+from actors.runtime import Actor, Call, handles
 from daari.protocol.chat import Message
 from daari.semantic.lexical import SAME, Verdict, lexical_verdict
 from daari.semantic.model_check import parse_model_verdict, verifier_messages
@@ -23,8 +23,8 @@ AskModel = Callable[[list[Message]], Awaitable[str | None]]
 
 
 @dataclass(frozen=True)
-class Verify:
-    """Whether `candidate` (a stored prompt) asks for the same thing as `query`; the reply is a `Verdict`."""
+class Verify(Call[Verdict]):
+    """Whether `candidate` (a stored prompt) asks for the same thing as `query`."""
 
     query: str
     candidate: str
@@ -38,11 +38,7 @@ class VerifierActor(Actor):
         self.ask_model = ask_model
         self.model_wait_s = model_wait_s
 
-    async def handle(self, request: Any) -> Any:
-        if not isinstance(request, Verify):
-            raise TypeError(f"VerifierActor cannot handle {type(request).__name__}")
-        return await self.verify(request)
-
+    @handles(Verify)
     async def verify(self, request: Verify) -> Verdict:
         if self.mode == "none":
             return SAME

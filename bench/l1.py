@@ -21,8 +21,8 @@ from pathlib import Path
 import numpy as np
 import trio
 
-from actors import open_mailbox
 from actors.embedder import Embed, EmbedderActor, EmbedderStatus
+from actors.runtime import Mailbox
 from actors.semantic_cache import L1Put, SemanticCacheActor
 from actors.verifier import VerifierActor
 from bench.report import Table, machine, print_tables, ratio
@@ -50,15 +50,14 @@ def _pct(values: list[float], q: float) -> float:
 async def _lookup_and_throughput(tables: list[Table], data_dir: Path) -> None:
     model = load_minilm()
     status, config = EmbedderStatus(), L1Config()
-    embedder, embedder_inbox = open_mailbox("embedder", 256)
-    cache, cache_inbox = open_mailbox("l1", 256)
-    verifier, verifier_inbox = open_mailbox("verifier", 256)
+    embedder_box, cache_box, verifier_box = Mailbox("embedder", 256), Mailbox("l1", 256), Mailbox("verifier", 256)
+    embedder, cache, verifier = embedder_box.address, cache_box.address, verifier_box.address
     async with trio.open_nursery() as nursery:
-        await nursery.start(EmbedderActor(status, config.embed_batch_size, config.embed_batch_wait_ms / 1000).run,
-                            embedder_inbox)
+        embedder_actor = EmbedderActor(status, config.embed_batch_size, config.embed_batch_wait_ms / 1000)
+        await nursery.start(embedder_actor.serve_inbox, embedder_box.inbox)
         await nursery.start(SemanticCacheActor(data_dir, max_entries=10**6, max_age_s=1e9, trees=16,
-                                               rebuild_after=10**6).run, cache_inbox)
-        await nursery.start(VerifierActor("lexical").run, verifier_inbox)
+                                               rebuild_after=10**6).serve_inbox, cache_box.inbox)
+        await nursery.start(VerifierActor("lexical").serve_inbox, verifier_box.inbox)
         await status.started.wait()
         tier = SemanticTier(config, embedder, status, cache, verifier, Metrics())
         # 1000 stored prompts in one context, so a lookup searches a real buffer.
@@ -67,7 +66,7 @@ async def _lookup_and_throughput(tables: list[Table], data_dir: Path) -> None:
             probe_request = ChatRequest([Message("user", text)], "bench")
             probe = await tier._probe(ShortcutQuery(probe_request, {}, "k"))
             assert probe is not None
-            await cache.ask(L1Put(probe.context, probe.text, vector, Completion(text="answer"), "L3"))
+            await cache.call(L1Put(probe.context, probe.text, vector, Completion(text="answer"), "L3"))
         queries = [f"Show me how to {TOPICS[i % len(TOPICS)]} (case {i})" for i in range(200)]
         bare, lookup, miss = [], [], []
         for i, text in enumerate(queries):
@@ -92,7 +91,7 @@ async def _lookup_and_throughput(tables: list[Table], data_dir: Path) -> None:
         async def one_by_one(n: int) -> float:
             started = time.perf_counter()
             for i in range(n):
-                await embedder.ask(Embed(f"user: one at a time {i}"))
+                await embedder.call(Embed(f"user: one at a time {i}"))
             return n / (time.perf_counter() - started)
 
         async def concurrent(n: int, clients: int) -> tuple[float, float]:
@@ -100,7 +99,7 @@ async def _lookup_and_throughput(tables: list[Table], data_dir: Path) -> None:
 
             async def client(c: int) -> None:
                 for i in range(n // clients):
-                    await embedder.ask(Embed(f"user: how do I fix bug {c}-{i} in my parser?"))
+                    await embedder.call(Embed(f"user: how do I fix bug {c}-{i} in my parser?"))
 
             started = time.perf_counter()
             async with trio.open_nursery() as clients_nursery:

@@ -64,6 +64,19 @@ class Overloaded(DaariError):
     code = "overloaded"
 
 
+class ActorDown(Overloaded):
+    """An actor daari needs stopped or its supervisor gave up: asks fail at once, pointing at /healthz."""
+
+    code = "actor_down"
+
+
+class ActorCrashed(DaariError):
+    """An actor failed while working on this request (it is restarted)."""
+
+    status = 500
+    code = "actor_crashed"
+
+
 class UpstreamError(DaariError):
     """An upstream answered wrongly: a 5xx, malformed JSON, a truncated stream."""
 

@@ -4,8 +4,8 @@ import numpy as np
 import trio
 import trio.testing
 
-from actors import open_mailbox
 from actors.embedder import Embed, EmbedderActor, EmbedderStatus
+from actors.runtime import Mailbox
 from actors.verifier import VerifierActor, Verify
 from daari.config import L1Config
 from daari.metrics import Metrics
@@ -17,16 +17,17 @@ from daari.semantic.minilm import load_minilm
 
 async def test_concurrent_embeds_run_as_batches_with_the_same_vectors() -> None:
     status = EmbedderStatus()
-    address, inbox = open_mailbox("embedder", 64)
+    mailbox = Mailbox("embedder", 64)
+    address = mailbox.address
     texts = [f"user: how do I sort a list of {i} items in Python?" for i in range(32)]
     results: dict[int, np.ndarray] = {}
     async with trio.open_nursery() as nursery:
-        await nursery.start(EmbedderActor(status, batch_size=32, batch_wait_s=0.05).run, inbox)
+        await nursery.start(EmbedderActor(status, batch_size=32, batch_wait_s=0.05).serve_inbox, mailbox.inbox)
         with trio.fail_after(60):
             await status.started.wait()
 
         async def ask(i: int) -> None:
-            results[i] = (await address.ask(Embed(texts[i]))).vector
+            results[i] = (await address.call(Embed(texts[i]))).vector
 
         async with trio.open_nursery() as asks:
             for i in range(32):
@@ -39,13 +40,14 @@ async def test_concurrent_embeds_run_as_batches_with_the_same_vectors() -> None:
 
 async def test_embedding_reports_how_much_of_a_long_text_it_read() -> None:
     status = EmbedderStatus()
-    address, inbox = open_mailbox("embedder", 8)
+    mailbox = Mailbox("embedder", 8)
+    address = mailbox.address
     text = "user: " + " ".join(f"token{i}" for i in range(600))
     async with trio.open_nursery() as nursery:
-        await nursery.start(EmbedderActor(status).run, inbox)
+        await nursery.start(EmbedderActor(status).serve_inbox, mailbox.inbox)
         with trio.fail_after(60):
             await status.started.wait()  # asking earlier is answered EmbedderNotReady
-        embedding = await address.ask(Embed(text))
+        embedding = await address.call(Embed(text))
         nursery.cancel_scope.cancel()
     assert 0 < embedding.seen_chars < len(text)
 
@@ -89,7 +91,7 @@ async def test_none_and_lexical_modes() -> None:
 
 
 async def test_l1_declines_without_waiting_while_the_model_loads() -> None:
-    never, _ = open_mailbox("never", 1)  # nothing reads these: asking them would hang the test
+    never = Mailbox("never", 1).address  # nothing reads these: asking them would hang the test
     tier = SemanticTier(L1Config(), never, EmbedderStatus(ready=False), never, never, Metrics())
     query = ShortcutQuery(ChatRequest([Message("user", "hi")], "m"), {}, "key")
     with trio.fail_after(1):

@@ -37,7 +37,7 @@ async def ready(server: Any) -> SemanticTier:
 async def settle(server: Any, tier: SemanticTier, entries: int) -> None:
     """Wait until L1 holds `entries` (remember runs after the response)."""
     with trio.fail_after(10):
-        while await tier.cache.ask(L1Count()) < entries:
+        while await tier.cache.call(L1Count()) < entries:
             await trio.sleep(0.01)
 
 
@@ -110,7 +110,7 @@ async def test_no_cache_header_skips_l1_and_stores_nothing(tmp_path: Path) -> No
         assert reply.json()["daari_meta"]["tier"] == "L3"
         await client.post("/v1/chat/completions", json=chat("What is memoization?"),
                           headers={"X-Daari-No-Cache": "true"})
-        assert await tier.cache.ask(L1Count()) == 1
+        assert await tier.cache.call(L1Count()) == 1
 
 
 TOOLS = [{"type": "function", "function": {"name": "read_file", "description": "Read a file",
@@ -156,7 +156,7 @@ async def test_tool_call_answers_are_never_stored_in_l1(tmp_path: Path) -> None:
         assert reply["choices"][0]["message"]["tool_calls"]
         await client.post("/v1/chat/completions", json=chat("What is memoization?"))
         await settle(server, tier, 1)
-        assert await tier.cache.ask(L1Count()) == 1  # only the text answer
+        assert await tier.cache.call(L1Count()) == 1  # only the text answer
 
 
 async def test_entries_and_index_survive_a_restart(tmp_path: Path) -> None:

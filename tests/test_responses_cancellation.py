@@ -7,7 +7,7 @@ from pathlib import Path
 import httpx
 import trio
 
-from actors.cache_actor import L0Count
+from actors.cache import L0Count
 from tests.fakes.responses_upstream import FakeResponses
 from tests.fakes.serving import serve_app
 from tests.support import daari_server, make_config, upstream_tier
@@ -35,7 +35,7 @@ async def test_client_disconnect_mid_native_stream_closes_upstream(tmp_path: Pat
                     if line.startswith("data:") and "output_text.delta" in line:
                         break  # text is flowing; now the client goes away
             await wait_for(lambda: fake.active_streams == 0 and fake.closed_streams == 1)
-            assert await server.runtime.cache.ask(L0Count()) == 0
+            assert await server.runtime.cache.call(L0Count()) == 0
             assert response_id is not None
             stored = await client.get(f"/v1/responses/{response_id}")
             assert stored.status_code == 404  # an abandoned response is not kept

@@ -13,8 +13,9 @@ import pytest
 import trio
 import trio.testing
 
-from actors import Address, Health, open_mailbox, supervise
-from actors.tool_runner import CcsGet, CcsInvalidate, CommandRun, RunCommand, RunResult, ToolRunnerActor
+from actors.runtime import Address, Health, Mailbox, supervise
+from actors.table import FAULTS
+from actors.tool_runner import CcsGet, CcsInvalidate, RunCommand, RunRefused, RunResult, ToolRunnerActor
 from daari.config import ToolsConfig
 from daari.errors import Overloaded
 from daari.tools.ccs_store import CcsEntry, CcsStore
@@ -34,21 +35,20 @@ def plan(cwd: Path, argv: list[str], *, timeout_s: float = 60.0, ttl_s: float = 
 
 
 @asynccontextmanager
-async def runner(tmp_path: Path, **config: object) -> AsyncIterator[Address[object]]:
-    address, inbox = open_mailbox("tool_runner", 16)
+async def runner(tmp_path: Path, **config: object) -> AsyncIterator[Address]:
+    mailbox = Mailbox("tool_runner", 16, FAULTS)
     tools = ToolsConfig(**config)  # type: ignore[arg-type]
     env = {"PATH": os.environ["PATH"], "OPENAI_API_KEY": "sk-secret", "GITHUB_TOKEN": "ghp_secret",
            "GIT_DIR": "/elsewhere", "LD_PRELOAD": "/evil.so", "KEEP_ME": "yes"}
     async with trio.open_nursery() as nursery:
-        await nursery.start(supervise, lambda: ToolRunnerActor(tmp_path / "data", tools, env), inbox, Health())
-        yield address
+        await nursery.start(supervise, lambda: ToolRunnerActor(tmp_path / "data", tools, env), mailbox,
+                            Health().status("tool_runner"))
+        yield mailbox.address
         nursery.cancel_scope.cancel()
 
 
-async def run_to_end(address: Address[object], command: CommandPlan) -> RunResult:
-    run: CommandRun = await address.ask(RunCommand(command))
-    async with run:
-        result = await run.result()
+async def run_to_end(address: Address, command: CommandPlan) -> RunResult:
+    result = await address.call(RunCommand(command))
     assert isinstance(result, RunResult)
     return result
 
@@ -106,11 +106,16 @@ async def test_timeout_kills_the_whole_process_group(tmp_path: Path, mock_clock:
     pids = tmp_path / "pids"
     slow = script(tmp_path / "slow.sh", f"sleep 120 &\necho $$ $! > {pids}\nsleep 120\n")
     async with runner(tmp_path) as address:
-        run: CommandRun = await address.ask(RunCommand(plan(tmp_path, [str(slow)], timeout_s=30)))
-        async with run:
+        results: list[RunResult | RunRefused] = []
+
+        async def run() -> None:
+            results.append(await address.call(RunCommand(plan(tmp_path, [str(slow)], timeout_s=30))))
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(run)
             started = [int(p) for p in (await trio.to_thread.run_sync(wait_for_file, pids)).split()]
             mock_clock.jump(31)  # past the command's timeout, in Trio's time
-            result = await run.result()
+        result = results[0]
     assert isinstance(result, RunResult) and result.timed_out and result.exit_code is None
     assert await trio.to_thread.run_sync(wait_gone, started)  # the shell and the sleep it left behind
 
@@ -119,10 +124,10 @@ async def test_a_client_going_away_kills_the_command_and_its_children(tmp_path: 
     pids = tmp_path / "pids"
     slow = script(tmp_path / "slow.sh", f"sleep 120 &\necho $$ $! > {pids}\nsleep 120\n")
     async with runner(tmp_path) as address:
-        with trio.move_on_after(60):
-            run: CommandRun = await address.ask(RunCommand(plan(tmp_path, [str(slow)])))
-            async with run:  # leaving the block is what a cancelled request does
-                started = [int(p) for p in (await trio.to_thread.run_sync(wait_for_file, pids)).split()]
+        async with trio.open_nursery() as request:
+            request.start_soon(address.call, RunCommand(plan(tmp_path, [str(slow)])))
+            started = [int(p) for p in (await trio.to_thread.run_sync(wait_for_file, pids)).split()]
+            request.cancel_scope.cancel()  # what a client going away does to its request
         assert await trio.to_thread.run_sync(wait_gone, started)
 
 
@@ -140,17 +145,23 @@ async def test_concurrency_is_bounded_and_the_mailbox_stays_free(tmp_path: Path)
     started = tmp_path / "started"
     waiting = script(tmp_path / "wait.sh", f'echo "$1" >> {started}\nwhile [ ! -e {gate} ]; do sleep 0.01; done\n')
     async with runner(tmp_path, max_concurrency=1, max_queue=1) as address:
-        first: CommandRun = await address.ask(RunCommand(plan(tmp_path, [str(waiting), "one"])))
-        second: CommandRun = await address.ask(RunCommand(plan(tmp_path, [str(waiting), "two"])))
-        await trio.to_thread.run_sync(wait_for_file, started)
-        # One running, one queued: the mailbox still answers at once, and a third run is shed.
-        assert await address.ask(CcsGet("nothing")) is None
-        with pytest.raises(Overloaded, match="tools.max_queue"):
-            await address.ask(RunCommand(plan(tmp_path, [str(waiting), "three"])))
-        assert started.read_text() == "one\n"  # the second waits for the slot
-        gate.touch()
-        async with first, second:
-            one, two = await first.result(), await second.result()
+        results: dict[str, RunResult | RunRefused] = {}
+
+        async def run(name: str) -> None:
+            results[name] = await address.call(RunCommand(plan(tmp_path, [str(waiting), name])))
+
+        async with trio.open_nursery() as requests:
+            requests.start_soon(run, "one")
+            await trio.to_thread.run_sync(wait_for_file, started)
+            requests.start_soon(run, "two")
+            await trio.testing.wait_all_tasks_blocked()
+            # One running, one queued: the mailbox still answers at once, and a third run is shed.
+            assert await address.call(CcsGet("nothing")) is None
+            with pytest.raises(Overloaded, match="tools.max_queue"):
+                await address.call(RunCommand(plan(tmp_path, [str(waiting), "three"])))
+            assert started.read_text() == "one\n"  # the second waits for the slot
+            gate.touch()
+        one, two = results["one"], results["two"]
     assert isinstance(one, RunResult) and isinstance(two, RunResult) and one.exit_code == two.exit_code == 0
     assert started.read_text() == "one\ntwo\n"
 
@@ -160,14 +171,14 @@ async def test_results_go_to_the_ccs_with_their_ttl(tmp_path: Path) -> None:
     command = plan(tmp_path, [str(hello)], ttl_s=300, display="./hello.sh")
     async with runner(tmp_path) as address:
         result = await run_to_end(address, command)
-        entry = await address.ask(CcsGet(command.ccs_key))
+        entry = await address.call(CcsGet(command.ccs_key))
         assert isinstance(entry, CcsEntry) and entry.summary == "hello\n" and entry.exit_code == 0
         assert entry.log_path == result.log_path and entry.expires_at - entry.created_at == 300
-        await address.ask(CcsInvalidate(command.ccs_key))
-        assert await address.ask(CcsGet(command.ccs_key)) is None
+        await address.call(CcsInvalidate(command.ccs_key))
+        assert await address.call(CcsGet(command.ccs_key)) is None
         uncached = plan(tmp_path, [str(hello)], ttl_s=0, display="./hello.sh --no-ttl")
         await run_to_end(address, uncached)
-        assert await address.ask(CcsGet(uncached.ccs_key)) is None
+        assert await address.call(CcsGet(uncached.ccs_key)) is None
 
 
 def test_ccs_entries_expire_and_keys_separate_repos_and_commands(tmp_path: Path) -> None:

@@ -18,7 +18,8 @@ from typing import Any
 
 import trio
 
-from actors import Health, open_mailbox, supervise
+from actors.runtime import Health, Mailbox, supervise
+from actors.table import FAULTS
 from actors.tool_runner import ToolRunnerActor
 from daari.config import ToolsConfig, config_from_dict
 from daari.pipeline.shortcuts import ShortcutQuery
@@ -140,9 +141,10 @@ class Tools:
 
 @asynccontextmanager
 async def running_tools(sandbox: Sandbox, config: ToolsConfig) -> AsyncIterator[Tools]:
-    address, inbox = open_mailbox("tool_runner", 64)
+    mailbox = Mailbox("tool_runner", 64, FAULTS)
     async with trio.open_nursery() as nursery:
-        await nursery.start(supervise, lambda: ToolRunnerActor(sandbox.data, config, sandbox.env), inbox, Health())
-        service = ToolService(config, address, sandbox.env)
+        await nursery.start(supervise, lambda: ToolRunnerActor(sandbox.data, config, sandbox.env), mailbox,
+                            Health().status("tool_runner"))
+        service = ToolService(config, mailbox.address, sandbox.env)
         yield Tools(service, CcsTier(service), ToolTier(service))
         nursery.cancel_scope.cancel()

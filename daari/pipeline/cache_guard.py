@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import time
 
-from actors.cache_actor import L0Get, L0Put
+from actors.cache import L0Get, L0Put
 from daari.cache.l0_store import L0Entry
 from daari.errors import DaariError
 from daari.pipeline.meta import Meta
@@ -33,7 +33,7 @@ class CacheGuard:
         if entry is not None:
             return entry
         try:
-            found: L0Entry | None = await self.rt.cache.ask(L0Get(key))
+            found: L0Entry | None = await self.rt.cache.call(L0Get(key))
         except DaariError as err:
             self._bypassed("read", err)
             return None
@@ -42,7 +42,7 @@ class CacheGuard:
     async def put(self, key: str, entry: L0Entry) -> bool:
         """Store `entry`; False (and the request marked bypassed) when the cache cannot take it."""
         try:
-            await self.rt.cache.ask(L0Put(key, entry))
+            await self.rt.cache.call(L0Put(key, entry))
         except DaariError as err:
             self._bypassed("write", err)
             return False

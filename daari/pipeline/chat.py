@@ -10,9 +10,10 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping
-from typing import Any
+from contextlib import AbstractAsyncContextManager
 
-from actors.executor_actor import OpenGeneration
+from actors.executor import OpenGeneration
+from actors.runtime import StreamReader
 from daari.cache.l0_key import l0_key
 from daari.cache.l0_store import L0Entry
 from daari.config import TIER_NAMES
@@ -219,17 +220,18 @@ class ChatTurn:
         assert last_error is not None
         raise last_error
 
-    async def _open(self, tier: str) -> Any:
-        return await self.rt.executor.ask(OpenGeneration(tier, self.request))
+    def _open(self, tier: str) -> AbstractAsyncContextManager[StreamReader[Event]]:
+        """The generation is this request's: leaving the `async with` cancels it and frees the tier."""
+        return self.rt.executor.stream(OpenGeneration(tier, self.request))
 
     async def _collect(self, tier: str) -> list[Event]:
-        async with await self._open(tier) as generation:
+        async with self._open(tier) as generation:
             return [event async for event in generation]
 
     async def _stream_live(self, tier: str) -> list[Event]:
         """Stream as events arrive; the response starts with the first event, so earlier faults can escalate."""
         events: list[Event] = []
-        async with await self._open(tier) as generation:
+        async with self._open(tier) as generation:
             async for event in generation:
                 if not self.sink.stream_opened:
                     self._settle(tier)

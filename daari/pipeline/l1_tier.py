@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from actors.embedder import Embed, EmbedderStatus, Embedding
-from actors.mailbox import Address
+from actors.runtime import Address
 from actors.semantic_cache import IndexStats, L1Lookup, L1Put, Match
 from actors.verifier import Verify
 from daari.config import L1Config
@@ -47,8 +47,8 @@ class SemanticTier:
     name = "L1"
     serves_agent_turns = True  # the agent-prefix L1 (ADR-0004 G1b)
 
-    def __init__(self, config: L1Config, embedder: Address[Any], status: EmbedderStatus, cache: Address[Any],
-                 verifier: Address[Any], metrics: Metrics) -> None:
+    def __init__(self, config: L1Config, embedder: Address, status: EmbedderStatus, cache: Address,
+                 verifier: Address, metrics: Metrics) -> None:
         self.config = config
         self.embedder = embedder
         self.status = status
@@ -69,7 +69,7 @@ class SemanticTier:
         folded = fold(query.request)
         if not folded.embed_text:
             return None
-        embedding: Embedding = await self.embedder.ask(Embed(folded.embed_text))
+        embedding: Embedding = await self.embedder.call(Embed(folded.embed_text))
         seen = embedding.seen_chars
         context = lookup_context(query.request, folded, query.partition, folded.embed_text[seen:])
         return Probe(folded.embed_text[:seen], embedding.vector, context)
@@ -85,11 +85,11 @@ class SemanticTier:
             if probe is None:
                 return None
             self._remember_probe(query.l0_key, probe)
-            matches: list[Match] = await self.cache.ask(
+            matches: list[Match] = await self.cache.call(
                 L1Lookup(probe.vector, probe.context, self.config.similarity_threshold))
             rejected: list[tuple[Match, Verdict]] = []
             for match in matches:
-                verdict: Verdict = await self.verifier.ask(Verify(probe.text, match.entry.embed_text))
+                verdict: Verdict = await self.verifier.call(Verify(probe.text, match.entry.embed_text))
                 if verdict.same:
                     return self._hit(match, rejected)
                 rejected.append((match, verdict))

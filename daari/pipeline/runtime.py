@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any
 
 import trio
 
-from actors import Address, Health
 from actors.hub import Hub
+from actors.runtime import Address, Health
 from daari.cache.l0_memory import L0Memory
 from daari.config import Config
 from daari.metrics import Metrics
@@ -22,8 +21,8 @@ from daari.responses.store import ResponseArchive
 @dataclass
 class Runtime:
     config: Config
-    cache: Address[Any]
-    executor: Address[Any]
+    cache: Address
+    executor: Address
     health: Health
     metrics: Metrics = field(default_factory=Metrics)
     # Per tier: whether its executor can produce tool calls (known at start, from the executor classes).

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from actors.executor_actor import OpenGeneration
+from actors.executor import OpenGeneration
 from daari.errors import DaariError
 from daari.pipeline.runtime import Runtime
 from daari.protocol.chat import ChatRequest, Message
@@ -14,7 +14,7 @@ async def ask_tier(rt: Runtime, tier: str, messages: list[Message], model: str, 
     the request it serves."""
     probe = ChatRequest(messages=messages, model=model, temperature=0.0, sampling={"max_tokens": max_tokens})
     try:
-        async with await rt.executor.ask(OpenGeneration(tier, probe)) as generation:
+        async with rt.executor.stream(OpenGeneration(tier, probe)) as generation:
             return assemble([event async for event in generation]).text
     except (DaariError, ValueError):
         return None

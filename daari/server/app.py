@@ -13,7 +13,7 @@ from urllib.parse import parse_qs
 
 import trio
 
-from actors.executor_actor import ListModels, TierStatus
+from actors.executor import ListModels, TierStatus
 from daari.cache.partition import cache_partition
 from daari.config import redacted
 from daari.errors import DaariError, MethodNotAllowed, NotFound
@@ -138,8 +138,7 @@ async def model(req: Request) -> None:
 
 
 async def models(req: Request) -> None:
-    async with await req.rt.executor.ask(ListModels()) as listing:
-        names = await listing.receive()
+    names = await req.rt.executor.call(ListModels())
     ids = ["daari", *[m for m in names if m != "daari"]]
     if _anthropic_client(req):
         await send_json(req.send, 200, anthropic_render.render_models(ids))
@@ -164,7 +163,7 @@ async def healthz(req: Request) -> None:
 async def _tier_status(req: Request) -> dict[str, Any]:
     """Per-tier state from the ExecutorActor; empty when that actor is down (health says so already)."""
     try:
-        return await req.rt.executor.ask_or_shed(TierStatus())
+        return await req.rt.executor.call_or_shed(TierStatus())
     except DaariError:
         return {}
 

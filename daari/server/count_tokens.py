@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from actors.executor_actor import CountTokens
+from actors.executor import CountTokens
 from daari.config import Config
 from daari.errors import DaariError, Unauthorized, UpstreamRejected
 from daari.protocol import anthropic_wire
@@ -66,18 +66,13 @@ async def _ask_upstream(req: Request, tier: str, request: ChatRequest) -> bytes 
     """The upstream's answer, or None to fall back to the estimate; raises what the client must see."""
     answer: bytes | None = None
     failure: DaariError | None = None
-    try:
-        pending = await req.rt.executor.ask_or_shed(CountTokens(tier, request))
-    except DaariError as err:  # daari busy or the executor actor down
-        failure = err
-    else:
-        async with trio.open_nursery() as nursery:  # a client that leaves ends the upstream call
-            nursery.start_soon(watch_disconnect, req.receive, nursery.cancel_scope)
-            try:
-                answer = await pending.receive()
-            except DaariError as err:
-                failure = err
-            nursery.cancel_scope.cancel()
+    async with trio.open_nursery() as nursery:  # a client that leaves cancels the call, which ends the upstream's
+        nursery.start_soon(watch_disconnect, req.receive, nursery.cancel_scope)
+        try:
+            answer = await req.rt.executor.call_or_shed(CountTokens(tier, request))
+        except DaariError as err:  # daari busy, the executor actor down, or the upstream failed
+            failure = err
+        nursery.cancel_scope.cancel()
     if failure is not None:
         if passed_on(failure):
             raise failure

@@ -15,9 +15,8 @@ import trio
 from hypercorn.config import Config as HypercornConfig
 from hypercorn.trio import serve as hypercorn_serve
 
-from actors import Health, RestartPolicy, open_mailbox, supervise
-from actors.cache_actor import CacheActor
-from actors.executor_actor import ExecutorActor
+from actors.runtime import Health
+from actors.table import Shared, actor_table
 from daari.cache.l0_memory import L0Memory
 from daari.cache.partition import forwards_client_keys
 from daari.config import Config
@@ -26,6 +25,7 @@ from daari.errors import StartupError
 from daari.executors.base import Executor
 from daari.executors.registry import make_executors
 from daari.observe.metrics_subscriber import ObservedMetrics
+from daari.metrics import Metrics
 from daari.pipeline.body_work import BodyWork
 from daari.pipeline.decision_subscribers import start_decision_subscribers
 from daari.pipeline.decision_summary import DecisionSummary, log_summaries
@@ -35,7 +35,7 @@ from daari.responses.store import ResponseArchive
 from daari.rules.tier import RulesTier
 from daari.server.app import DaariApp
 from daari.server.guard import GuardPolicy, require_token_off_loopback
-from daari.server.l1_actors import start_l1
+from daari.server.l1_actors import l1_tier, model_asker
 from daari.server.observers import start_observers
 from daari.tools.startup import start_tools
 
@@ -89,28 +89,22 @@ async def run_server(config: Config, *, handle_signals: bool = False,
     require_token_off_loopback(config.server, guard_policy)
     health = Health()
     executors = make_executors(config)
-    policy = RestartPolicy(config.actors.max_restarts, config.actors.restart_window_s,
-                           config.actors.backoff_initial_s, config.actors.backoff_max_s)
-    cache, cache_inbox = open_mailbox("cache", config.actors.mailbox_size)
-    executor, executor_inbox = open_mailbox("executor", config.actors.mailbox_size)
+    shared = Shared(l0_memory(config), Metrics())
+    table = actor_table(config, executors, shared)
     rt = Runtime(
-        config=config, cache=cache, executor=executor, health=health,
+        config=config, cache=table.address("cache"), executor=table.address("executor"), health=health,
+        metrics=shared.metrics,
         tools_capable={t: ex.supports_tools for t, ex in executors.items()},
         executor_kinds={t: ex.kind for t, ex in executors.items()},
-        l0_memory=l0_memory(config), body_work=BodyWork(config.server.thread_parse_bytes),
+        l0_memory=shared.memory, body_work=BodyWork(config.server.thread_parse_bytes),
         responses=ResponseArchive(Path(config.data_dir) / "responses.sqlite", config.responses.keep),
     )
+    shared.ask_model = model_asker(rt)
     if config.rules.enabled:
         rt.shortcuts["L2"] = RulesTier(config.rules)
-    db_path = Path(config.data_dir) / "l0.sqlite"
-    memory = rt.l0_memory
     shutdown = rt.stopping  # live tails close on it rather than holding the grace period
     async with trio.open_nursery() as actors:
-        l0 = config.cache.l0
-        await actors.start(supervise, lambda: CacheActor(db_path, memory, max_disk_bytes=_mb(l0.max_disk_mb),
-                                                         ttl_s=l0.ttl_s, metrics=rt.metrics),
-                           cache_inbox, health, policy)
-        await actors.start(supervise, lambda: ExecutorActor(executors), executor_inbox, health, policy)
+        await table.start(actors, health)
         # The cheap in-process handlers share one hub subscription; the decision log and tails have their own.
         handlers = [ObservedMetrics(rt.metrics, config.pricing).observe]
         if config.log.summary_interval_s > 0:
@@ -120,11 +114,12 @@ async def run_server(config: Config, *, handle_signals: bool = False,
         await start_decision_subscribers(actors, rt.decisions, rt.metrics, handlers)
         await start_observers(actors, rt)
         if config.cache.l1.enabled:
-            rt.shortcuts["L1"] = await start_l1(actors, rt, health, policy)
+            rt.shortcuts["L1"] = l1_tier(rt, table, shared)
         if forwards_client_keys(config):
             rt.partition_secret = await trio.to_thread.run_sync(_partition_secret, Path(config.data_dir))
-        if config.tools.enabled:  # commands run only when asked for in the config
-            await start_tools(actors, rt, health, policy)
+        tool_runner = table.get("tool_runner")  # in the table only with tools.enabled
+        if tool_runner is not None:
+            await start_tools(actors, rt, tool_runner)
         if handle_signals:
             actors.start_soon(_stop_on_signal, shutdown)
         async with trio.open_nursery() as front:

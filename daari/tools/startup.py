@@ -1,26 +1,24 @@
-"""Starting the tool tiers: the ToolRunnerActor, the CCS and Lt shortcut tiers, the hybrid classifier's Lt probe."""
+"""Starting the tool tiers: the CCS and Lt shortcut tiers on the ToolRunnerActor, the hybrid classifier's Lt probe.
+
+The ToolRunnerActor itself is a row of actors/table.py (only with tools.enabled).
+"""
 
 from __future__ import annotations
 
 from functools import partial
-from pathlib import Path
 
 import trio
 
-from actors import Health, RestartPolicy, open_mailbox, supervise
-from actors.tool_runner import ToolRunnerActor
+from actors.runtime import Address
 from daari.pipeline.runtime import Runtime
 from daari.routing.lt_probe import LtMatcher, register_lt_matcher, unregister_lt_matcher
 from daari.tools.patterns import is_lt_command
 from daari.tools.tiers import CcsTier, ToolService, ToolTier
 
 
-async def start_tools(nursery: trio.Nursery, rt: Runtime, health: Health, policy: RestartPolicy) -> None:
+async def start_tools(nursery: trio.Nursery, rt: Runtime, runner: Address) -> None:
     """Only called with tools.enabled: nothing that can run a command exists otherwise."""
     config = rt.config
-    runner, inbox = open_mailbox("tool_runner", config.actors.mailbox_size)
-    await nursery.start(supervise, lambda: ToolRunnerActor(Path(config.data_dir), config.tools), inbox, health,
-                        policy)
     service = ToolService(config.tools, runner)
     rt.shortcuts["CCS"], rt.shortcuts["Lt"] = CcsTier(service), ToolTier(service)
     await nursery.start(_lt_probe, partial(is_lt_command, min_confidence=config.tools.min_confidence))

@@ -16,8 +16,8 @@ from typing import Any
 
 import trio
 
-from actors.mailbox import Address
-from actors.tool_runner import CcsGet, CcsInvalidate, CommandRun, RunCommand, RunRefused
+from actors.runtime import Address
+from actors.tool_runner import CcsGet, CcsInvalidate, RunCommand, RunRefused
 from daari.config import ToolsConfig
 from daari.pipeline.shortcuts import ShortcutQuery, ShortcutResult
 from daari.protocol.chat import Completion
@@ -44,7 +44,7 @@ class Prepared:
 class ToolService:
     """What both tiers share: the match, the repository, the plan, and the runner's address."""
 
-    def __init__(self, config: ToolsConfig, runner: Address[Any], base_env: Mapping[str, str] | None = None) -> None:
+    def __init__(self, config: ToolsConfig, runner: Address, base_env: Mapping[str, str] | None = None) -> None:
         self.config = config
         self.runner = runner
         self.base_env = dict(os.environ if base_env is None else base_env)
@@ -113,7 +113,7 @@ class CcsTier:
         fresh = _flag(query.headers, "x-daari-no-cache")
         if not reads and (fresh or match.intent == "rerun" or plan.ttl_s <= 0 or plan.destructive):
             return None
-        entry: CcsEntry | None = await self.service.runner.ask(CcsGet(plan.ccs_key))
+        entry = await self.service.runner.call(CcsGet(plan.ccs_key))
         if entry is not None:
             return _cached(entry, match.rule_id, match.confidence)
         if not reads:
@@ -146,10 +146,9 @@ class ToolTier:
             return _answer("Lt", match.rule_id, render_confirmation(plan), tool, match.confidence,
                            confirmation_required=True)
         if match.intent == "rerun":
-            await self.service.runner.ask(CcsInvalidate(plan.ccs_key))
-        run: CommandRun = await self.service.runner.ask(RunCommand(plan))
-        async with run:
-            result = await run.result()
+            await self.service.runner.call(CcsInvalidate(plan.ccs_key))
+        # The run is this request's: a client that goes away cancels the call, which kills the command.
+        result = await self.service.runner.call(RunCommand(plan))
         if isinstance(result, RunRefused):
             return _declined({"tool_refused": {"rule_id": match.rule_id, "reason": result.reason}})
         tool.update(exit_code=result.exit_code, duration_ms=result.duration_ms, log_path=result.log_path)

@@ -1,7 +1,8 @@
-"""Run an actor and restart it when it crashes: backoff, a cap per window, then report it failed.
+"""Run an actor and restart it when it crashes: backoff, a cap per window, then give up and fail fast.
 
-The supervisor owns the mailbox and gives each run a `clone()` of the receive end, so a crash does not
-close the actor's address: messages wait in the mailbox for the next run.
+The supervisor owns the mailbox and gives each run a `clone()` of its receive end, so a crash does not close
+the actor's address: messages wait in the mailbox for the next run. Giving up closes the address and fails
+every queued message with `ActorDown`, so no asker ever waits on an actor that will not come back.
 """
 
 from __future__ import annotations
@@ -10,15 +11,15 @@ import logging
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import trio
 
-from actors.actor import Actor
-from actors.health import Health
-from actors.mailbox import Envelope
+from actors.runtime.actor import Actor
+from actors.runtime.faults import Faults
+from actors.runtime.health import ActorStatus
+from actors.runtime.mailbox import Mailbox
 
-log = logging.getLogger("daari.actors")
+log = logging.getLogger("actors")
 
 
 @dataclass(frozen=True)
@@ -31,33 +32,34 @@ class RestartPolicy:
 
 async def supervise(
     factory: Callable[[], Actor],
-    inbox: trio.MemoryReceiveChannel[Envelope[Any]],
-    health: Health,
+    mailbox: Mailbox,
+    status: ActorStatus,
     policy: RestartPolicy = RestartPolicy(),
     *,
     task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Start with `nursery.start(supervise, ...)`: returns to the starter once the first run is ready."""
-    actor = factory()
-    status = health.status(actor.name)
     crashes: deque[float] = deque()
     backoff = policy.backoff_initial_s
     started = False
-    async with inbox:
+    faults = mailbox.address.faults
+    try:
         while True:
+            actor = factory()
             try:
                 async with trio.open_nursery() as nursery:
-                    await nursery.start(actor.run, inbox.clone())
+                    await nursery.start(_run, actor, mailbox, faults)
                     status.state = "running"
                     if not started:
                         started = True
                         task_status.started()
                 status.state = "stopped"
                 return
-            except Exception as exc:
-                # An ExceptionGroup from the actor's own nursery is a crash like any other.
-                status.last_error = _describe(exc)
-                log.warning("actor %s crashed: %s", actor.name, status.last_error)
+            except* Exception as crash:
+                # Caught with except*: a crash that races a cancellation arrives in a group with Cancelled,
+                # which goes on up after this block; the crash is recorded either way.
+                status.last_error = _describe(crash)
+                log.warning("actor %s crashed: %s", status.name, status.last_error)
                 if not started:
                     raise  # an actor that cannot start at all is a start-up error, not a restart
             now = trio.current_time()
@@ -66,15 +68,22 @@ async def supervise(
                 crashes.popleft()
             if len(crashes) > policy.max_restarts:
                 status.state = "failed"
-                log.error("actor %s crashed %d times in %.0fs; giving up", actor.name, len(crashes),
+                log.error("actor %s crashed %d times in %.0fs; giving up", status.name, len(crashes),
                           policy.window_s)
                 return
             status.state = "restarting"
             status.restarts += 1
             await trio.sleep(backoff)
             backoff = min(policy.backoff_max_s, backoff * 2)
-            actor = factory()
+    finally:
+        # Stopped, failed or cancelled: nothing will answer what is queued or sent later.
+        reason = f"gave up after {status.last_error}" if status.state == "failed" else "stopped"
+        mailbox.close_and_fail_queued(reason)
 
+
+async def _run(actor: Actor, mailbox: Mailbox, faults: Faults, *,
+               task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+    await actor.run(mailbox.inbox.clone(), faults, task_status=task_status)
 
 
 def _describe(exc: BaseException) -> str:

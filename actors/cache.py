@@ -16,7 +16,7 @@ from pathlib import Path
 
 import trio
 
-from actors.actor import Actor
+from actors.runtime import Actor, Call, handles
 from daari.cache.l0_memory import L0Memory
 from daari.cache.l0_store import L0Entry, L0Store
 from daari.errors import DaariError, StartupError
@@ -36,19 +36,21 @@ class CacheUnavailable(DaariError):
 
 
 @dataclass(frozen=True)
-class L0Get:
+class L0Get(Call[L0Entry | None]):
     key: str
 
 
 @dataclass(frozen=True)
-class L0Put:
+class L0Put(Call[None]):
+    """Answered once the entry is in memory (visible to every request); the disk write follows."""
+
     key: str
     entry: L0Entry
 
 
 @dataclass(frozen=True)
-class L0Count:
-    pass
+class L0Count(Call[int]):
+    """Entries on disk."""
 
 
 class CacheActor(Actor):
@@ -132,30 +134,34 @@ class CacheActor(Actor):
             for put in batch:
                 self.memory.written(put.key, put.entry)
 
-    async def handle(self, request: object) -> object:
-        assert self.store is not None
-        if isinstance(request, L0Get):
-            entry = self.memory.peek(request.key)
-            if entry is None:
-                entry = await self._read(request.key)
-            return entry
-        if isinstance(request, L0Put):
-            if trio.current_time() - self._disk_failed_at < DISK_RETRY_S:
-                raise CacheUnavailable("the L0 store's disk is failing (full or read-only?); not caching")
-            if not self.memory.has_room(request.entry):
-                self.metrics.inc("cache_write_queue_full_total")
-                raise CacheUnavailable("the L0 store's write queue is full; not caching this answer")
-            self.memory.remember(request.key, request.entry)
-            self._writes.send_nowait(request)
-            return None
-        if isinstance(request, L0Count):
-            return await trio.to_thread.run_sync(self.store.count, limiter=self._sqlite)
-        raise TypeError(f"CacheActor cannot handle {type(request).__name__}")
+    def _store(self) -> L0Store:
+        assert self.store is not None, "used only between lifespan's start and end"
+        return self.store
+
+    @handles(L0Get)
+    async def get(self, request: L0Get) -> L0Entry | None:
+        entry = self.memory.peek(request.key)
+        if entry is None:
+            entry = await self._read(request.key)
+        return entry
+
+    @handles(L0Put)
+    async def put(self, request: L0Put) -> None:
+        if trio.current_time() - self._disk_failed_at < DISK_RETRY_S:
+            raise CacheUnavailable("the L0 store's disk is failing (full or read-only?); not caching")
+        if not self.memory.has_room(request.entry):
+            self.metrics.inc("cache_write_queue_full_total")
+            raise CacheUnavailable("the L0 store's write queue is full; not caching this answer")
+        self.memory.remember(request.key, request.entry)
+        self._writes.send_nowait(request)
+
+    @handles(L0Count)
+    async def count(self, request: L0Count) -> int:
+        return await trio.to_thread.run_sync(self._store().count, limiter=self._sqlite)
 
     async def _read(self, key: str) -> L0Entry | None:
-        assert self.store is not None
         try:
-            entry = await trio.to_thread.run_sync(self.store.get, key, limiter=self._sqlite)
+            entry = await trio.to_thread.run_sync(self._store().get, key, limiter=self._sqlite)
         except (sqlite3.Error, OSError) as exc:
             raise CacheUnavailable(f"the L0 store could not be read ({type(exc).__name__})") from None
         if entry is not None:
