@@ -151,7 +151,7 @@ class ToolRunnerActor(Actor):
         return await trio.to_thread.run_sync(operation, store, limiter=self.db_limiter)
 
     @handles(RunCommand, concurrent=True)
-    async def run(self, request: RunCommand) -> RunResult | RunRefused:
+    async def run_command(self, request: RunCommand) -> RunResult | RunRefused:
         plan = request.plan
         if self.in_flight >= self.config.max_concurrency + self.config.max_queue:
             raise Overloaded(f"the tool runner is busy: {self.config.max_concurrency} commands running and "

@@ -274,7 +274,7 @@ async def test_a_lifespan_that_fails_closes_its_mailbox_clone() -> None:
     clone = mailbox.inbox.clone()
     FailsOnRestart.runs = 1
     with pytest.raises(OSError):
-        await FailsOnRestart().run(clone)
+        await FailsOnRestart().serve_inbox(clone)
     with pytest.raises(trio.ClosedResourceError):
         clone.receive_nowait()
 

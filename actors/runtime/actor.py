@@ -129,7 +129,7 @@ class Actor:
                 return spec, getattr(self, attr)
         raise TypeError(f"{self.name} has no handler for {type(message).__name__}")
 
-    async def run(self, inbox: trio.MemoryReceiveChannel[Envelope], faults: Faults = Faults(), *,
+    async def serve_inbox(self, inbox: trio.MemoryReceiveChannel[Envelope], faults: Faults = Faults(), *,
                   task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """One run: closes `inbox` (this run's clone) however it ends, a failing lifespan included."""
         owed: set[Reply[Any]] = set()

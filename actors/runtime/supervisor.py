@@ -83,7 +83,7 @@ async def supervise(
 
 async def _run(actor: Actor, mailbox: Mailbox, faults: Faults, *,
                task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-    await actor.run(mailbox.inbox.clone(), faults, task_status=task_status)
+    await actor.serve_inbox(mailbox.inbox.clone(), faults, task_status=task_status)
 
 
 def _describe(exc: BaseException) -> str:
