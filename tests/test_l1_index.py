@@ -87,36 +87,36 @@ def test_store_round_trip_and_eviction_by_count_and_age(tmp_path: Path) -> None:
 async def test_actor_loads_the_saved_index_and_buffers_what_came_after(tmp_path: Path) -> None:
     import trio
 
-    from actors import open_mailbox
+    from actors.runtime import Mailbox
     from actors.semantic_cache import IndexStats, L1Count, L1Lookup, L1Put, L1Rebuild, SemanticCacheActor
 
     context = "cd" * 32
 
     async def run_actor(stats: IndexStats, body):  # type: ignore[no-untyped-def]
-        address, inbox = open_mailbox("l1", 16)
+        mailbox = Mailbox("l1", 16)
         actor = SemanticCacheActor(tmp_path, max_entries=100, max_age_s=3600, trees=2, rebuild_after=1000,
                                    stats=stats)
         async with trio.open_nursery() as nursery:
-            await nursery.start(actor.run, inbox)
-            await body(address)
+            await nursery.start(actor.serve_inbox, mailbox.inbox)
+            await body(mailbox.address)
             nursery.cancel_scope.cancel()
 
     async def first(address) -> None:  # type: ignore[no-untyped-def]
         for i in range(3):
-            await address.ask(L1Put(context, f"user: q{i}", unit(i), Completion(text=f"a{i}"), "L3"))
-        await address.ask(L1Rebuild())  # saved with 3 entries
+            await address.call(L1Put(context, f"user: q{i}", unit(i), Completion(text=f"a{i}"), "L3"))
+        await address.call(L1Rebuild())  # saved with 3 entries
         for i in range(3, 5):
-            await address.ask(L1Put(context, f"user: q{i}", unit(i), Completion(text=f"a{i}"), "L3"))
+            await address.call(L1Put(context, f"user: q{i}", unit(i), Completion(text=f"a{i}"), "L3"))
 
     await run_actor(IndexStats(), first)
     assert (tmp_path / "l1.annoy").exists()
     stats = IndexStats()
 
     async def second(address) -> None:  # type: ignore[no-untyped-def]
-        assert await address.ask(L1Count()) == 5
-        matches = await address.ask(L1Lookup(unit(4), context, 0.99))
+        assert await address.call(L1Count()) == 5
+        matches = await address.call(L1Lookup(unit(4), context, 0.99))
         assert [m.entry.completion.text for m in matches] == ["a4"]  # a buffered entry, found exactly
-        assert (await address.ask(L1Lookup(unit(1), "ef" * 32, 0.5))) == []  # another context: nothing
+        assert (await address.call(L1Lookup(unit(1), "ef" * 32, 0.5))) == []  # another context: nothing
         with trio.fail_after(10):
             while stats.rebuilds < 1:  # the two newer entries are folded into a new index in the background
                 await trio.sleep(0.01)
