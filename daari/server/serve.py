@@ -24,8 +24,8 @@ from daari.datadir import load_secret
 from daari.errors import StartupError
 from daari.executors.base import Executor
 from daari.executors.registry import make_executors
-from daari.observe.metrics_subscriber import ObservedMetrics
 from daari.metrics import Metrics
+from daari.observe.metrics_subscriber import ObservedMetrics
 from daari.pipeline.body_work import BodyWork
 from daari.pipeline.decision_subscribers import start_decision_subscribers
 from daari.pipeline.decision_summary import DecisionSummary, log_summaries
