@@ -93,6 +93,7 @@ async def test_queued_generations_whose_askers_left_never_reach_the_upstream(tmp
                         while fake.active_streams < 1:
                             await trio.sleep(0.01)
                     await queue_and_abandon(nursery, running.address, OpenGeneration("L3", request("good")))
+                    await trio.testing.wait_all_tasks_blocked()  # the cancelled generations unwind
                     assert actor.in_flight["L3"] == 1  # only the holder: the queued ones left the tier
                     holder.cancel_scope.cancel()
                 with trio.fail_after(10):
