@@ -22,6 +22,7 @@ run: $(STAMP)
 
 test: $(STAMP) browser
 	$(VENV)/bin/ruff check .
+	$(PY) -m mypy --strict actors daari
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -q
 
 # The /ui page is tested in Debian's headless chromium: installed here when missing and we are root (CI is);

@@ -59,8 +59,8 @@ def _silence_transformers() -> None:
     """One progress line from daari instead of transformers' bars and deprecation chatter."""
     from transformers.utils import logging as hf_logging
 
-    hf_logging.set_verbosity_error()
-    hf_logging.disable_progress_bar()
+    hf_logging.set_verbosity_error()  # type: ignore[no-untyped-call]
+    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
     try:
         # The GGUF de-quantizing bar is a bare tqdm that ignores disable_progress_bar.
         import transformers.modeling_gguf_pytorch_utils as gguf_utils
@@ -68,7 +68,7 @@ def _silence_transformers() -> None:
         return
     bar = getattr(gguf_utils, "tqdm", None)
     if bar is not None and not isinstance(bar, functools.partial):
-        gguf_utils.tqdm = functools.partial(bar, disable=True)
+        gguf_utils.tqdm = functools.partial(bar, disable=True)  # type: ignore[attr-defined]
 
 
 def _load_from(gguf_path: Any) -> LoadedModel:
@@ -87,7 +87,7 @@ def _load_unlocked(gguf_path: Any) -> LoadedModel:
     directory, name = str(gguf_path.parent), gguf_path.name
     tokenizer = transformers.AutoTokenizer.from_pretrained(directory, gguf_file=name)
     model = transformers.AutoModelForCausalLM.from_pretrained(directory, gguf_file=name)
-    model.eval()
+    model.eval()  # type: ignore[no-untyped-call]
     ends = {tokenizer.eos_token_id}
     for token in ("<|im_end|>", "<|endoftext|>", "<|im_start|>"):
         token_id = tokenizer.convert_tokens_to_ids(token)

@@ -263,7 +263,7 @@ def _error_text(response: httpx.Response) -> str:
     except ValueError:
         data = None
     if isinstance(data, dict) and isinstance(data.get("error"), str):
-        return data["error"]
+        return str(data["error"])
     return response.text[:200].strip() or response.reason_phrase
 
 

@@ -67,7 +67,7 @@ def upstream_message(body: bytes) -> str:
     if isinstance(data, dict):
         error = data.get("error")
         if isinstance(error, dict) and isinstance(error.get("message"), str):
-            return error["message"][:_MESSAGE_LIMIT]
+            return str(error["message"])[:_MESSAGE_LIMIT]
         for value in (error, data.get("message"), data.get("detail")):
             if isinstance(value, str):
                 return value[:_MESSAGE_LIMIT]

@@ -208,7 +208,7 @@ def _retry_delay(exc: Exception, failures: int, retry: RetryConfig) -> float:
     retry_after = getattr(exc, "retry_after", None)
     if retry_after is not None:
         return max(0.0, min(float(retry_after), retry.retry_after_cap_s))
-    return min(retry.backoff_initial_s * (2 ** failures), retry.backoff_max_s)
+    return float(min(retry.backoff_initial_s * (2 ** failures), retry.backoff_max_s))
 
 
 def _describe(exc: Exception) -> str:

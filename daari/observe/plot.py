@@ -36,7 +36,7 @@ def plot_report(rows: Sequence[Mapping[str, Any]], path: Path, buckets: int = 24
         centers, mix = _buckets(answered, buckets)
         days = [mdates.epoch2num(c) if hasattr(mdates, "epoch2num") else c / 86400.0 for c in centers]
         mix_axes.stackplot(days, *mix.values(), labels=list(mix))
-        mix_axes.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M"))
+        mix_axes.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M"))  # type: ignore[no-untyped-call]
         mix_axes.legend(loc="upper left", fontsize="small")
         tiers = [t for t in TIER_ORDER if t in mix]
         latencies = [[float(r["latency_ms"]) for r in answered if r.get("tier") == t and r.get("latency_ms")

@@ -41,7 +41,8 @@ async def follow(url: str, *, as_json: bool, color: bool, out: TextIO = sys.stdo
                 if on_connect is not None:
                     on_connect()
                 while True:
-                    message = await ws.get_message()
+                    received = await ws.get_message()
+                    message = received if isinstance(received, str) else received.decode()
                     decision = json.loads(message)
                     out.write((message if as_json else format_decision(decision, color=color)) + "\n")
                     out.flush()

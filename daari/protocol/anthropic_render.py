@@ -143,7 +143,7 @@ class AnthropicStreamRenderer:
         if self._started:
             return []
         self._started = True
-        message = {
+        message: dict[str, Any] = {
             "id": self.message_id, "type": "message", "role": "assistant", "model": self.request.model,
             "content": [], "stop_reason": None, "stop_sequence": None,
             "usage": {"input_tokens": estimate_request_tokens(self.request), "output_tokens": 0},
@@ -175,12 +175,12 @@ class AnthropicStreamRenderer:
             return [*out, _event("content_block_start",
                                  {"type": "content_block_start", "index": index, "content_block": block})]
         if isinstance(ev, ToolCallDelta):
-            index = self._tool_blocks.get(ev.index)
-            if index is None or not ev.arguments:
+            block_index = self._tool_blocks.get(ev.index)
+            if block_index is None or not ev.arguments:
                 return []
             delta = {"type": "input_json_delta", "partial_json": ev.arguments}
             return [_event("content_block_delta",
-                           {"type": "content_block_delta", "index": index, "delta": delta})]
+                           {"type": "content_block_delta", "index": block_index, "delta": delta})]
         return []
 
     def finish(self, meta: dict[str, Any]) -> list[bytes]:
@@ -190,8 +190,8 @@ class AnthropicStreamRenderer:
         elif self._native_delta is not None:
             # daari's message_start held an estimate; the upstream's real prompt counts replace it here,
             # as Anthropic's own cumulative message_delta usage does.
-            usage = {**self._native_input_usage, **(self._native_delta.get("usage") or {})}
-            delta = {**self._native_delta, "usage": usage, "daari_meta": meta}
+            native_usage = {**self._native_input_usage, **(self._native_delta.get("usage") or {})}
+            delta = {**self._native_delta, "usage": native_usage, "daari_meta": meta}
         else:
             finish = self._finish or Finish(reason="stop")
             usage: dict[str, int] = {"output_tokens": finish.usage.completion_tokens}

@@ -273,7 +273,7 @@ class ChunkDecoder:
 
     def _index(self, call: dict[str, Any]) -> int:
         index = call.get("index")
-        if _is_int(index):
+        if isinstance(index, int) and not isinstance(index, bool):
             return index
         # No index (some compatible servers): a new id starts a new call, no id continues the last one.
         call_id = call.get("id")

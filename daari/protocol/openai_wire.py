@@ -368,7 +368,7 @@ def _tool_choice_to_wire(choice: Any) -> Any:
         kind = choice.get("type")
         if kind == "tool" and choice.get("name"):
             return {"type": "function", "function": {"name": choice["name"]}}
-        return {"any": "required", "auto": "auto", "none": "none"}.get(kind, "auto")
+        return {"any": "required", "auto": "auto", "none": "none"}.get(str(kind), "auto")
     return choice
 
 

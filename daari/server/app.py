@@ -310,7 +310,8 @@ def _page_token(scope: Scope) -> str | None:
     """The token in the query of GET /ui (a browser opens the page by its URL); never for other routes."""
     if scope["method"] != "GET" or scope["path"].rstrip("/") != "/ui":
         return None
-    return (parse_qs(scope.get("query_string", b"").decode("latin-1")).get("token") or [None])[0]
+    tokens = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("token")
+    return str(tokens[0]) if tokens else None
 
 
 def _adding_headers(send: Send, extra: dict[str, str]) -> Send:

@@ -10,6 +10,7 @@ import logging
 import signal
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import trio
 from hypercorn.config import Config as HypercornConfig
@@ -124,7 +125,7 @@ async def run_server(config: Config, *, handle_signals: bool = False,
             actors.start_soon(_stop_on_signal, shutdown)
         async with trio.open_nursery() as front:
             binds = await front.start(lambda task_status: hypercorn_serve(
-                DaariApp(rt, guard_policy), _hypercorn_config(config), shutdown_trigger=shutdown.wait,
+                _asgi(DaariApp(rt, guard_policy)), _hypercorn_config(config), shutdown_trigger=shutdown.wait,
                 task_status=task_status))
             url = binds[0]
             log.info("daari listening on %s\n%s\n%s", url, tier_table(config, executors),
@@ -150,6 +151,11 @@ def _privacy_lines(config: Config, rt: Runtime, policy: GuardPolicy) -> str:
     origins = ", ".join(sorted(policy.allowed_origins)) or "none"
     return (f"data dir: {Path(config.data_dir).resolve()} (private: 0700, files 0600); cache partition: "
             f"{partition}\ntoken: {token}; browser origins allowed: {origins}")
+
+
+def _asgi(app: DaariApp) -> Any:
+    """DaariApp speaks ASGI 3 with plain dicts; hypercorn types the same messages as TypedDicts."""
+    return app
 
 
 async def _stop_on_signal(shutdown: trio.Event) -> None:
