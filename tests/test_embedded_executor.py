@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 import trio
+import trio.testing
 
 from daari.config import TierConfig
 from daari.errors import InvalidRequest, ModelNotInstalled, ToolCallsUnsupportedLocally
@@ -246,31 +247,33 @@ async def test_cancelling_after_the_first_delta_stops_the_thread_and_frees_the_l
     assert scope.cancelled_caught
     assert len(deltas) == 1
     assert executor.generation_limiter.borrowed_tokens == 0
-    # Give a thread that ignored the cancel time to emit more: none may arrive.
-    await trio.sleep(0.3)
-    assert len(deltas) == 1
+    # The next generation runs to its end on the same model: a thread that had ignored the cancel would
+    # still be emitting into `deltas` meanwhile (no wall-clock wait needed to see it).
     _, next_answer = await run(executor, ask(max_tokens=4))
     assert next_answer.usage.completion_tokens > 0
+    assert len(deltas) == 1
 
 
 async def test_a_second_request_waits_for_the_first_to_finish(executor: EmbeddedExecutor) -> None:
     log: list[str] = []
+    first_is_running = trio.Event()
     second_is_queued = trio.Event()
 
     def recorder(name: str):  # type: ignore[no-untyped-def]
         async def emit(event: Event) -> None:
             if name == "first" and not log:
+                first_is_running.set()  # its first token: it holds the generation slot
                 await second_is_queued.wait()  # hold the first generation until the second is queued
             log.append(f"{name}:{type(event).__name__}")
         return emit
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(executor.generate, ask(max_tokens=6), recorder("first"))
-        while executor.generation_limiter.borrowed_tokens == 0:
-            await trio.sleep(0.01)
+        await first_is_running.wait()
+        assert executor.generation_limiter.borrowed_tokens == 1
         nursery.start_soon(executor.generate, ask(max_tokens=6), recorder("second"))
-        while executor.generation_limiter.statistics().tasks_waiting == 0:
-            await trio.sleep(0.01)
+        await trio.testing.wait_all_tasks_blocked()  # the second has reached the slot and waits for it
+        assert executor.generation_limiter.statistics().tasks_waiting == 1
         second_is_queued.set()
     first_finish = log.index("first:Finish")
     assert log.index("second:TextDelta") > first_finish
@@ -319,7 +322,7 @@ async def test_requests_before_the_model_is_ready_wait_for_it(loaded_model: Load
         await executor.start(nursery)
         nursery.start_soon(request)
         nursery.start_soon(request)
-        await trio.sleep(0.1)
+        await trio.testing.wait_all_tasks_blocked()  # both are waiting: for the load, behind the gate
         assert results == []
         assert executor.status()["loaded"] is False
         holder.gate.set()
