@@ -190,8 +190,11 @@ def daari(config: dict[str, Any], log_dir: Path, *, cores: set[int] | None = Non
         "--data-dir", str(data_dir)], log_dir, cores, env={"DAARI_LOG_LEVEL": "WARNING"})
     server = Server("daari", f"http://{HOST}:{port}", process, log_path)
     try:
+        # L1's embedding model loads in the background at start: measuring while it loads would charge its CPU
+        # to the first rows, so a run starts once it is ready (or off).
         _wait_http(server, "/healthz", ready_timeout_s,
-                   (lambda body: body.get("models_loaded") is True) if wait_models else None)
+                   lambda body: (not wait_models or body.get("models_loaded") is True)
+                   and (body.get("l1") or {}).get("state") != "loading")
         yield server
     finally:
         stop(server)
