@@ -37,6 +37,7 @@ from typing import Any
 import trio
 
 from daari.server.asgi_io import answer_lifespan, read_all
+from tests.fakes.openai_upstream import _sample, _text_of  # one answer shape for both fakes
 
 CREATED = 1_700_000_000
 PATCH = "*** Begin Patch\n*** Add File: hello.txt\n+hello\n*** End Patch\n"
@@ -49,17 +50,6 @@ class RecordedRequest:
     body: Any
 
 
-def _text_of(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return " ".join(p.get("text", "") for p in content if isinstance(p, dict))
-    return ""
-
-
-def _sample(schema: Any) -> Any:
-    kind = schema.get("type") if isinstance(schema, dict) else None
-    return {"integer": 1, "number": 1, "boolean": True, "array": [], "object": {}}.get(kind, "example")
 
 
 def _items(body: dict[str, Any]) -> list[dict[str, Any]]:
