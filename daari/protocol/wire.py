@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import secrets
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from daari.errors import DaariError
+from daari.ids import unique_hex
 from daari.protocol import (
     anthropic_render,
     anthropic_wire,
@@ -44,7 +44,7 @@ class Wire:
 
 
 def _openai_id() -> tuple[str, int]:
-    return "chatcmpl-" + secrets.token_hex(12), int(time.time())
+    return "chatcmpl-" + unique_hex(), int(time.time())
 
 
 def _openai_render(completion: Completion, request: ChatRequest, meta: dict[str, Any],
@@ -72,7 +72,7 @@ def _anthropic_replay(completion: Completion, stream: bool) -> list[Event]:
 
 
 def _anthropic_id() -> str:
-    return "msg_" + secrets.token_hex(12)
+    return "msg_" + unique_hex()
 
 
 def _anthropic_render(completion: Completion, request: ChatRequest, meta: dict[str, Any],
