@@ -152,3 +152,23 @@ def test_pruning_keeps_the_newest_rows_within_age_and_count(tmp_path: Path) -> N
     conn = sqlite3.connect(tmp_path / "d.sqlite")
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     conn.close()
+
+
+def test_a_batch_round_trips_every_column_with_its_type(tmp_path: Path) -> None:
+    """A batch is written as one JSON array (one SQLite step): values come back exactly, types and NULLs kept,
+    and a second row with the same request id replaces the first."""
+    from daari.observe.decision_log import COLUMNS, DecisionLogStore
+
+    samples: dict[type, list[Any]] = {str: ["a'b\"c", "ünï 🙂", "x" * 3000], float: [0.1, 1e-08, 12345.678901],
+                                      int: [0, 1, 2**53]}
+    rows = [{column: samples[kind][i] for column, kind in COLUMNS.items()} for i in range(3)]
+    for i, row in enumerate(rows):
+        row["request_id"], row["time"] = f"r{i}", float(i)
+    rows[1]["similarity"] = None
+    rows.append({**rows[2], "tier": "L6"})  # the same request id again: replaces the row
+    store = DecisionLogStore(tmp_path / "d.sqlite")
+    assert store.insert(rows) == 4
+    back = store.rows_since(0)
+    store.close()
+    assert back == [rows[0], rows[1], rows[3]]
+    assert all(type(value) is type(rows[0][column]) for column, value in back[0].items())
