@@ -29,10 +29,9 @@ class BodyWork:
         """Whether a body of `size` bytes is worth a worker thread (0 turns threads off)."""
         return 0 < self.threshold_bytes <= size
 
-    async def run(self, heavy: bool, fn: Callable[..., T], *args: Any) -> T:
-        """`fn(*args)`, on a worker thread when `heavy`. The thread finishes even if the client leaves."""
-        if not heavy:
-            return fn(*args)
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        """`fn(*args)` on a worker thread, for a `heavy` body (small ones call `fn` inline: no coroutine, no
+        checkpoint). The thread finishes even if the client leaves."""
         return await trio.to_thread.run_sync(fn, *args, limiter=self.limiter)
 
 

@@ -7,8 +7,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from actors.hub import Hub
@@ -74,20 +73,17 @@ class DecisionRecorder:
 
     def parsed(self, request: ChatRequest, sink: Sink) -> RecordingSink:
         """The request is valid: note what it asked for; returns the sink the pipeline must write to."""
-        prompt_hash, prompt = self.describe_prompt(request) if self.describe_prompt is not None else (None, None)
-        self.facts = RequestFacts(self.facts.request_id, self.facts.time, self.facts.protocol, self.facts.client,
-                                  model_requested=request.model or None, stream=request.stream,
-                                  prompt_hash=prompt_hash, prompt=prompt)
+        facts = self.facts
+        if self.describe_prompt is not None:
+            facts.prompt_hash, facts.prompt = self.describe_prompt(request)
+        facts.model_requested, facts.stream = request.model or None, request.stream
         self.sink = RecordingSink(sink, self.facts.request_id)
         return self.sink
 
-    @contextmanager
-    def recording(self, meta: Meta) -> Iterator[None]:
-        """Publish the decision when the block ends, however it ends (a client that left included)."""
-        try:
-            yield
-        finally:
-            self._publish(meta, None)
+    def finished(self, meta: Meta) -> None:
+        """The pipeline is done with the request, however it ended (a client that left included): call it from
+        a `finally`. What the sink saw says whether the answer went out."""
+        self._publish(meta, None)
 
     def refused(self, err: DaariError, status: int) -> None:
         """The request was refused before routing (bad body, too large, bad headers)."""

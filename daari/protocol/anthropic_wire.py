@@ -43,7 +43,8 @@ ANTHROPIC_MAX_TEMPERATURE = 1.0
 # (betas, API version) or its accounting (which app, which session). Never a credential: see _SECRET_HEADERS.
 PASSTHROUGH_HEADERS = ("anthropic-beta", "anthropic-version", "anthropic-dangerous-direct-browser-access",
                        "x-app", "user-agent", "x-claude-code-session-id", "x-client-request-id")
-_SECRET_HEADERS = ("x-api-key", "authorization")
+_PASSTHROUGH = frozenset(PASSTHROUGH_HEADERS)
+_SECRET_HEADERS = frozenset(("x-api-key", "authorization"))
 _HISTORY_ONLY_BLOCKS = ("thinking", "redacted_thinking")
 _TOOL_CHOICE_TO_NEUTRAL = {"auto": "auto", "any": "required", "none": "none"}
 # OpenAI reasoning_effort <-> Anthropic thinking budget_tokens, both directions (docs/agents.md).
@@ -376,9 +377,13 @@ def _parse_tools(tools: object) -> list[Tool]:
 
 
 def _passthrough_headers(headers: Mapping[str, str]) -> dict[str, str]:
-    lowered = {k.lower(): v for k, v in headers.items()}
-    out: dict[str, str] = {name: lowered[name] for name in PASSTHROUGH_HEADERS if name in lowered}
-    out.update({name: SecretStr(lowered[name]) for name in _SECRET_HEADERS if name in lowered})
+    out: dict[str, str] = {}
+    for key, value in headers.items():  # one pass over what the client sent, not over the allowlists
+        name = key.lower()
+        if name in _PASSTHROUGH:
+            out[name] = value
+        elif name in _SECRET_HEADERS:
+            out[name] = SecretStr(value)
     return out
 
 

@@ -22,16 +22,20 @@ PASSTHROUGH_HEADERS = (
     "x-codex-parent-thread-id", "x-codex-installation-id", "x-openai-subagent", "x-openai-memgen-request",
     "x-responsesapi-include-timing-metrics",
 )
+_PASSTHROUGH = frozenset(PASSTHROUGH_HEADERS)
 CREDENTIAL_HEADER = "authorization"
 
 
 def client_headers(headers: Mapping[str, str]) -> dict[str, str]:
     """The allowlisted headers the client sent (lower-cased names), plus its Authorization as a SecretStr
     (never printed) for tiers with forward_client_key; the executor decides which of these it sends."""
-    lowered = {k.lower(): v for k, v in headers.items()}
-    out = {name: lowered[name] for name in PASSTHROUGH_HEADERS if lowered.get(name)}
-    if lowered.get(CREDENTIAL_HEADER):
-        out[CREDENTIAL_HEADER] = SecretStr(lowered[CREDENTIAL_HEADER])
+    out: dict[str, str] = {}
+    for key, value in headers.items():  # one pass over what the client sent (a few headers), not the allowlist
+        name = key.lower()
+        if value and name in _PASSTHROUGH:
+            out[name] = value
+        elif value and name == CREDENTIAL_HEADER:
+            out[name] = SecretStr(value)
     return out
 
 

@@ -91,10 +91,10 @@ async def serve_chat(req: Request, wire: Wire, out: Sink,
         raw = await req.raw_body()
         work = req.rt.body_work
         heavy = work.heavy(len(raw))  # a large body is decoded, validated and hashed off the event loop
-        body = await work.run(heavy, decode_json, raw)
+        body = await work.run(decode_json, raw) if heavy else decode_json(raw)
         if prepare is not None:
             body = await prepare(body)
-        request = await work.run(heavy, wire.parse, body, req.headers)
+        request = await work.run(wire.parse, body, req.headers) if heavy else wire.parse(body, req.headers)
         request.query_string = req.scope.get("query_string", b"").decode("latin-1")
         controls = parse_controls(req.headers)
         partition = cache_partition(req.rt.partition_secret, req.headers)
@@ -108,8 +108,8 @@ async def serve_chat(req: Request, wire: Wire, out: Sink,
     sink = recorder.parsed(request, out)
     turn = ChatTurn(req.rt, request, controls, wire, sink, req.headers, partition)
     if heavy and turn.cache_on:
-        turn.key = await work.run(heavy, turn.cache_key)
-    with recorder.recording(turn.meta):
+        turn.key = await work.run(turn.cache_key)
+    try:
         if await turn.serve_from_cache():
             return  # an L0 hit waits on nothing external: no disconnect watcher needed
         # From here a client that leaves cancels everything the request started (upstream calls included).
@@ -117,6 +117,8 @@ async def serve_chat(req: Request, wire: Wire, out: Sink,
             nursery.start_soon(watch_disconnect, req.receive, nursery.cancel_scope)
             await turn.run()
             nursery.cancel_scope.cancel()
+    finally:
+        recorder.finished(turn.meta)
 
 
 async def root(req: Request) -> None:

@@ -10,7 +10,7 @@ import hmac
 import ipaddress
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from daari.config import ServerConfig
 from daari.errors import Forbidden, StartupError, Unauthorized, UnsupportedMediaType
@@ -25,6 +25,17 @@ class GuardPolicy:
     allowed_hosts: frozenset[str]  # host names without port; "*" allows any Host
     allowed_origins: frozenset[str]  # exact origins ("https://app.example"); empty: no browser may call
     token: str | None = None  # when set, every request carries it
+    # Host header value -> allowed: a client sends the same Host every time, so parse each value once.
+    _host_verdicts: dict[str, bool] = field(default_factory=dict, compare=False, repr=False)
+
+    def allows_host(self, host: str) -> bool:
+        verdict = self._host_verdicts.get(host)
+        if verdict is None:
+            verdict = "*" in self.allowed_hosts or host_name(host) in self.allowed_hosts
+            if len(self._host_verdicts) >= 256:  # bounded: a client cycling Host values cannot grow it
+                self._host_verdicts.clear()
+            self._host_verdicts[host] = verdict
+        return verdict
 
     @classmethod
     def from_config(cls, server: ServerConfig, environ: Mapping[str, str] | None = None) -> GuardPolicy:
@@ -69,7 +80,7 @@ def check_host(policy: GuardPolicy, headers: Mapping[str, str]) -> None:
     host = headers.get("host")
     if host is None:
         raise Forbidden("the request has no Host header")
-    if host_name(host) not in policy.allowed_hosts:
+    if not policy.allows_host(host):
         # A foreign name that resolves to this machine is how DNS rebinding reaches a local server.
         raise Forbidden(f"Host {host_name(host)!r} is not allowed; add it to server.allowed_hosts")
 
@@ -104,7 +115,10 @@ def check_json_body(method: str, headers: Mapping[str, str]) -> None:
     """A POST must say JSON: a web page can send text/plain or form bodies without asking (no preflight)."""
     if method != "POST":
         return
-    content_type = headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    content_type = headers.get("content-type", "")
+    if content_type == "application/json":  # what nearly every client sends, exactly
+        return
+    content_type = content_type.split(";", 1)[0].strip().lower()
     if content_type != "application/json" and not content_type.endswith("+json"):
         shown = content_type or "none"
         raise UnsupportedMediaType(f"the request body must be JSON (content-type: application/json), got {shown}")
@@ -154,8 +168,10 @@ def preflight_headers(headers: Mapping[str, str]) -> dict[str, str]:
             "access-control-allow-headers": requested, "access-control-max-age": "600"}
 
 
-def without_token(policy: GuardPolicy, headers: Mapping[str, str]) -> dict[str, str]:
+def without_token(policy: GuardPolicy, headers: dict[str, str]) -> dict[str, str]:
     """The headers the rest of daari sees: daari's own token removed, so it is never forwarded nor cached on."""
+    if TOKEN_HEADER not in headers and (policy.token is None or "authorization" not in headers):
+        return headers  # nothing of daari's in them: no copy
     out = {k: v for k, v in headers.items() if k != TOKEN_HEADER}
     if policy.token is not None and _bearer(out.get("authorization")) == policy.token:
         del out["authorization"]
