@@ -154,3 +154,16 @@ def test_models_and_config_and_health(client: openai.OpenAI) -> None:
     assert config["tiers"]["L3"]["executor"] == "openai"
     health = httpx.get(base + "/healthz")
     assert health.status_code == 200 and health.json()["status"] == "ok"
+
+
+def test_json_answers_declare_their_length(client: openai.OpenAI) -> None:
+    """A JSON body (a miss, a hit, an error) goes out with Content-Length, not chunk-framed."""
+    with httpx.Client(base_url=str(client.base_url)) as http:
+        answers = [http.post("chat/completions", json={"model": "m", "messages": [{"role": "user", "content": "hi"}]})
+                   for _ in range(2)]
+        answers.append(http.post("chat/completions", json={"model": "m"}))
+    assert [a.status_code for a in answers] == [200, 200, 400]
+    assert answers[1].headers["x-daari-cache"] == "hit"
+    for answer in answers:
+        assert "transfer-encoding" not in answer.headers
+        assert int(answer.headers["content-length"]) == len(answer.content) > 0

@@ -50,7 +50,7 @@ class ChatTurn:
         self.controls = controls
         self.wire = wire
         self.sink = sink
-        self.meta = Meta(agent_turn=is_agent_turn(request))
+        self.meta = Meta()  # agent_turn: from the L0 entry on a hit, else worked out in `run`
         self.started = time.perf_counter()
         self.renderer: StreamRenderer | None = None
         self.cache_on = rt.config.cache.l0.enabled and not controls.no_cache
@@ -85,6 +85,7 @@ class ChatTurn:
 
     async def run(self) -> None:
         """Everything after an L0 miss (steps 4-14)."""
+        self.meta.agent_turn = is_agent_turn(self.request)
         try:
             await self._route()
         except DaariError as err:
@@ -294,6 +295,7 @@ class ChatTurn:
         meta.confidence = entry.confidence
         # The classification made when the answer was stored: a hit does not classify again.
         meta.task_type, meta.rule_id, meta.ceiling = entry.task_type, entry.rule_id, entry.ceiling
+        meta.agent_turn = entry.agent_turn  # the same key is the same request: no need to scan its prompt again
         await self._deliver(entry.completion, self.wire.replay(entry.completion, self.request.stream))
 
     async def _deliver(self, completion: Completion, events: list[Event]) -> None:

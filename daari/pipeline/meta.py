@@ -8,7 +8,7 @@ from typing import Any
 from daari.protocol.chat import Usage
 
 
-@dataclass
+@dataclass(slots=True)
 class Attempt:
     tier: str
     outcome: str  # "accepted", "low_confidence", "failed", "skipped_no_tools"
@@ -16,7 +16,7 @@ class Attempt:
     error: str | None = None
 
 
-@dataclass
+@dataclass(slots=True)  # one per request: slots make it cheaper to build and read
 class Meta:
     tier: str | None = None
     task_type: str | None = None
