@@ -16,7 +16,7 @@ from typing import Any
 import trio
 
 from actors.hub import Hub
-from daari.observe.decision_log import DecisionLogStore, batch_payload
+from daari.observe.decision_log import DecisionLogStore, batch_values
 
 log = logging.getLogger("daari.decision_log")
 
@@ -88,8 +88,8 @@ class DecisionLogActor:
         rows = [self.to_row(decision) for decision in batch]
         try:
             for start in range(0, len(rows), self.batch):  # bounded transactions after a long interval
-                payload = batch_payload(rows[start:start + self.batch])
-                self.written += await trio.to_thread.run_sync(store.insert_payload, payload, limiter=self._sqlite)
+                values = batch_values(rows[start:start + self.batch])
+                self.written += await trio.to_thread.run_sync(store.insert_values, values, limiter=self._sqlite)
         except Exception:  # disk full, read-only: the log loses rows, requests go on
             log.warning("decision log write failed; %d rows lost", len(rows), exc_info=True)
             self._count_dropped(len(rows))

@@ -155,8 +155,8 @@ def test_pruning_keeps_the_newest_rows_within_age_and_count(tmp_path: Path) -> N
 
 
 def test_a_batch_round_trips_every_column_with_its_type(tmp_path: Path) -> None:
-    """A batch is written as one JSON array (one SQLite step): values come back exactly, types and NULLs kept,
-    and a second row with the same request id replaces the first."""
+    """A batch is written as a few multi-row statements: values come back exactly, types and NULLs kept, a row
+    with the same request id replaces the first, and a batch of any size (64-row statements and the rest) is whole."""
     from daari.observe.decision_log import COLUMNS, DecisionLogStore
 
     samples: dict[type, list[Any]] = {str: ["a'b\"c", "ünï 🙂", "x" * 3000], float: [0.1, 1e-08, 12345.678901],
@@ -172,3 +172,8 @@ def test_a_batch_round_trips_every_column_with_its_type(tmp_path: Path) -> None:
     store.close()
     assert back == [rows[0], rows[1], rows[3]]
     assert all(type(value) is type(rows[0][column]) for column, value in back[0].items())
+    store = DecisionLogStore(tmp_path / "d.sqlite")
+    many = [{**rows[0], "request_id": f"m{i}", "time": 10.0 + i} for i in range(203)]
+    assert store.insert(many) == 203
+    assert [r["request_id"] for r in store.rows_since(10)] == [f"m{i}" for i in range(203)]
+    store.close()
