@@ -3,6 +3,9 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.installed
+# `make bench` also compares the hit path and pass-through with daari at this revision (the commit before
+# issues 7-12); `make bench BENCH_VERSUS=` skips that part.
+BENCH_VERSUS ?= b076afb
 
 .PHONY: run test test-clients browser lint bench eval clean
 
@@ -45,7 +48,7 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	@command -v wrk >/dev/null || echo "wrk not found: using the Python load client (apt-get install wrk for the setup in docs/performance.md)"
-	HF_HUB_OFFLINE=1 $(PY) -m bench.run_all
+	HF_HUB_OFFLINE=1 $(PY) -m bench.run_all $(if $(BENCH_VERSUS),--versus $(BENCH_VERSUS))
 
 eval: $(STAMP)
 	HF_HUB_OFFLINE=1 $(VENV)/bin/daari eval routing

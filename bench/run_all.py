@@ -2,7 +2,8 @@
 
 Parts: a loopback calibration of the machine; the L0 hit path (daari vs a bare Hypercorn app); pass-through
 (daari vs the upstream directly); stream paths with escalation (TTFT and total vs the upstream directly);
-memory; where a hit's CPU goes. Ratios are within this one run.
+memory; where a hit's CPU goes; with `--versus REV`, the hit path and pass-through against daari at REV.
+Ratios are within this one run.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from bench import calibrate, escalation, hit_steps, l0_hit, memory, passthrough
+from bench import calibrate, escalation, hit_steps, l0_hit, memory, passthrough, versus
 from bench.load import tool_name
 from bench.report import Table, machine, print_tables
 from bench.servers import placement
@@ -48,6 +49,8 @@ def main() -> None:
     parser.add_argument("--streams", type=int, default=1000, help="open streams for the memory part")
     parser.add_argument("--wait-quiet", type=float, default=0.0, metavar="SECONDS",
                         help="first wait up to this long for the machine to be under 15%% busy")
+    parser.add_argument("--versus", metavar="REV", default=None,
+                        help="also compare the hit path and pass-through with daari at this git revision")
     args = parser.parse_args()
     started = time.monotonic()
     busy = cpu_busy_pct()
@@ -61,7 +64,9 @@ def main() -> None:
                        ("pass-through", lambda: passthrough.run(args.duration)),
                        ("escalation", lambda: escalation.run(args.requests)),
                        ("memory", lambda: memory.run(sizes=(max(1, args.streams // 10), args.streams))),
-                       ("hit steps", hit_steps.run)):
+                       ("hit steps", hit_steps.run),
+                       *([(f"versus {args.versus}", lambda: versus.run(args.versus, args.duration))]
+                         if args.versus else [])):
         part_start = time.monotonic()
         part_tables = part()
         print(f"[{name}: {time.monotonic() - part_start:.0f} s]", flush=True)

@@ -86,11 +86,11 @@ class Server:
 
 
 def _spawn(name: str, argv: list[str], log_dir: Path, cores: set[int] | None,
-           env: dict[str, str] | None = None) -> tuple[subprocess.Popen[bytes], Path]:
+           env: dict[str, str] | None = None, cwd: Path = ROOT) -> tuple[subprocess.Popen[bytes], Path]:
     log_path = log_dir / f"{name}.log"
     with open(log_path, "wb") as log:
         process = subprocess.Popen(
-            argv, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            argv, cwd=cwd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             env={**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1", **(env or {})},
         )
     if cores:
@@ -174,20 +174,22 @@ def bare_app(body: bytes, headers: list[tuple[str, str]], log_dir: Path,
 
 @contextlib.contextmanager
 def daari(config: dict[str, Any], log_dir: Path, *, cores: set[int] | None = None, ready_timeout_s: float = 60,
-          wait_models: bool = False, launcher: list[str] | None = None) -> Iterator[Server]:
+          wait_models: bool = False, launcher: list[str] | None = None, tree: Path | None = None) -> Iterator[Server]:
     """`daari serve --config <tmp yaml> --port N --data-dir <tmp>` as a subprocess.
 
-    `launcher` replaces the `daari` command (e.g. `python -m cProfile -o out -m daari` to profile it).
+    `launcher` replaces the `daari` command (e.g. `python -m cProfile -o out -m daari` to profile it); `tree`
+    serves another checkout of daari (`python -m daari` from there, first on PYTHONPATH) with this venv.
     """
     port = free_port()
     config_path = log_dir / f"daari-{port}.yaml"
     config_path.write_text(yaml.safe_dump(config))
     data_dir = log_dir / f"data-{port}"
-    argv = [str(Path(PYTHON).parent / "daari")] if (Path(PYTHON).parent / "daari").exists() \
+    argv = [str(Path(PYTHON).parent / "daari")] if (Path(PYTHON).parent / "daari").exists() and tree is None \
         else [PYTHON, "-m", "daari"]
+    env = {"DAARI_LOG_LEVEL": "WARNING", **({"PYTHONPATH": str(tree)} if tree is not None else {})}
     process, log_path = _spawn(f"daari-{port}", [
         *(launcher or argv), "serve", "--config", str(config_path), "--port", str(port),
-        "--data-dir", str(data_dir)], log_dir, cores, env={"DAARI_LOG_LEVEL": "WARNING"})
+        "--data-dir", str(data_dir)], log_dir, cores, env=env, cwd=tree or ROOT)
     server = Server("daari", f"http://{HOST}:{port}", process, log_path)
     try:
         # L1's embedding model loads in the background at start: measuring while it loads would charge its CPU

@@ -1,0 +1,102 @@
+"""`python -m bench.versus REV`: daari at git revision REV vs daari in this tree, back to back in one run.
+
+The L0 hit path and pass-through (cache off), each at 1 and 20 connections, against the same fake upstream and
+with the same load client. REV's tree is exported with `git archive` into a temporary directory and served by
+this venv's interpreter (`python -m daari` with that tree first on PYTHONPATH), so REV's dependencies must
+still import. The two servers take turns, `--rounds` times, and each row keeps its best round: interference
+from other work on the machine only ever lowers a figure. This is the check of issue 8's "no slower than
+before" (REV = b076afb, the commit before issues 7-12).
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import tarfile
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from bench.l0_hit import HEADERS, PATH, REQUEST, proxy_config, warm_hit
+from bench.load import Measured, measure, tool_name
+from bench.report import Table, print_tables, ratio
+from bench.servers import ROOT, daari, dumps, fake_upstream, server_core, workdir
+
+WARMUP_S = 2.0
+PATHS = ("L0 hit", "pass-through (no cache)")
+CONNECTIONS = (1, 20)
+
+
+@contextmanager
+def exported(rev: str) -> Iterator[Path]:
+    """REV's files (not a worktree: nothing to clean up in the repository)."""
+    with tempfile.TemporaryDirectory(prefix="daari-versus-") as tmp:
+        archive = Path(tmp) / "tree.tar"
+        subprocess.run(["git", "-C", str(ROOT), "archive", "--format=tar", "-o", str(archive), rev], check=True)
+        tree = Path(tmp) / "tree"
+        with tarfile.open(archive) as tar:
+            tar.extractall(tree, filter="data")
+        yield tree
+
+
+def measure_tree(tree: Path | None, upstream_url: str, log_dir: Path,
+                 duration_s: float) -> dict[tuple[str, int], Measured]:
+    """Both paths at both connection counts against one fresh daari served from `tree` (None: this tree)."""
+    out: dict[tuple[str, int], Measured] = {}
+    hit_body = dumps(REQUEST)
+    pass_body, no_cache = dumps({**REQUEST, "model": "good"}), {**HEADERS, "X-Daari-No-Cache": "true"}
+    with daari(proxy_config(upstream_url), log_dir, cores=server_core(), tree=tree) as proxy:
+        warm_hit(proxy)
+        for name, body, headers in (("L0 hit", hit_body, HEADERS), ("pass-through (no cache)", pass_body, no_cache)):
+            measure(proxy, PATH, body, headers, connections=20, duration_s=WARMUP_S)
+            for connections in CONNECTIONS:
+                out[(name, connections)] = measure(proxy, PATH, body, headers, connections=connections,
+                                                   duration_s=duration_s)
+    return out
+
+
+def best(runs: list[dict[tuple[str, int], Measured]], key: tuple[str, int]) -> Measured:
+    return max((run[key] for run in runs), key=lambda m: m.load.rps)
+
+
+def has_revision(rev: str) -> bool:
+    return subprocess.run(["git", "-C", str(ROOT), "cat-file", "-e", f"{rev}^{{commit}}"],
+                          capture_output=True).returncode == 0
+
+
+def run(rev: str, duration_s: float = 5.0, rounds: int = 2) -> list[Table]:
+    if not has_revision(rev):  # a shallow clone, or a tarball without history
+        skipped = Table(f"daari at {rev} vs this tree: not run", ["reason"])
+        skipped.add(f"revision {rev} is not in this repository (fetch the full history to compare)")
+        return [skipped]
+    baseline: list[dict[tuple[str, int], Measured]] = []
+    current: list[dict[tuple[str, int], Measured]] = []
+    with exported(rev) as tree, workdir() as tmp, fake_upstream("openai", tmp) as upstream:
+        for _ in range(rounds):
+            baseline.append(measure_tree(tree, upstream.url, tmp, duration_s))
+            current.append(measure_tree(None, upstream.url, tmp, duration_s))
+    table = Table(f"daari at {rev} vs this tree: req/s and daari's CPU per request (best of {rounds} turns each)",
+                  ["path", "connections", f"{rev} req/s", "this tree req/s", "this / " + rev,
+                   f"{rev} CPU us/req", "this tree CPU us/req"])
+    for name in PATHS:
+        for connections in CONNECTIONS:
+            before, after = best(baseline, (name, connections)), best(current, (name, connections))
+            table.add(name, connections, before.load.rps, after.load.rps, ratio(after.load.rps, before.load.rps),
+                      before.cpu_us_per_request, after.cpu_us_per_request)
+    table.notes.append(f"client: {tool_name()} (1 thread), {duration_s:g} s per row after a {WARMUP_S:g} s warm-up "
+                       "at 20 connections; the two servers took turns against the same fake OpenAI upstream")
+    return [table]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("rev", help="the git revision to compare with (e.g. b076afb)")
+    parser.add_argument("--duration", type=float, default=5.0, help="seconds per measured row")
+    parser.add_argument("--rounds", type=int, default=2, help="turns each server takes")
+    args = parser.parse_args()
+    print_tables(run(args.rev, args.duration, args.rounds))
+
+
+if __name__ == "__main__":
+    main()
