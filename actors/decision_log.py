@@ -16,7 +16,7 @@ from typing import Any
 import trio
 
 from actors.hub import Hub
-from daari.observe.decision_log import DecisionLogStore, batch_values
+from daari.observe.decision_log import DecisionLogStore, Values
 
 log = logging.getLogger("daari.decision_log")
 
@@ -24,7 +24,7 @@ PRUNE_EVERY_S = 600.0
 
 
 class DecisionLogActor:
-    def __init__(self, path: Path, hub: Hub[Any], to_row: Callable[[Any], dict[str, Any]], *,
+    def __init__(self, path: Path, hub: Hub[Any], to_row: Callable[[Any], Values], *,
                  buffer: int, batch: int, retention_s: float, max_rows: int, flush_s: float = 0.0,
                  on_dropped: Callable[[int], None] | None = None) -> None:
         self.path = path
@@ -88,8 +88,8 @@ class DecisionLogActor:
         rows = [self.to_row(decision) for decision in batch]
         try:
             for start in range(0, len(rows), self.batch):  # bounded transactions after a long interval
-                values = batch_values(rows[start:start + self.batch])
-                self.written += await trio.to_thread.run_sync(store.insert_values, values, limiter=self._sqlite)
+                self.written += await trio.to_thread.run_sync(store.insert_values, rows[start:start + self.batch],
+                                                              limiter=self._sqlite)
         except Exception:  # disk full, read-only: the log loses rows, requests go on
             log.warning("decision log write failed; %d rows lost", len(rows), exc_info=True)
             self._count_dropped(len(rows))

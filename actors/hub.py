@@ -1,8 +1,10 @@
-"""A fan-out hub: each published item goes to every subscriber's own bounded channel, never waiting.
+"""A fan-out hub: each published item goes to every subscriber's own bounded channel, never waiting, and
+to every attached synchronous handler.
 
 A subscriber that falls behind (its channel is full) is dropped and counted: publishing never blocks and
 never slows the publisher. A dropped subscription ends (its iteration stops) with `lagged` set, so a live
-tail can tell its client and subscribe again. Imports nothing from daari.
+tail can tell its client and subscribe again. Handlers (`attach`) are for microsecond bookkeeping (counters,
+a log line): called inside `publish`, with no queue and no task wake-up per item. Imports nothing from daari.
 """
 
 from __future__ import annotations
@@ -96,8 +98,28 @@ class Subscription(Generic[T]):
         self._send.close()
 
 
+class Attachment(Generic[T]):
+    """A handler attached to a hub (`Hub.attach`); `detach()` (or leaving its `with`) stops it."""
+
+    def __init__(self, hub: Hub[T], name: str, handle: Callable[[T], None]) -> None:
+        self.hub = hub
+        self.name = name
+        self.handle = handle
+
+    def detach(self) -> None:
+        self.hub._detach(self)
+
+    def __enter__(self) -> Attachment[T]:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.detach()
+
+
 class Hub(Generic[T]):
-    """Publish with `publish(item)` (synchronous, never blocks); subscribe with `subscribe(name, ...)`.
+    """Publish with `publish(item)` (synchronous, never blocks); subscribe with `subscribe(name, ...)`, or
+    `attach(name, handle)` a synchronous handler.
 
     `on_drop(name)` is called for every subscriber dropped because it fell behind or its filter raised
     (a metrics counter, typically); `dropped` counts the same by subscriber name.
@@ -109,6 +131,7 @@ class Hub(Generic[T]):
         self.published = 0
         self.dropped: Counter[str] = Counter()
         self._subscriptions: list[Subscription[T]] = []
+        self._attached: tuple[Attachment[T], ...] = ()  # replaced, never mutated: publish iterates it as is
         self._closed = False
 
     def subscribe(self, name: str, *, buffer: int | None = None,
@@ -121,24 +144,47 @@ class Hub(Generic[T]):
             self._subscriptions.append(subscription)
         return subscription
 
+    def attach(self, name: str, handle: Callable[[T], None]) -> Attachment[T]:
+        """Call `handle(item)` inside every `publish` from now on, until detached or the hub closes.
+
+        For handlers that take microseconds and never block (counters, a log line): no channel, no task, no
+        wake-up per item, which on a busy loop cost more than such a handler. Their time is the publisher's,
+        so anything slower (I/O, awaiting) subscribes instead. A handler that raises is logged and the item
+        skipped for it; it stays attached.
+        """
+        attachment = Attachment(self, name, handle)
+        if not self._closed:
+            self._attached = (*self._attached, attachment)
+        return attachment
+
     def publish(self, item: T) -> int:
-        """Offer `item` to every subscriber; returns how many are still subscribed. Never awaits."""
+        """Offer `item` to every subscriber and handler; returns how many are still subscribed. Never awaits."""
         self.published += 1
-        lagging: list[Subscription[T]] = []
+        for attachment in self._attached:
+            try:
+                attachment.handle(item)
+            except Exception:
+                log.exception("hub subscriber %s failed on an item", attachment.name)
+        lagging: list[Subscription[T]] | None = None
         for subscription in self._subscriptions:
             if not subscription._offer(item):
+                if lagging is None:
+                    lagging = []
                 lagging.append(subscription)
-        for subscription in lagging:
-            self._drop(subscription)
-        return len(self._subscriptions)
+        if lagging is not None:
+            for subscription in lagging:
+                self._drop(subscription)
+        return len(self._attached) + len(self._subscriptions)
 
     @property
     def subscribers(self) -> list[str]:
-        return [s.name for s in self._subscriptions]
+        """The names of the attached handlers, then of the subscriptions."""
+        return [a.name for a in self._attached] + [s.name for s in self._subscriptions]
 
     def close(self) -> None:
-        """End every subscription (each drains what it holds) and refuse new ones."""
+        """End every subscription (each drains what it holds), detach every handler and refuse new ones."""
         self._closed = True
+        self._attached = ()
         subscriptions, self._subscriptions = self._subscriptions, []
         for subscription in subscriptions:
             subscription._end()
@@ -154,6 +200,9 @@ class Hub(Generic[T]):
             if self.on_drop is not None:
                 self.on_drop(subscription.name)
 
+    def _detach(self, attachment: Attachment[T]) -> None:
+        self._attached = tuple(a for a in self._attached if a is not attachment)
+
     def _remove(self, subscription: Subscription[T]) -> None:
         try:
             self._subscriptions.remove(subscription)
@@ -166,8 +215,9 @@ async def follow(hub: Hub[T], name: str, handle: Callable[[T], Awaitable[None] |
                  task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
     """Run `handle` on every item until the hub closes; subscribe again after being dropped for lagging.
 
-    For in-process subscribers that must outlive a burst (log line, metrics). Start it with
-    `nursery.start(follow, ...)`: it is subscribed when `start` returns, so nothing published after is missed.
+    For in-process subscribers that must outlive a burst and may await (a handler that never awaits and
+    takes microseconds is cheaper attached: `Hub.attach`). Start it with `nursery.start(follow, ...)`: it is
+    subscribed when `start` returns, so nothing published after is missed.
     An exception from `handle` is logged and the item skipped: one bad item does not end the subscriber.
     """
     started = False

@@ -1,20 +1,24 @@
-"""daari's metrics through prometheus-client: counters and latency histograms, exposed at GET /metrics.
+"""daari's metrics: counters and latency histograms kept as plain numbers, exposed at GET /metrics through
+prometheus-client (a custom collector builds the families at scrape time).
 
 Callers name a metric and its labels (`metrics.inc("requests_total", tier="L3")`); each name is declared
-on first use with the label names it came with, in one registry per server. State that is read at scrape
-time (actor and breaker states) is passed to `render` as `Sample`s.
+on first use with the label names it came with, in one registry per server. Per-request callers hold the
+family instead (`metrics.counter(name, label_names).inc(values)`). State that is read at scrape time
+(actor and breaker states) is passed to `render` as `Sample`s.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from bisect import bisect_left
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import prometheus_client
-from prometheus_client import CollectorRegistry, Counter, Histogram
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client import CollectorRegistry
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
+from prometheus_client.utils import floatToGoString
 
 PREFIX = "daari_"
 CONTENT_TYPE = prometheus_client.CONTENT_TYPE_LATEST
@@ -50,7 +54,9 @@ HELP = {
     "breaker_consecutive_failures": "Consecutive failures the tier's circuit breaker has counted.",
 }
 
-prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]  # *_created series only add noise to a local proxy's page
+_UPPER_BOUNDS = (*(float(b) for b in LATENCY_BUCKETS), float("inf"))
+# The `le` label of each bucket, as prometheus-client writes it.
+_LE: tuple[str, ...] = tuple(floatToGoString(b) for b in _UPPER_BOUNDS)  # type: ignore[no-untyped-call]
 
 
 @dataclass(frozen=True)
@@ -63,33 +69,129 @@ class Sample:
     counter: bool = False
 
 
+class CounterFamily:
+    """One counter's series, keyed by label values (in `label_names` order); update with `inc`."""
+
+    __slots__ = ("name", "label_names", "values", "_shown")
+
+    def __init__(self, name: str, label_names: tuple[str, ...], shown: list[CounterFamily | HistogramFamily]) -> None:
+        self.name = name
+        self.label_names = label_names
+        self.values: dict[tuple[str, ...], float] = {}
+        self._shown = shown
+
+    def inc(self, values: tuple[str, ...], amount: float = 1) -> None:
+        """Add `amount` (never negative: the caller's promise, not checked on this path) to series `values`."""
+        counts = self.values
+        if values in counts:
+            counts[values] += amount
+        else:
+            self._first(values, amount)
+
+    def _first(self, values: tuple[str, ...], amount: float) -> None:
+        _check_arity(self.name, self.label_names, values)
+        if not self.values:
+            self._shown.append(self)
+        self.values[values] = 0.0 + amount
+
+    def collect(self) -> Metric:
+        family = CounterMetricFamily(PREFIX + self.name, _help(self.name), labels=self.label_names)
+        for values, value in list(self.values.items()):
+            family.add_metric(values, value)
+        return family
+
+
+class HistogramFamily:
+    """One latency histogram's series (LATENCY_BUCKETS), keyed by label values; update with `observe`."""
+
+    __slots__ = ("name", "label_names", "series", "_shown")
+
+    def __init__(self, name: str, label_names: tuple[str, ...], shown: list[CounterFamily | HistogramFamily]) -> None:
+        self.name = name
+        self.label_names = label_names
+        # Per series: the count of each bucket alone (not cumulative; +Inf last), then the sum of the values.
+        self.series: dict[tuple[str, ...], list[float]] = {}
+        self._shown = shown
+
+    def observe(self, values: tuple[str, ...], seconds: float) -> None:
+        counts = self.series.get(values)
+        if counts is None:
+            counts = self._first(values)
+        if seconds == seconds:  # NaN falls in no bucket (as in prometheus-client); it still goes into the sum
+            counts[bisect_left(_UPPER_BOUNDS, seconds)] += 1  # the first bucket whose bound is >= seconds
+        counts[-1] += seconds
+
+    def _first(self, values: tuple[str, ...]) -> list[float]:
+        _check_arity(self.name, self.label_names, values)
+        if not self.series:
+            self._shown.append(self)
+        counts = self.series[values] = [0] * len(_UPPER_BOUNDS) + [0.0]
+        return counts
+
+    def collect(self) -> Metric:
+        family = HistogramMetricFamily(PREFIX + self.name, _help(self.name), labels=self.label_names)
+        for values, counts in list(self.series.items()):
+            cumulative, buckets = 0.0, []
+            for le, count in zip(_LE, counts, strict=False):
+                cumulative += count
+                buckets.append((le, cumulative))
+            family.add_metric(values, buckets, counts[-1])
+        return family
+
+
 class Metrics:
+    """Every counter and histogram of one server, exposed through prometheus-client at scrape time.
+
+    Counts are plain numbers in dicts keyed by label values, updated on the event loop thread (every caller
+    is on it): no lock and no prometheus-client child per update, which cost the L0 hit path microseconds
+    a metric. `counter`/`histogram` hand a per-request caller the family to update by a label-value tuple;
+    `inc`/`observe` name the metric and its labels.
+    """
+
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
-        self._counters: dict[str, tuple[Counter, tuple[str, ...]]] = {}
-        self._histograms: dict[str, tuple[Histogram, tuple[str, ...]]] = {}
-        # The labelled child of each (name, labels) seen: prometheus-client's labels() costs a few us, and
-        # every request counts several metrics (the L0 hit path included).
-        self._children: dict[tuple[str, tuple[tuple[str, str], ...]], Any] = {}
+        self._counters: dict[str, CounterFamily] = {}
+        self._histograms: dict[str, HistogramFamily] = {}
+        # Families in the order their first series appeared: the page lists them so, as prometheus-client's
+        # metrics declared on first use did.
+        self._shown: list[CounterFamily | HistogramFamily] = []
+        # (kind:name, labels as passed) -> (family, label values in its order): `inc` without sorting names.
+        self._series: dict[tuple[str, tuple[tuple[str, str], ...]], tuple[Any, tuple[str, ...]]] = {}
+        self.registry.register(_FamilyCollector(self._shown))
+
+    def counter(self, name: str, label_names: tuple[str, ...] = ()) -> CounterFamily:
+        """Counter `name` with `label_names` (sorted); its `inc(values, amount)` takes values in that order."""
+        family = self._counters.get(name)
+        if family is None:
+            _check_sorted(name, label_names)
+            family = self._counters[name] = CounterFamily(name, label_names, self._shown)
+        _check_labels(name, family.label_names, label_names)
+        return family
+
+    def histogram(self, name: str, label_names: tuple[str, ...] = ()) -> HistogramFamily:
+        """Latency histogram `name` (seconds) with `label_names` (sorted); `observe(values, seconds)`."""
+        family = self._histograms.get(name)
+        if family is None:
+            _check_sorted(name, label_names)
+            family = self._histograms[name] = HistogramFamily(name, label_names, self._shown)
+        _check_labels(name, family.label_names, label_names)
+        return family
 
     def inc(self, name: str, amount: float = 1, **labels: str) -> None:
-        key = (name, tuple(labels.items()))
-        child = self._children.get(key)
-        if child is None:
-            counter, names = self._counters.get(name) or self._declare_counter(name, labels)
-            _check_labels(name, names, labels)
-            child = self._children[key] = counter.labels(**labels) if names else counter
-        child.inc(amount)
+        if amount < 0:
+            raise ValueError("Counters can only be incremented by non-negative amounts.")
+        found = self._series.get(("counter:" + name, tuple(labels.items())))
+        if found is None:
+            found = self._series[("counter:" + name, tuple(labels.items()))] = self._find(self.counter, name, labels)
+        found[0].inc(found[1], amount)
 
     def observe(self, name: str, value: float, **labels: str) -> None:
         """A latency (seconds) into histogram `name`."""
-        key = ("histogram:" + name, tuple(labels.items()))
-        child = self._children.get(key)
-        if child is None:
-            histogram, names = self._histograms.get(name) or self._declare_histogram(name, labels)
-            _check_labels(name, names, labels)
-            child = self._children[key] = histogram.labels(**labels) if names else histogram
-        child.observe(value)
+        found = self._series.get(("histogram:" + name, tuple(labels.items())))
+        if found is None:
+            found = self._series[("histogram:" + name, tuple(labels.items()))] = self._find(
+                self.histogram, name, labels)
+        found[0].observe(found[1], value)
 
     def value(self, name: str, **labels: str) -> float:
         """The current value of a counter (0 when never counted): for tests and benchmarks."""
@@ -106,26 +208,39 @@ class Metrics:
             text += prometheus_client.generate_latest(scrape)
         return text
 
-    def _declare_counter(self, name: str, labels: dict[str, str]) -> tuple[Counter, tuple[str, ...]]:
+    @staticmethod
+    def _find(declare: Callable[[str, tuple[str, ...]], Any], name: str,
+              labels: dict[str, str]) -> tuple[Any, tuple[str, ...]]:
         names = tuple(sorted(labels))
-        counter = Counter(PREFIX + name, _help(name), names, registry=self.registry)
-        self._counters[name] = (counter, names)
-        return counter, names
+        return declare(name, names), tuple(str(labels[n]) for n in names)
 
-    def _declare_histogram(self, name: str, labels: dict[str, str]) -> tuple[Histogram, tuple[str, ...]]:
-        names = tuple(sorted(labels))
-        histogram = Histogram(PREFIX + name, _help(name), names, registry=self.registry, buckets=LATENCY_BUCKETS)
-        self._histograms[name] = (histogram, names)
-        return histogram, names
+
+class _FamilyCollector(Collector):
+    def __init__(self, shown: list[CounterFamily | HistogramFamily]) -> None:
+        self.shown = shown
+
+    def collect(self) -> Iterator[Metric]:
+        for family in list(self.shown):
+            yield family.collect()
 
 
 def _help(name: str) -> str:
     return HELP.get(name, f"daari {name.replace('_', ' ')}")
 
 
-def _check_labels(name: str, declared: tuple[str, ...], labels: dict[str, str]) -> None:
-    if tuple(sorted(labels)) != declared:
-        raise ValueError(f"metric {name} has labels {list(declared)}, got {sorted(labels)}")
+def _check_labels(name: str, declared: tuple[str, ...], names: tuple[str, ...]) -> None:
+    if names != declared:
+        raise ValueError(f"metric {name} has labels {list(declared)}, got {list(names)}")
+
+
+def _check_sorted(name: str, names: tuple[str, ...]) -> None:
+    if list(names) != sorted(names):
+        raise ValueError(f"metric {name}: label names must be sorted (the page lists them so), got {list(names)}")
+
+
+def _check_arity(name: str, names: tuple[str, ...], values: tuple[str, ...]) -> None:
+    if len(values) != len(names):
+        raise ValueError(f"metric {name} has labels {list(names)}, got values {list(values)}")
 
 
 class _SampleCollector(Collector):

@@ -30,3 +30,19 @@ def estimate_cost(pricing: PricingConfig, tier: str | None, model: str | None, p
 def frontier_cost(pricing: PricingConfig, prompt_tokens: int, completion_tokens: int) -> float:
     """The same request answered at L6 (at L6's tier price: the model L6 would use is not known here)."""
     return estimate_cost(pricing, FRONTIER, None, prompt_tokens, completion_tokens)
+
+
+def answer_costs(pricing: PricingConfig, tier: str | None, model: str | None, prompt_tokens: int,
+                 completion_tokens: int) -> tuple[float, float]:
+    """`estimate_cost` and `frontier_cost` of one answer in one call (both are priced for every decision)."""
+    if not prompt_tokens and not completion_tokens:  # a refusal, a rule's or tool's answer: nothing to price
+        return 0.0, 0.0
+    price = pricing.models.get(model) if model is not None else None
+    if price is None and tier is not None:
+        price = pricing.tiers.get(tier)
+    actual = 0.0 if price is None else (
+        prompt_tokens * price.input_per_mtok + completion_tokens * price.output_per_mtok) / 1_000_000
+    frontier = pricing.tiers.get(FRONTIER)
+    at_frontier = 0.0 if frontier is None else (
+        prompt_tokens * frontier.input_per_mtok + completion_tokens * frontier.output_per_mtok) / 1_000_000
+    return actual, at_frontier

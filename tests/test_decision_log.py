@@ -135,8 +135,10 @@ class Row:
     def __init__(self, request_id: str) -> None:
         self.request_id = request_id
 
-    def row(self) -> dict[str, Any]:
-        return {"request_id": self.request_id, "time": 1.0}
+    def row(self) -> tuple[Any, ...]:  # values in column order, as the writer binds them
+        from daari.observe.decision_log import COLUMNS
+
+        return (self.request_id, 1.0, *[None] * (len(COLUMNS) - 2))
 
 
 def test_pruning_keeps_the_newest_rows_within_age_and_count(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ import trio.testing
 from actors.hub import Hub
 from daari.metrics import Metrics
 from daari.pipeline.decision import RequestFacts, RoutingDecision, decide
-from daari.pipeline.decision_subscribers import start_decision_subscribers
+from daari.pipeline.decision_subscribers import attach_decision_subscribers
 from daari.pipeline.decision_summary import DecisionSummary, log_summaries
 from daari.pipeline.meta import Meta
 from tests.fakes.openai_upstream import FakeOpenAI
@@ -46,8 +46,8 @@ async def test_summary_is_logged_every_interval(caplog: pytest.LogCaptureFixture
     hub: Hub[RoutingDecision] = Hub()
     summary = DecisionSummary()
     async with trio.open_nursery() as nursery:
-        # As serve.py wires it: the summary counts on the hub's shared in-process subscription.
-        await start_decision_subscribers(nursery, hub, Metrics(), [summary.add])
+        # As serve.py wires it: the summary counts in the hub's attached in-process handler.
+        attach_decision_subscribers(hub, Metrics(), [summary.add])
         nursery.start_soon(log_summaries, summary, 30.0)
         hub.publish(decision("L0", "hit"))
         await trio.sleep(31)

@@ -6,8 +6,9 @@ import json
 from typing import Any
 
 from daari.config import PricingConfig
-from daari.pipeline.decision import RoutingDecision
-from daari.pricing import estimate_cost, frontier_cost
+from daari.observe.decision_log import COLUMNS, Values
+from daari.pipeline.decision import AttemptRecord, RoutingDecision
+from daari.pricing import answer_costs
 
 
 def l1_verdict(details: dict[str, Any]) -> str | None:
@@ -22,28 +23,43 @@ def l1_verdict(details: dict[str, Any]) -> str | None:
     return None
 
 
-def decision_row(decision: RoutingDecision, pricing: PricingConfig) -> dict[str, Any]:
-    details = decision.details
+def decision_values(decision: RoutingDecision, pricing: PricingConfig) -> Values:
+    """The row's values in `COLUMNS` order (what the writer binds). Runs on the event loop for every
+    request, so the common case (no details, no attempts, a free answer) does no work it need not."""
     prompt_tokens = decision.prompt_tokens or 0
     completion_tokens = decision.completion_tokens or 0
-    answered = decision.tier is not None and decision.error is None
-    actual = (estimate_cost(pricing, decision.tier, decision.model, prompt_tokens, completion_tokens)
-              if answered else 0.0)
-    at_l6 = frontier_cost(pricing, prompt_tokens, completion_tokens) if answered else 0.0
-    similarity = details.get("similarity")
-    return {
-        "request_id": decision.request_id, "time": decision.time, "protocol": decision.protocol,
-        "client": decision.client, "model": decision.model_requested, "stream": int(decision.stream),
-        "tier": decision.tier, "task_type": decision.task_type, "rule_id": decision.rule_id,
-        "cache": decision.cache, "cache_level": decision.tier if decision.tier in ("L0", "L1") else None,
-        "similarity": float(similarity) if isinstance(similarity, int | float) else None,
-        "verdict": l1_verdict(details),
-        "escalated_from": ",".join(decision.escalated_from) or None,
-        "attempts": json.dumps([{"tier": a.tier, "outcome": a.outcome, "confidence": a.confidence,
-                                 "error": a.error} for a in decision.attempts], separators=(",", ":")),
-        "agent_turn": int(decision.agent_turn), "latency_ms": decision.latency_ms, "ttft_ms": decision.ttft_ms,
-        "input_tokens": prompt_tokens, "output_tokens": completion_tokens,
-        "cost_usd": round(actual, 8), "cost_l6_usd": round(at_l6, 8), "saved_usd": round(at_l6 - actual, 8),
-        "status": decision.status, "error": decision.error,
-        "prompt_hash": decision.prompt_hash, "prompt": decision.prompt,
-    }
+    tier = decision.tier
+    cost, cost_l6, saved = 0.0, 0.0, 0.0
+    if tier is not None and decision.error is None:
+        actual, at_l6 = answer_costs(pricing, tier, decision.model, prompt_tokens, completion_tokens)
+        if at_l6:
+            cost_l6 = saved = round(at_l6, 8)  # at_l6 - 0.0 is at_l6
+        if actual:
+            cost, saved = round(actual, 8), round(at_l6 - actual, 8)
+    details = decision.details
+    similarity: float | None = None
+    verdict: str | None = None
+    if details:
+        found = details.get("similarity")
+        similarity = float(found) if isinstance(found, int | float) else None
+        verdict = l1_verdict(details)
+    return (
+        decision.request_id, decision.time, decision.protocol, decision.client, decision.model_requested,
+        int(decision.stream), tier, decision.task_type, decision.rule_id, decision.cache,
+        tier if tier == "L0" or tier == "L1" else None, similarity, verdict,
+        ",".join(decision.escalated_from) or None,
+        attempts_json(decision.attempts) if decision.attempts else "[]",
+        int(decision.agent_turn), decision.latency_ms, decision.ttft_ms, prompt_tokens, completion_tokens,
+        cost, cost_l6, saved, decision.status, decision.error, decision.prompt_hash, decision.prompt,
+    )
+
+
+def attempts_json(attempts: tuple[AttemptRecord, ...]) -> str:
+    """The `attempts` column: the tiers tried, as compact JSON."""
+    return json.dumps([{"tier": a.tier, "outcome": a.outcome, "confidence": a.confidence, "error": a.error}
+                       for a in attempts], separators=(",", ":"))
+
+
+def decision_row(decision: RoutingDecision, pricing: PricingConfig) -> dict[str, Any]:
+    """The row as a dict of column -> value."""
+    return dict(zip(COLUMNS, decision_values(decision, pricing), strict=True))

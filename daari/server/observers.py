@@ -11,7 +11,7 @@ import trio
 
 from actors.decision_log import DecisionLogActor
 from daari.datadir import load_secret
-from daari.observe.decision_row import decision_row
+from daari.observe.decision_row import decision_values
 from daari.pipeline.decision import RoutingDecision
 from daari.pipeline.runtime import Runtime
 from daari.server.observe_routes import decisions_path
@@ -30,8 +30,8 @@ async def start_observers(nursery: trio.Nursery, rt: Runtime) -> None:
     if config.log.decisions:
         pricing = config.pricing
 
-        def to_row(decision: RoutingDecision) -> dict[str, object]:
-            return decision_row(decision, pricing)
+        def to_row(decision: RoutingDecision) -> tuple[object, ...]:  # values in column order
+            return decision_values(decision, pricing)
 
         writer = DecisionLogActor(
             decisions_path(config.data_dir), rt.decisions, to_row, buffer=config.log.queue_size,

@@ -28,7 +28,7 @@ from daari.executors.registry import make_executors
 from daari.metrics import Metrics
 from daari.observe.metrics_subscriber import ObservedMetrics
 from daari.pipeline.body_work import BodyWork
-from daari.pipeline.decision_subscribers import start_decision_subscribers
+from daari.pipeline.decision_subscribers import attach_decision_subscribers
 from daari.pipeline.decision_summary import DecisionSummary, log_summaries
 from daari.pipeline.runtime import Runtime
 from daari.redact import redact_url
@@ -106,13 +106,13 @@ async def run_server(config: Config, *, handle_signals: bool = False,
     shutdown = rt.stopping  # live tails close on it rather than holding the grace period
     async with trio.open_nursery() as actors:
         await table.start(actors, health)
-        # The cheap in-process handlers share one hub subscription; the decision log and tails have their own.
+        # The cheap in-process handlers are attached to the hub as one; the decision log and tails subscribe.
         handlers = [ObservedMetrics(rt.metrics, config.pricing).observe]
         if config.log.summary_interval_s > 0:
             summary = DecisionSummary()
             handlers.append(summary.add)
             actors.start_soon(log_summaries, summary, config.log.summary_interval_s)
-        await start_decision_subscribers(actors, rt.decisions, rt.metrics, handlers)
+        attach_decision_subscribers(rt.decisions, rt.metrics, handlers)
         await start_observers(actors, rt)
         if config.cache.l1.enabled:
             rt.shortcuts["L1"] = l1_tier(rt, table, shared)
