@@ -1,7 +1,9 @@
-"""The fan-out hub: every subscriber gets its own bounded channel; a slow one is dropped, never waited for."""
+"""The fan-out hub: every subscriber gets its own bounded channel; a slow one is dropped, never waited for.
+Attached handlers run inside `publish`."""
 
 from __future__ import annotations
 
+import pytest
 import trio
 import trio.testing
 
@@ -91,3 +93,36 @@ async def test_follow_resubscribes_after_lagging_and_ends_when_the_hub_closes() 
         await trio.testing.wait_all_tasks_blocked()
         hub.close()
     assert seen == [0, 1, 2, 9]
+
+
+def test_attached_handlers_run_inside_publish_and_one_that_raises_stays_attached(
+        caplog: pytest.LogCaptureFixture) -> None:
+    hub: Hub[int] = Hub()
+    seen: list[int] = []
+
+    def picky(item: int) -> None:
+        if item == 1:
+            raise RuntimeError("bad item")
+        seen.append(item)
+
+    attached = hub.attach("picky", picky)
+    with hub.attach("counter", lambda item: seen.append(-item)):
+        for i in range(3):
+            assert hub.publish(i) == 2
+        assert seen == [0, 0, -1, 2, -2]  # synchronous: done when publish returns, the bad item skipped
+        assert hub.subscribers == ["picky", "counter"]
+    assert "hub subscriber picky failed on an item" in caplog.text and not hub.dropped
+    assert hub.subscribers == ["picky"]  # the `with` detached "counter"
+    attached.detach()
+    hub.publish(5)
+    assert seen == [0, 0, -1, 2, -2]
+
+
+def test_closing_the_hub_detaches_its_handlers() -> None:
+    hub: Hub[int] = Hub()
+    seen: list[int] = []
+    hub.attach("a", seen.append)
+    hub.close()
+    hub.attach("late", seen.append)
+    hub.publish(1)
+    assert seen == [] and hub.subscribers == []

@@ -1,6 +1,6 @@
 """Start the decision log writer, the decision hub's observability subscriber with its own task.
 
-(The watcher metrics are an in-process handler on the hub's shared subscription: see serve.py.)"""
+(The watcher metrics are an in-process handler attached to the hub: see serve.py.)"""
 
 from __future__ import annotations
 
