@@ -32,7 +32,7 @@ from daari.errors import (
 from daari.executors.base import Emit
 from daari.executors.http_upstream import (
     HttpUpstream,
-    endpoint,
+    endpoint_url,
     request_never_arrived,
     response_started,
     retry_after_seconds,
@@ -80,8 +80,8 @@ class OpenAIExecutor(HttpUpstream):
     supports_tools = True
 
     @property
-    def url(self) -> str:
-        return endpoint(self.config.base_url or "", "/chat/completions")
+    def url(self) -> httpx.URL:
+        return endpoint_url(self.config.base_url or "", "/chat/completions")
 
     def status(self) -> dict[str, Any]:
         return {"base_url": redact_url(self.config.base_url or ""), "model": self.config.model,

@@ -17,7 +17,7 @@ import httpx
 
 from daari.errors import UpstreamError
 from daari.executors.base import Emit
-from daari.executors.http_upstream import endpoint, response_started
+from daari.executors.http_upstream import endpoint_url, response_started
 from daari.executors.openai_compat import OpenAIExecutor
 from daari.jsonio import dumps, loads
 from daari.protocol.chat import ChatRequest
@@ -33,8 +33,8 @@ class OpenAIResponsesExecutor(OpenAIExecutor):
     kind = "openai_responses"
 
     @property
-    def url(self) -> str:
-        return endpoint(self.config.base_url or "", "/responses")
+    def url(self) -> httpx.URL:
+        return endpoint_url(self.config.base_url or "", "/responses")
 
     async def generate(self, request: ChatRequest, emit: Emit) -> None:
         body = to_responses_body(request, self.config.model or request.model, request.stream)
