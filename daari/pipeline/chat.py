@@ -67,7 +67,7 @@ class ChatTurn:
         try:
             if not self.cache_on:
                 return False  # no key needed: nothing is read or stored
-            self.key = self.key or self.cache_key()  # precomputed on a worker thread for a large body
+            self.key = self.key or self.cache_key()  # the server usually has it already (pipeline/request_key.py)
             entry = await self.cache.get(self.key)
             if entry is None:
                 return False

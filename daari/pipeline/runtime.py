@@ -9,6 +9,7 @@ import trio
 
 from actors.hub import Hub
 from actors.runtime import Address, Health
+from daari.cache.key_memo import L0KeyMemo
 from daari.cache.l0_memory import L0Memory
 from daari.config import Config
 from daari.metrics import Metrics
@@ -36,6 +37,8 @@ class Runtime:
     # One RoutingDecision per request is published here (pipeline/record.py); subscribers: log line,
     # metrics (pipeline/decision_subscribers.py), decision log, live tail, shadow sampler.
     decisions: Hub[RoutingDecision] = field(default_factory=lambda: Hub(default_buffer=256))
+    # L0 keys by the exact request bytes (cache/key_memo.py): a body sent again is not canonicalized again.
+    key_memo: L0KeyMemo = field(default_factory=L0KeyMemo)
     # Decoding, validating and hashing large request bodies on worker threads (server.thread_parse_bytes).
     body_work: BodyWork = field(default_factory=lambda: BodyWork(256 * 1024))
     # The HMAC key of the cache partitions when a tier forwards client keys; None: one shared partition.

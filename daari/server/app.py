@@ -26,6 +26,7 @@ from daari.pipeline.chat import ChatTurn
 from daari.pipeline.controls import parse_controls
 from daari.pipeline.l1_tier import SemanticTier
 from daari.pipeline.record import DecisionRecorder
+from daari.pipeline.request_key import request_key
 from daari.pipeline.runtime import Runtime
 from daari.pipeline.sink import Sink
 from daari.protocol import anthropic_render, openai_render
@@ -107,8 +108,8 @@ async def serve_chat(req: Request, wire: Wire, out: Sink,
         raise
     sink = recorder.parsed(request, out)
     turn = ChatTurn(req.rt, request, controls, wire, sink, req.headers, partition)
-    if heavy and turn.cache_on:
-        turn.key = await work.run(turn.cache_key)
+    if turn.cache_on:
+        turn.key = await request_key(rt, turn, raw if prepare is None else None, heavy)
     try:
         if await turn.serve_from_cache():
             return  # an L0 hit waits on nothing external: no disconnect watcher needed
