@@ -18,6 +18,7 @@ import httpx
 import trio
 
 from daari.executors.base import Emit, Executor
+from daari.executors.http_pool import use_linear_pool
 from daari.protocol.events import KeepAlive
 
 
@@ -40,6 +41,7 @@ class HttpUpstream(Executor):
                 timeout=httpx.Timeout(connect=self.config.timeouts.connect_s, read=None, write=None, pool=None),
                 limits=httpx.Limits(max_connections=concurrency * 2, max_keepalive_connections=concurrency),
             )
+            use_linear_pool(self._client)  # httpcore's pool bookkeeping grew with the square of its size
         return self._client
 
     @property

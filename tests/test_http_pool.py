@@ -1,0 +1,142 @@
+"""LinearPool makes httpcore's pool decisions (reuse, keep-alive limit, expiry, server-closed sockets) over real
+loopback connections; only its cost and when unused expired connections close differ."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from functools import partial
+
+import httpcore
+import httpx
+import trio
+
+from daari.executors.http_pool import LinearPool, use_linear_pool
+
+RESPONSE = b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 2\r\n\r\nok"
+
+
+class TinyServer:
+    """An HTTP/1.1 server on 127.0.0.1 that answers every request with "ok" and counts connections; with
+    `close_after_answer` it closes each connection right after answering (no `Connection: close`), as a server
+    whose keep-alive timeout passed does."""
+
+    def __init__(self, close_after_answer: bool = False) -> None:
+        self.close_after_answer = close_after_answer
+        self.connections = 0
+        self.url = ""
+
+    async def handle(self, stream: trio.SocketStream) -> None:
+        self.connections += 1
+        buffer = b""
+        async with stream:
+            while True:
+                while b"\r\n\r\n" not in buffer:
+                    data = await stream.receive_some(65536)
+                    if not data:
+                        return
+                    buffer += data
+                _, buffer = buffer.split(b"\r\n\r\n", 1)  # the tests send bodiless GETs
+                await stream.send_all(RESPONSE)
+                if self.close_after_answer:
+                    return
+
+
+@asynccontextmanager
+async def tiny_server(close_after_answer: bool = False) -> AsyncIterator[TinyServer]:
+    server = TinyServer(close_after_answer)
+    async with trio.open_nursery() as nursery:
+        listeners = await nursery.start(partial(trio.serve_tcp, server.handle, 0, host="127.0.0.1"))
+        server.url = f"http://127.0.0.1:{listeners[0].socket.getsockname()[1]}/"
+        yield server
+        nursery.cancel_scope.cancel()
+
+
+def pool_of(client: httpx.AsyncClient) -> httpcore.AsyncConnectionPool:
+    pool = client._transport._pool  # type: ignore[attr-defined]
+    assert isinstance(pool, httpcore.AsyncConnectionPool)
+    return pool
+
+
+async def burst(client: httpx.AsyncClient, url: str, count: int) -> None:
+    async def one() -> None:
+        assert (await client.get(url)).text == "ok"
+
+    async with trio.open_nursery() as nursery:
+        for _ in range(count):
+            nursery.start_soon(one)
+
+
+async def test_a_default_client_gets_the_linear_pool_and_a_proxy_pool_stays_as_it_is() -> None:
+    async with httpx.AsyncClient() as client:
+        assert use_linear_pool(client)
+        assert type(pool_of(client)) is LinearPool
+    proxy_transport = httpx.AsyncHTTPTransport(proxy="http://127.0.0.1:9")
+    async with httpx.AsyncClient(transport=proxy_transport) as proxied:
+        assert not use_linear_pool(proxied)
+        assert type(proxy_transport._pool) is httpcore.AsyncHTTPProxy
+
+
+async def test_same_connections_as_httpcore_through_bursts_and_the_keep_alive_limit() -> None:
+    """A burst of 6 opens 6 connections; afterwards idle ones close while more than 2 (the keep-alive limit)
+    remain; sequential requests then reuse one of those, with either pool."""
+    figures = []
+    for linear in (False, True):
+        async with tiny_server() as server, httpx.AsyncClient(
+                limits=httpx.Limits(max_connections=8, max_keepalive_connections=2)) as client:
+            if linear:
+                assert use_linear_pool(client)
+            await burst(client, server.url, 6)
+            after_burst = server.connections
+            for _ in range(5):
+                assert (await client.get(server.url)).text == "ok"
+            figures.append((after_burst, server.connections, len(pool_of(client).connections)))
+    assert figures[0] == figures[1]
+    assert figures[1] == (6, 6, 2)
+
+
+async def test_a_full_pool_waits_for_a_connection_instead_of_opening_more() -> None:
+    async with tiny_server() as server, httpx.AsyncClient(
+            limits=httpx.Limits(max_connections=3, max_keepalive_connections=3)) as client:
+        assert use_linear_pool(client)
+        await burst(client, server.url, 12)
+        assert server.connections == 3
+
+
+async def test_an_idle_connection_the_server_closed_is_never_reused() -> None:
+    """Between sweeps the connection about to be reused is still checked: the request goes on a new one
+    instead of failing on a dead socket."""
+    async with tiny_server(close_after_answer=True) as server, httpx.AsyncClient() as client:
+        assert use_linear_pool(client)
+        pool = pool_of(client)
+        assert isinstance(pool, LinearPool)
+        pool.sweep_interval_s = 3600.0
+        for _ in range(4):
+            assert (await client.get(server.url)).text == "ok"
+            await trio.sleep(0.05)  # the server's close reaches our socket
+        assert server.connections == 4
+
+
+async def test_expired_idle_connections_close_at_the_next_sweep() -> None:
+    """Idle connections to an origin nobody asks any more close once a sweep runs, not on every pass."""
+    async with tiny_server() as first, tiny_server() as second, httpx.AsyncClient(
+            limits=httpx.Limits(keepalive_expiry=0.0)) as client:
+        assert use_linear_pool(client)
+        pool = pool_of(client)
+        assert isinstance(pool, LinearPool)
+        pool.sweep_interval_s = 3600.0
+        await burst(client, first.url, 3)
+        pool._next_sweep = float("inf")  # no sweep for now
+        assert (await client.get(second.url)).text == "ok"
+        to_first = [c for c in pool.connections if c.can_handle_request(_origin(first.url))]
+        assert len(to_first) == 3  # the first server's expired connections wait for a sweep
+        pool._next_sweep = 0.0
+        assert (await client.get(second.url)).text == "ok"
+        assert not any(c.can_handle_request(_origin(first.url)) for c in pool.connections)
+        assert all(c.is_closed() for c in to_first)
+
+
+def _origin(url: str) -> httpcore.Origin:
+    parsed = httpx.URL(url)
+    assert parsed.port is not None
+    return httpcore.Origin(b"http", parsed.host.encode(), parsed.port)
