@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from daari.cpu_budget import MODEL_LOADING, inference_slot
 from daari.errors import DaariError, ModelNotInstalled
+from daari.heap import freeze_long_lived
 from daari.models import SMOLLM2_PACKAGE, ModelPackage, locate
 from daari.protocol.chat import FinishReason
 
@@ -73,7 +74,9 @@ def _silence_transformers() -> None:
 
 def _load_from(gguf_path: Any) -> LoadedModel:
     with MODEL_LOADING:  # never beside another thread's transformers import (daari/cpu_budget.py)
-        return _load_unlocked(gguf_path)
+        loaded = _load_unlocked(gguf_path)
+    freeze_long_lived("embedded model")
+    return loaded
 
 
 def _load_unlocked(gguf_path: Any) -> LoadedModel:

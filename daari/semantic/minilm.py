@@ -16,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from daari.cpu_budget import MODEL_LOADING, inference_slot
+from daari.heap import freeze_long_lived
 from daari.models import minilm_dir
 
 MAX_TOKENS = 256  # the model's trained sequence length; word pieces past it are cut off
@@ -81,4 +82,5 @@ def load_minilm() -> MiniLM:
             model.eval()
             _loaded = MiniLM(tokenizer, model)
             load_seconds = time.perf_counter() - started
+            freeze_long_lived("embedding model")  # its ~300,000 objects stay for good
         return _loaded
