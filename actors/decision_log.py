@@ -1,7 +1,8 @@
 """DecisionLogActor: the one writer of the decision log; a decision hub subscriber that writes in batches.
 
-It never slows a request: it reads its own bounded hub subscription, and when it falls behind the hub drops
-it; it subscribes again at once and counts the decisions it missed as dropped rows.
+It never slows a request: attached to the hub, it turns each decision into its row at once and queues it,
+bounded; when it falls behind (`buffer` rows waiting) further decisions are dropped and counted until it takes
+the batch, and the hub counts it as a dropped subscriber. A channel and a task wake-up per decision cost more.
 """
 
 from __future__ import annotations
@@ -40,6 +41,10 @@ class DecisionLogActor:
         self.dropped = 0
         self._sqlite = trio.CapacityLimiter(1)
         self._last_prune = 0.0
+        self._rows: list[Values] = []  # built by `_take` as decisions are published, written in batches
+        self._missed = 0  # decisions not taken since the last batch: the writer had fallen behind
+        self._wake = trio.Event()  # set when a first row waits or the hub closed
+        self._closed = False
 
     async def run(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         try:
@@ -50,42 +55,47 @@ class DecisionLogActor:
             return
         try:
             await self._prune(store)
-            started = False
-            while True:
-                base = self.hub.published
-                received = 0
-                with self.hub.subscribe("decision_log", buffer=self.buffer) as subscription:
-                    if not started:
-                        task_status.started()
-                        started = True
-                    while True:
-                        try:
-                            first = await subscription.receive()
-                        except trio.EndOfChannel:
-                            break
-                        batch = [first]
-                        try:
-                            # Let a burst gather: one wake-up and one transaction per interval, not per request.
-                            await trio.sleep(self.flush_s)
-                        finally:
-                            while True:
-                                try:
-                                    batch.append(subscription.receive_nowait())
-                                except (trio.WouldBlock, trio.EndOfChannel):
-                                    break
-                            received += len(batch)
-                            with trio.CancelScope(shield=True):  # a shutdown must not lose a taken batch
-                                await self._write(store, batch)
-                    if not subscription.lagged:
-                        return  # the hub closed: everything published was written
-                    missed = self.hub.published - base - received
-                self._count_dropped(missed)
+            with self.hub.attach("decision_log", self._take, on_close=self._hub_closed):
+                task_status.started()
+                while True:
+                    if not self._rows:
+                        if self._closed:
+                            return  # the hub closed: everything published was written
+                        self._wake = trio.Event()
+                        await self._wake.wait()
+                        continue
+                    try:
+                        # Let a burst gather: one wake-up and one transaction per interval, not per request.
+                        await trio.sleep(self.flush_s)
+                    finally:
+                        rows, self._rows = self._rows, []
+                        missed, self._missed = self._missed, 0
+                        self._count_dropped(missed)  # a lag ends when its batch is taken (a re-subscription)
+                        with trio.CancelScope(shield=True):  # a shutdown must not lose a taken batch
+                            await self._write(store, rows)
         finally:
             with trio.CancelScope(shield=True):
                 await trio.to_thread.run_sync(store.close, limiter=self._sqlite)
 
-    async def _write(self, store: DecisionLogStore, batch: list[Any]) -> None:
-        rows = [self.to_row(decision) for decision in batch]
+    def _take(self, decision: Any) -> None:
+        """Attached to the hub: the decision's row, built while the decision is fresh in the CPU's cache, joins
+        the next batch; past `buffer` rows waiting the writer has fallen behind and the row is dropped (counted
+        once the batch is taken), and the hub counts the writer as a dropped subscriber once per lag."""
+        rows = self._rows
+        if len(rows) >= self.buffer:
+            if not self._missed:
+                self.hub.count_drop("decision_log")
+            self._missed += 1
+            return
+        rows.append(self.to_row(decision))
+        if len(rows) == 1:
+            self._wake.set()
+
+    def _hub_closed(self) -> None:
+        self._closed = True
+        self._wake.set()
+
+    async def _write(self, store: DecisionLogStore, rows: list[Values]) -> None:
         try:
             for start in range(0, len(rows), self.batch):  # bounded transactions after a long interval
                 self.written += await trio.to_thread.run_sync(store.insert_values, rows[start:start + self.batch],

@@ -101,10 +101,12 @@ class Subscription(Generic[T]):
 class Attachment(Generic[T]):
     """A handler attached to a hub (`Hub.attach`); `detach()` (or leaving its `with`) stops it."""
 
-    def __init__(self, hub: Hub[T], name: str, handle: Callable[[T], None]) -> None:
+    def __init__(self, hub: Hub[T], name: str, handle: Callable[[T], None],
+                 on_close: Callable[[], None] | None = None) -> None:
         self.hub = hub
         self.name = name
         self.handle = handle
+        self.on_close = on_close
 
     def detach(self) -> None:
         self.hub._detach(self)
@@ -144,16 +146,22 @@ class Hub(Generic[T]):
             self._subscriptions.append(subscription)
         return subscription
 
-    def attach(self, name: str, handle: Callable[[T], None]) -> Attachment[T]:
-        """Call `handle(item)` inside every `publish` from now on, until detached or the hub closes.
+    def attach(self, name: str, handle: Callable[[T], None], *,
+               on_close: Callable[[], None] | None = None) -> Attachment[T]:
+        """Call `handle(item)` inside every `publish` from now on, until detached or the hub closes (then
+        `on_close()` is called: no more items will come).
 
         For handlers that take microseconds and never block (counters, a log line): no channel, no task, no
         wake-up per item, which on a busy loop cost more than such a handler. Their time is the publisher's,
         so anything slower (I/O, awaiting) subscribes instead. A handler that raises is logged and the item
-        skipped for it; it stays attached.
+        skipped for it; it stays attached. A handler that queues items for a task of its own bounds the
+        queue itself, and reports falling behind with `count_drop`.
         """
-        attachment = Attachment(self, name, handle)
-        if not self._closed:
+        attachment = Attachment(self, name, handle, on_close)
+        if self._closed:
+            if on_close is not None:
+                on_close()
+        else:
             self._attached = (*self._attached, attachment)
         return attachment
 
@@ -184,10 +192,21 @@ class Hub(Generic[T]):
     def close(self) -> None:
         """End every subscription (each drains what it holds), detach every handler and refuse new ones."""
         self._closed = True
-        self._attached = ()
+        attached, self._attached = self._attached, ()
         subscriptions, self._subscriptions = self._subscriptions, []
         for subscription in subscriptions:
             subscription._end()
+        for attachment in attached:
+            if attachment.on_close is not None:
+                attachment.on_close()
+
+    def count_drop(self, name: str) -> None:
+        """Count subscriber `name` as dropped for falling behind: the hub does so for a subscription whose
+        channel is full; an attached handler that queues for a task of its own calls it when its queue is."""
+        self.dropped[name] += 1
+        log.warning("hub subscriber %s fell behind and was dropped", name)
+        if self.on_drop is not None:
+            self.on_drop(name)
 
     def _drop(self, subscription: Subscription[T]) -> None:
         if subscription not in self._subscriptions:
@@ -195,10 +214,7 @@ class Hub(Generic[T]):
         self._remove(subscription)
         subscription._end()
         if subscription.lagged or subscription.failed:
-            self.dropped[subscription.name] += 1
-            log.warning("hub subscriber %s fell behind and was dropped", subscription.name)
-            if self.on_drop is not None:
-                self.on_drop(subscription.name)
+            self.count_drop(subscription.name)
 
     def _detach(self, attachment: Attachment[T]) -> None:
         self._attached = tuple(a for a in self._attached if a is not attachment)

@@ -70,67 +70,69 @@ class Sample:
 
 
 class CounterFamily:
-    """One counter's series, keyed by label values (in `label_names` order); update with `inc`."""
+    """One counter's series, keyed by label values (in `label_names` order). Each series is a cell, `[value]`:
+    a per-request caller may hold the cell of a series it updates often and add to `cell[0]` itself."""
 
-    __slots__ = ("name", "label_names", "values", "_shown")
+    __slots__ = ("name", "label_names", "cells", "_shown")
 
     def __init__(self, name: str, label_names: tuple[str, ...], shown: list[CounterFamily | HistogramFamily]) -> None:
         self.name = name
         self.label_names = label_names
-        self.values: dict[tuple[str, ...], float] = {}
+        self.cells: dict[tuple[str, ...], list[float]] = {}
         self._shown = shown
 
     def inc(self, values: tuple[str, ...], amount: float = 1) -> None:
         """Add `amount` (never negative: the caller's promise, not checked on this path) to series `values`."""
-        counts = self.values
-        if values in counts:
-            counts[values] += amount
-        else:
-            self._first(values, amount)
+        cell = self.cells.get(values) or self.cell(values)
+        cell[0] += amount
 
-    def _first(self, values: tuple[str, ...], amount: float) -> None:
-        _check_arity(self.name, self.label_names, values)
-        if not self.values:
-            self._shown.append(self)
-        self.values[values] = 0.0 + amount
+    def cell(self, values: tuple[str, ...]) -> list[float]:
+        """The cell of series `values`, created at 0 on first use: the page lists it from then on, so create
+        it only to count into it."""
+        cell = self.cells.get(values)
+        if cell is None:
+            _check_arity(self.name, self.label_names, values)
+            if not self.cells:
+                self._shown.append(self)
+            cell = self.cells[values] = [0.0]
+        return cell
 
     def collect(self) -> Metric:
         family = CounterMetricFamily(PREFIX + self.name, _help(self.name), labels=self.label_names)
-        for values, value in list(self.values.items()):
-            family.add_metric(values, value)
+        for values, cell in list(self.cells.items()):
+            family.add_metric(values, cell[0])
         return family
 
 
 class HistogramFamily:
-    """One latency histogram's series (LATENCY_BUCKETS), keyed by label values; update with `observe`."""
+    """One latency histogram's series (LATENCY_BUCKETS), keyed by label values; update with `observe`, or hold
+    a series (`series(values)`) and `record` into it."""
 
-    __slots__ = ("name", "label_names", "series", "_shown")
+    __slots__ = ("name", "label_names", "all_series", "_shown")
 
     def __init__(self, name: str, label_names: tuple[str, ...], shown: list[CounterFamily | HistogramFamily]) -> None:
         self.name = name
         self.label_names = label_names
         # Per series: the count of each bucket alone (not cumulative; +Inf last), then the sum of the values.
-        self.series: dict[tuple[str, ...], list[float]] = {}
+        self.all_series: dict[tuple[str, ...], list[float]] = {}
         self._shown = shown
 
     def observe(self, values: tuple[str, ...], seconds: float) -> None:
-        counts = self.series.get(values)
-        if counts is None:
-            counts = self._first(values)
-        if seconds == seconds:  # NaN falls in no bucket (as in prometheus-client); it still goes into the sum
-            counts[bisect_left(_UPPER_BOUNDS, seconds)] += 1  # the first bucket whose bound is >= seconds
-        counts[-1] += seconds
+        record(self.all_series.get(values) or self.series(values), seconds)
 
-    def _first(self, values: tuple[str, ...]) -> list[float]:
-        _check_arity(self.name, self.label_names, values)
-        if not self.series:
-            self._shown.append(self)
-        counts = self.series[values] = [0] * len(_UPPER_BOUNDS) + [0.0]
+    def series(self, values: tuple[str, ...]) -> list[float]:
+        """Series `values` (created empty on first use: create it only to record into it)."""
+        counts = self.all_series.get(values)
+        if counts is None:
+            _check_arity(self.name, self.label_names, values)
+            if not self.all_series:
+                self._shown.append(self)
+            counts = self.all_series[values] = [0] * len(_UPPER_BOUNDS) + [0.0]
         return counts
 
     def collect(self) -> Metric:
         family = HistogramMetricFamily(PREFIX + self.name, _help(self.name), labels=self.label_names)
-        for values, counts in list(self.series.items()):
+        for values, counts in list(self.all_series.items()):
             cumulative, buckets = 0.0, []
             for le, count in zip(_LE, counts, strict=False):
                 cumulative += count
@@ -139,13 +141,20 @@ class HistogramFamily:
         return family
 
 
+def record(series: list[float], seconds: float) -> None:
+    """One observation into a histogram series (`HistogramFamily.series`)."""
+    if seconds == seconds:  # NaN falls in no bucket (as in prometheus-client); it still goes into the sum
+        series[bisect_left(_UPPER_BOUNDS, seconds)] += 1  # the first bucket whose bound is >= seconds
+    series[-1] += seconds
+
+
 class Metrics:
     """Every counter and histogram of one server, exposed through prometheus-client at scrape time.
 
     Counts are plain numbers in dicts keyed by label values, updated on the event loop thread (every caller
     is on it): no lock and no prometheus-client child per update, which cost the L0 hit path microseconds
-    a metric. `counter`/`histogram` hand a per-request caller the family to update by a label-value tuple;
-    `inc`/`observe` name the metric and its labels.
+    a metric. `counter`/`histogram` hand a per-request caller the family (and through it a series' cell) to
+    update by label-value tuple; `inc`/`observe` name the metric and its labels.
     """
 
     def __init__(self) -> None:

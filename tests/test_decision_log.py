@@ -119,6 +119,7 @@ async def test_a_writer_that_falls_behind_drops_rows_and_counts_them(tmp_path: P
     rows = read_rows(tmp_path / "decisions.sqlite", 0)
     assert writer.written == len(rows) and writer.written + sum(dropped) == 110
     assert sum(dropped) > 0 and writer.dropped == sum(dropped)
+    assert hub.dropped["decision_log"] == 1  # one lag: the writer counted once as a dropped subscriber
     assert [r["request_id"] for r in rows][-10:] == [f"r{i}" for i in range(100, 110)]
 
 

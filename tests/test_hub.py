@@ -118,11 +118,20 @@ def test_attached_handlers_run_inside_publish_and_one_that_raises_stays_attached
     assert seen == [0, 0, -1, 2, -2]
 
 
-def test_closing_the_hub_detaches_its_handlers() -> None:
+def test_closing_the_hub_detaches_its_handlers_and_tells_them() -> None:
     hub: Hub[int] = Hub()
     seen: list[int] = []
-    hub.attach("a", seen.append)
+    closed: list[str] = []
+    hub.attach("a", seen.append, on_close=lambda: closed.append("a"))
     hub.close()
-    hub.attach("late", seen.append)
+    hub.attach("late", seen.append, on_close=lambda: closed.append("late"))
     hub.publish(1)
-    assert seen == [] and hub.subscribers == []
+    assert seen == [] and hub.subscribers == [] and closed == ["a", "late"]
+
+
+def test_a_handler_that_sheds_load_is_counted_as_dropped() -> None:
+    drops: list[str] = []
+    hub: Hub[int] = Hub(on_drop=drops.append)
+    hub.attach("queue", lambda item: None)
+    hub.count_drop("queue")
+    assert drops == ["queue"] and hub.dropped["queue"] == 1 and hub.subscribers == ["queue"]

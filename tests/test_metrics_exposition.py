@@ -15,7 +15,7 @@ from actors.hub import Hub
 from daari.config import PriceConfig, PricingConfig
 from daari.metrics import HELP, LATENCY_BUCKETS, PREFIX, Metrics
 from daari.observe.decision_log import COLUMNS
-from daari.observe.decision_row import decision_row, decision_values, l1_verdict
+from daari.observe.decision_row import DecisionRows, decision_row, decision_values, l1_verdict
 from daari.observe.metrics_subscriber import ObservedMetrics
 from daari.pipeline.decision import AttemptRecord, RoutingDecision
 from daari.pipeline.decision_subscribers import attach_decision_subscribers
@@ -178,9 +178,10 @@ def reference_row(d: RoutingDecision) -> dict[str, Any]:
 
 
 def test_decision_rows_hold_the_values_and_types_they_did() -> None:
-    for d in MIX:
+    rows = DecisionRows(PRICING)  # as the writer keeps it: prices of answers seen before are remembered
+    for d in MIX * 2:
         expected = reference_row(d)
         assert list(expected) == list(COLUMNS)
-        values = decision_values(d, PRICING)
-        assert [(v, type(v)) for v in values] == [(v, type(v)) for v in expected.values()], d.request_id
+        for values in (decision_values(d, PRICING), rows.values(d)):
+            assert [(v, type(v)) for v in values] == [(v, type(v)) for v in expected.values()], d.request_id
         assert decision_row(d, PRICING) == expected

@@ -23,35 +23,62 @@ def l1_verdict(details: dict[str, Any]) -> str | None:
     return None
 
 
+PriceKey = tuple[str, str | None, int, int]  # tier, model, prompt tokens, completion tokens
+PRICES_REMEMBERED = 1024
+
+
+class DecisionRows:
+    """Decisions -> decision-log rows under one price table. Runs on the event loop for every request, so the
+    common case (no details, no attempts) does no work it need not, and the priced columns of recent
+    (tier, model, tokens) are remembered: `round` to 8 places formats the float through a string."""
+
+    def __init__(self, pricing: PricingConfig) -> None:
+        self.pricing = pricing
+        self._priced: dict[PriceKey, tuple[float, float, float]] = {}
+
+    def values(self, decision: RoutingDecision) -> Values:
+        """The row's values in `COLUMNS` order (what the writer binds)."""
+        prompt_tokens = decision.prompt_tokens or 0
+        completion_tokens = decision.completion_tokens or 0
+        tier = decision.tier
+        if tier is None or decision.error is not None:
+            priced = _UNPRICED
+        else:
+            key = (tier, decision.model, prompt_tokens, completion_tokens)
+            priced = self._priced.get(key) or self._price(key)
+        details = decision.details
+        similarity: float | None = None
+        verdict: str | None = None
+        if details:
+            found = details.get("similarity")
+            similarity = float(found) if isinstance(found, int | float) else None
+            verdict = l1_verdict(details)
+        return (
+            decision.request_id, decision.time, decision.protocol, decision.client, decision.model_requested,
+            int(decision.stream), tier, decision.task_type, decision.rule_id, decision.cache,
+            tier if tier == "L0" or tier == "L1" else None, similarity, verdict,
+            ",".join(decision.escalated_from) or None,
+            attempts_json(decision.attempts) if decision.attempts else "[]",
+            int(decision.agent_turn), decision.latency_ms, decision.ttft_ms, prompt_tokens, completion_tokens,
+            *priced, decision.status, decision.error, decision.prompt_hash, decision.prompt,
+        )
+
+    def _price(self, key: PriceKey) -> tuple[float, float, float]:
+        """(cost_usd, cost_l6_usd, saved_usd) of an answer, rounded as the log keeps them."""
+        actual, at_l6 = answer_costs(self.pricing, *key)
+        priced = (round(actual, 8), round(at_l6, 8), round(at_l6 - actual, 8))
+        if len(self._priced) >= PRICES_REMEMBERED:
+            self._priced.clear()
+        self._priced[key] = priced
+        return priced
+
+
+_UNPRICED = (0.0, 0.0, 0.0)  # refused, failed or abandoned: nothing was answered
+
+
 def decision_values(decision: RoutingDecision, pricing: PricingConfig) -> Values:
-    """The row's values in `COLUMNS` order (what the writer binds). Runs on the event loop for every
-    request, so the common case (no details, no attempts, a free answer) does no work it need not."""
-    prompt_tokens = decision.prompt_tokens or 0
-    completion_tokens = decision.completion_tokens or 0
-    tier = decision.tier
-    cost, cost_l6, saved = 0.0, 0.0, 0.0
-    if tier is not None and decision.error is None:
-        actual, at_l6 = answer_costs(pricing, tier, decision.model, prompt_tokens, completion_tokens)
-        if at_l6:
-            cost_l6 = saved = round(at_l6, 8)  # at_l6 - 0.0 is at_l6
-        if actual:
-            cost, saved = round(actual, 8), round(at_l6 - actual, 8)
-    details = decision.details
-    similarity: float | None = None
-    verdict: str | None = None
-    if details:
-        found = details.get("similarity")
-        similarity = float(found) if isinstance(found, int | float) else None
-        verdict = l1_verdict(details)
-    return (
-        decision.request_id, decision.time, decision.protocol, decision.client, decision.model_requested,
-        int(decision.stream), tier, decision.task_type, decision.rule_id, decision.cache,
-        tier if tier == "L0" or tier == "L1" else None, similarity, verdict,
-        ",".join(decision.escalated_from) or None,
-        attempts_json(decision.attempts) if decision.attempts else "[]",
-        int(decision.agent_turn), decision.latency_ms, decision.ttft_ms, prompt_tokens, completion_tokens,
-        cost, cost_l6, saved, decision.status, decision.error, decision.prompt_hash, decision.prompt,
-    )
+    """One decision's row values in `COLUMNS` order (a writer keeps a `DecisionRows` instead)."""
+    return DecisionRows(pricing).values(decision)
 
 
 def attempts_json(attempts: tuple[AttemptRecord, ...]) -> str:

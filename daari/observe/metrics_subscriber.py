@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from daari.config import PricingConfig
 from daari.metrics import Metrics
-from daari.observe.decision_row import l1_verdict
+from daari.observe.decision_row import PRICES_REMEMBERED, l1_verdict
 from daari.pipeline.decision import RoutingDecision
 from daari.pricing import answer_costs
 
@@ -22,27 +22,44 @@ class ObservedMetrics:
         self.escalations = metrics.counter("escalations_by_path_total", ("path",))
         self.cost = metrics.counter("cost_usd_total", ("tier",))
         self.saved = metrics.counter("cost_saved_usd_total")
+        # (tier, cache, client, protocol) -> the counters every answer of that kind adds 1 to, in the order
+        # they were counted one by one (the page lists series as they first appear).
+        self._kinds: dict[tuple[str, str, str, str], tuple[list[float], ...]] = {}
+        # (tier, model, prompt tokens, completion tokens) -> (cost, saved) of recent answers: priced once.
+        self._priced: dict[tuple[str, str | None, int, int], tuple[float, float]] = {}
 
     def observe(self, decision: RoutingDecision) -> None:
         tier = decision.tier
         if decision.error is not None or tier is None:
             return
-        self.by_client.inc((decision.client, decision.protocol, tier))
-        if decision.cache == "hit" or decision.cache == "miss":
-            if tier == "L0":
-                self.lookups.inc(_L0_HIT)
-            else:
-                self.lookups.inc(_L0_MISS)
-                if tier == "L1":
-                    self.lookups.inc(_L1_HIT)
-                elif l1_verdict(decision.details) is not None:
-                    self.lookups.inc(_L1_MISS)
+        kind = (tier, decision.cache, decision.client, decision.protocol)
+        for cell in self._kinds.get(kind) or self._cells(kind):
+            cell[0] += 1
+        if tier != "L0" and tier != "L1" and (decision.cache == "hit" or decision.cache == "miss") \
+                and l1_verdict(decision.details) is not None:
+            self.lookups.inc(_L1_MISS)  # L1 judged a candidate and another tier answered
         if decision.escalated_from:
             self.escalations.inc((">".join((*decision.escalated_from, tier)),))
-        cost, at_frontier = answer_costs(self.pricing, tier, decision.model, decision.prompt_tokens or 0,
-                                         decision.completion_tokens or 0)
+        key = (tier, decision.model, decision.prompt_tokens or 0, decision.completion_tokens or 0)
+        cost, saved = self._priced.get(key) or self._price(key)
         if cost > 0:  # most answers are free (caches, rules, local tiers)
             self.cost.inc((tier,), cost)
-        saved = at_frontier - cost
         if saved > 0:
             self.saved.inc(_NO_LABELS, saved)
+
+    def _cells(self, kind: tuple[str, str, str, str]) -> tuple[list[float], ...]:
+        tier, cache, client, protocol = kind
+        cells = [self.by_client.cell((client, protocol, tier))]
+        if cache == "hit" or cache == "miss":
+            cells.append(self.lookups.cell(_L0_HIT if tier == "L0" else _L0_MISS))
+            if tier == "L1":
+                cells.append(self.lookups.cell(_L1_HIT))
+        found = self._kinds[kind] = tuple(cells)
+        return found
+
+    def _price(self, key: tuple[str, str | None, int, int]) -> tuple[float, float]:
+        cost, at_frontier = answer_costs(self.pricing, *key)
+        if len(self._priced) >= PRICES_REMEMBERED:
+            self._priced.clear()
+        priced = self._priced[key] = (cost, at_frontier - cost)
+        return priced

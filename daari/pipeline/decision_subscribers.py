@@ -11,7 +11,7 @@ import logging
 from collections.abc import Callable, Sequence
 
 from actors.hub import Hub
-from daari.metrics import Metrics
+from daari.metrics import Metrics, record
 from daari.pipeline.decision import RoutingDecision
 
 log = logging.getLogger("daari.pipeline")
@@ -20,7 +20,7 @@ log = logging.getLogger("daari.pipeline")
 def log_decision(decision: RoutingDecision) -> None:
     """One line per routing decision: never content, never headers. Hits only at DEBUG (they are many)."""
     failed = decision.error is not None
-    level = logging.DEBUG if decision.cache_hit else (logging.WARNING if failed else logging.INFO)
+    level = logging.DEBUG if decision.cache == "hit" else (logging.WARNING if failed else logging.INFO)
     if not log.isEnabledFor(level):
         return
     escalated = f" escalated_from={','.join(decision.escalated_from)}" if decision.escalated_from else ""
@@ -40,17 +40,27 @@ class DecisionMetrics:
         self.requests = metrics.counter("requests_total", ("cache", "tier"))
         self.durations = metrics.histogram("request_duration_seconds", ("tier",))
         self.first_bytes = metrics.histogram("first_byte_seconds", ("tier",))
+        # (tier, cache, started) -> the series an answer of that kind counts into: one lookup per decision.
+        self._kinds: dict[tuple[str, str, bool], tuple[list[float], list[float], list[float]]] = {}
 
     def observe(self, decision: RoutingDecision) -> None:
         if decision.error is not None:
             self.errors.inc((decision.error,))
             return
-        tier = decision.tier or "none"
-        self.requests.inc((decision.cache, tier))
-        by_tier = (tier,)
-        self.durations.observe(by_tier, decision.latency_ms / 1000)
-        if decision.ttft_ms is not None:
-            self.first_bytes.observe(by_tier, decision.ttft_ms / 1000)
+        ttft_ms = decision.ttft_ms
+        kind = (decision.tier or "none", decision.cache, ttft_ms is not None)
+        requests, durations, first_bytes = self._kinds.get(kind) or self._series(kind)
+        requests[0] += 1
+        record(durations, decision.latency_ms / 1000)
+        if ttft_ms is not None:
+            record(first_bytes, ttft_ms / 1000)
+
+    def _series(self, kind: tuple[str, str, bool]) -> tuple[list[float], list[float], list[float]]:
+        tier, cache, started = kind
+        series = (self.requests.cell((cache, tier)), self.durations.series((tier,)),
+                  self.first_bytes.series((tier,)) if started else [])
+        self._kinds[kind] = series
+        return series
 
 
 DecisionHandler = Callable[[RoutingDecision], None]

@@ -30,7 +30,7 @@ class DecisionSummary:
         self.requests += 1
         if decision.error is not None:
             self.errors += 1
-        elif decision.cache_hit:
+        elif decision.cache == "hit":
             self.hits += 1
         else:
             self.answered_by[decision.tier or "none"] += 1

@@ -11,8 +11,7 @@ import trio
 
 from actors.decision_log import DecisionLogActor
 from daari.datadir import load_secret
-from daari.observe.decision_row import decision_values
-from daari.pipeline.decision import RoutingDecision
+from daari.observe.decision_row import DecisionRows
 from daari.pipeline.runtime import Runtime
 from daari.server.observe_routes import decisions_path
 
@@ -28,14 +27,9 @@ async def start_observers(nursery: trio.Nursery, rt: Runtime) -> None:
         except OSError as exc:  # an unwritable data dir: hashes stay unkeyed; the cache says so already
             log.warning("prompt hashes are not keyed: cannot read the data dir secret: %s", exc.strerror)
     if config.log.decisions:
-        pricing = config.pricing
-
-        def to_row(decision: RoutingDecision) -> tuple[object, ...]:  # values in column order
-            return decision_values(decision, pricing)
-
         writer = DecisionLogActor(
-            decisions_path(config.data_dir), rt.decisions, to_row, buffer=config.log.queue_size,
-            batch=config.log.batch_size, retention_s=config.log.retention_days * 86400,
+            decisions_path(config.data_dir), rt.decisions, DecisionRows(config.pricing).values,
+            buffer=config.log.queue_size, batch=config.log.batch_size, retention_s=config.log.retention_days * 86400,
             max_rows=config.log.max_rows, flush_s=config.log.flush_interval_s,
             on_dropped=lambda count: rt.metrics.inc("decision_log_rows_dropped_total", count))
         await nursery.start(writer.run)
