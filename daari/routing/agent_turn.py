@@ -12,11 +12,12 @@ from daari.routing.client_shapes import is_xml_tools_agent
 
 
 def is_agent_turn(request: ChatRequest) -> bool:
-    if request.tools:
-        return True
-    if any(m.role == "tool" or m.tool_calls for m in request.messages):
-        return True
-    return is_xml_tools_agent(request)
+    return uses_tool_api(request) or is_xml_tools_agent(request)
+
+
+def uses_tool_api(request: ChatRequest) -> bool:
+    """Tools defined, or tool calls or results in the history (what is left once XML tools are ruled out)."""
+    return bool(request.tools) or any(m.role == "tool" or m.tool_calls for m in request.messages)
 
 
 def needs_tool_calls(request: ChatRequest) -> bool:

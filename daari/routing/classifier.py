@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from daari.protocol.chat import ChatRequest
 from daari.routing import task_types as tt
-from daari.routing.agent_turn import is_agent_turn
+from daari.routing.agent_turn import uses_tool_api
 from daari.routing.client_shapes import recognise
 from daari.routing.lt_probe import lt_matches
 from daari.routing.tokens import estimate_request_tokens
@@ -144,7 +144,9 @@ def classify(request: ChatRequest) -> Classification:
         return Classification(task, "R-C2", at_least(size_ceiling, "L4"), tokens)
     if shape == "xml_tools":  # R-C3: an agent whose tools live in its system prompt
         return Classification(tt.AGENT_TURN, "R-C3", at_least(size_ceiling, "L4"), tokens)
-    if is_agent_turn(request):  # ADR-0004: agent turns start at L3; larger ones where they fit (size rules)
+    # ADR-0004: agent turns start at L3; larger ones where they fit (size rules). `recognise` ruled XML tools
+    # out already, so what is left of is_agent_turn is the tool API.
+    if uses_tool_api(request):
         return Classification(tt.AGENT_TURN, size_id, size_ceiling, tokens)
     if size_id == "R-A5":
         return Classification(tt.GENERATE_LARGE, "R-A5", "L6", tokens)

@@ -57,9 +57,10 @@ def is_probe(request: ChatRequest) -> bool:
 
 
 def is_xml_tools_agent(request: ChatRequest) -> bool:
-    if request.tools:
-        return False
-    system = system_text(request)
+    return not request.tools and _xml_tools(system_text(request))
+
+
+def _xml_tools(system: str) -> bool:
     return bool(XML_TOOL_SECTION.search(system) and XML_TOOL_TAG.search(system))
 
 
@@ -68,7 +69,7 @@ def recognise(request: ChatRequest) -> Shape | None:
     if is_probe(request):
         return "side_call"
     system = system_text(request)
-    if is_xml_tools_agent(request):
+    if not request.tools and _xml_tools(system):
         return "xml_tools"
     if EDIT_FORMAT.search(system) or any(EDIT_FORMAT.search(m.text()) for m in request.messages[:-1]
                                          if m.role == "user"):

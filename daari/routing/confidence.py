@@ -15,19 +15,18 @@ from daari.protocol.chat import Message
 MIN_ANSWER_CHARS = 10  # an answer must be longer than this (after stripping) to count
 REFUSAL_WINDOW_CHARS = 160  # refusals lead the answer; later "I can't" is usually quoted text or code
 
-REFUSAL_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
-    re.compile(p, re.IGNORECASE)
-    for p in (
-        r"\bI\s+(?:cannot|can\s+not|can['’]?t)\b",
-        r"\bI(?:\s+am|['’]m)\s+(?:unable|not\s+able)\s+to\b",
-        r"\bI(?:\s+am|['’]m)\s+(?:sorry|afraid),?\s+but\b",
-        r"\bsorry,\s+but\s+I\b",
-        r"\bas\s+an\s+(?:AI|artificial\s+intelligence|language\s+model)\b",
-        r"\bI\s+(?:won['’]t|will\s+not)\s+be\s+able\s+to\b",
-        r"\bI\s+must\s+(?:decline|refuse)\b",
-        r"\bI\s+(?:don['’]t|do\s+not)\s+know\b",
-    )
+REFUSAL_PATTERNS = (
+    r"\bI\s+(?:cannot|can\s+not|can['’]?t)\b",
+    r"\bI(?:\s+am|['’]m)\s+(?:unable|not\s+able)\s+to\b",
+    r"\bI(?:\s+am|['’]m)\s+(?:sorry|afraid),?\s+but\b",
+    r"\bsorry,\s+but\s+I\b",
+    r"\bas\s+an\s+(?:AI|artificial\s+intelligence|language\s+model)\b",
+    r"\bI\s+(?:won['’]t|will\s+not)\s+be\s+able\s+to\b",
+    r"\bI\s+must\s+(?:decline|refuse)\b",
+    r"\bI\s+(?:don['’]t|do\s+not)\s+know\b",
 )
+# One search for any of them (every answer is checked: one regex call, not one per pattern).
+REFUSAL = re.compile("|".join(f"(?:{p})" for p in REFUSAL_PATTERNS), re.IGNORECASE)
 
 SELF_EVAL_INSTRUCTION = "Rate 1-5 how complete and correct this answer is. Reply with one digit."
 SELF_EVAL_MAX_CHARS = 12_000  # per side; the grader needs the gist, not a second full-length prompt
@@ -99,7 +98,7 @@ def answer_gate(text: str, last_user: str, history: list[str], min_chars: int = 
 
 def is_refusal(text: str) -> bool:
     head = text.strip()[:REFUSAL_WINDOW_CHARS]
-    return any(p.search(head) for p in REFUSAL_PATTERNS)
+    return REFUSAL.search(head) is not None
 
 
 def heuristic_confidence(text: str) -> float:
