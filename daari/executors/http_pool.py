@@ -39,10 +39,12 @@ class LinearPool(httpcore.AsyncConnectionPool):
         for connection in list(connections):
             if connection.is_closed():
                 connections.remove(connection)
-            elif (sweep or not connection.is_idle()) and connection.has_expired():  # polls only an idle one
+            elif sweep and connection.has_expired():
+                # Only an idle connection can have expired (a busy one has no keep-alive deadline and its
+                # socket is its request's to read), so between sweeps `_reusable` checks the one it hands out.
                 connections.remove(connection)
                 closing.append(connection)
-            elif connection.is_idle() and len(connections) > self._max_keepalive_connections:
+            elif len(connections) > self._max_keepalive_connections and connection.is_idle():
                 connections.remove(connection)
                 closing.append(connection)
         for pool_request in [request for request in self._requests if request.is_queued()]:

@@ -44,4 +44,4 @@ def forwarded_headers(protocol: str, passthrough: Mapping[str, str]) -> dict[str
     OpenAI family only (an Anthropic client's user-agent or session id is not for an OpenAI upstream)."""
     if protocol not in ("openai", "responses"):
         return {}
-    return {name: passthrough[name] for name in PASSTHROUGH_HEADERS if passthrough.get(name)}
+    return {name: value for name, value in passthrough.items() if value and name in _PASSTHROUGH}
