@@ -1,5 +1,6 @@
 """LinearPool makes httpcore's pool decisions (reuse, keep-alive limit, expiry, server-closed sockets) over real
-loopback connections; only its cost and when unused expired connections close differ."""
+loopback connections; only its cost and when unused expired connections close differ. Its connections send a
+request in one write."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import httpcore
 import httpx
 import trio
 
-from daari.executors.http_pool import LinearPool, use_linear_pool
+from daari.executors.http_pool import FLUSH_BYTES, CoalescingStream, LinearPool, use_linear_pool
 
 RESPONSE = b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 2\r\n\r\nok"
 
@@ -24,6 +25,7 @@ class TinyServer:
     def __init__(self, close_after_answer: bool = False) -> None:
         self.close_after_answer = close_after_answer
         self.connections = 0
+        self.bodies: list[bytes] = []
         self.url = ""
 
     async def handle(self, stream: trio.SocketStream) -> None:
@@ -36,7 +38,16 @@ class TinyServer:
                     if not data:
                         return
                     buffer += data
-                _, buffer = buffer.split(b"\r\n\r\n", 1)  # the tests send bodiless GETs
+                head, buffer = buffer.split(b"\r\n\r\n", 1)
+                length = next((int(line.split(b":", 1)[1]) for line in head.lower().split(b"\r\n")
+                               if line.startswith(b"content-length:")), 0)
+                while len(buffer) < length:
+                    data = await stream.receive_some(65536)
+                    if not data:
+                        return
+                    buffer += data
+                self.bodies.append(buffer[:length])
+                buffer = buffer[length:]
                 await stream.send_all(RESPONSE)
                 if self.close_after_answer:
                     return
@@ -140,3 +151,58 @@ def _origin(url: str) -> httpcore.Origin:
     parsed = httpx.URL(url)
     assert parsed.port is not None
     return httpcore.Origin(b"http", parsed.host.encode(), parsed.port)
+
+
+class RecordingStream(httpcore.AsyncNetworkStream):
+    def __init__(self, answer: bytes = b"HTTP/1.1 200 OK", fail_writes: bool = False) -> None:
+        self.writes: list[bytes] = []
+        self.answer = answer
+        self.fail_writes = fail_writes
+
+    async def write(self, buffer: bytes, timeout: float | None = None) -> None:  # noqa: ASYNC109
+        if self.fail_writes:
+            raise httpcore.WriteError("connection reset")
+        self.writes.append(buffer)
+
+    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:  # noqa: ASYNC109
+        return self.answer
+
+
+async def test_a_request_goes_out_in_one_write_when_its_response_is_read() -> None:
+    inner = RecordingStream()
+    stream = CoalescingStream(inner)
+    await stream.write(b"POST / HTTP/1.1\r\ncontent-length: 2\r\n\r\n")
+    await stream.write(b"{}")
+    await stream.write(b"")  # h11's end of a content-length body
+    assert inner.writes == []
+    assert await stream.read(65536) == b"HTTP/1.1 200 OK"
+    assert inner.writes == [b"POST / HTTP/1.1\r\ncontent-length: 2\r\n\r\n{}"]
+    await stream.read(65536)
+    assert len(inner.writes) == 1  # nothing more to send
+
+
+async def test_a_large_body_is_sent_as_it_is_written() -> None:
+    inner = RecordingStream()
+    stream = CoalescingStream(inner)
+    await stream.write(b"head\r\n\r\n")
+    await stream.write(b"x" * FLUSH_BYTES)
+    assert inner.writes == [b"head\r\n\r\n" + b"x" * FLUSH_BYTES]
+
+
+async def test_a_failed_send_still_reads_what_the_server_answered_before_closing() -> None:
+    inner = RecordingStream(answer=b"HTTP/1.1 413 Payload Too Large", fail_writes=True)
+    stream = CoalescingStream(inner)
+    await stream.write(b"POST / HTTP/1.1\r\n\r\n")
+    assert await stream.read(65536) == b"HTTP/1.1 413 Payload Too Large"
+
+
+async def test_posts_with_bodies_arrive_whole_on_one_kept_alive_connection() -> None:
+    async with tiny_server() as server, httpx.AsyncClient() as client:
+        assert use_linear_pool(client)
+        for n in range(3):
+            response = await client.post(server.url, content=b"body %d" % n)
+            assert response.text == "ok"
+        large = b"y" * (FLUSH_BYTES * 3 + 17)
+        assert (await client.post(server.url, content=large)).text == "ok"
+        assert server.bodies == [b"body 0", b"body 1", b"body 2", large]
+        assert server.connections == 1

@@ -12,17 +12,27 @@ connection about to be reused is always checked first (an expired or server-clos
 is tried, as before), while the sweep that closes the other expired idle connections runs at most once per
 `sweep_interval_s`, so those close up to that much later than they used to. Every other rule is httpcore's,
 in its order, including closing idle connections while the pool holds more than `max_keepalive_connections`.
+
+Its connections also send a request in one write: httpcore writes the head and then the body, two sends
+that wake the upstream twice. `CoalescingStream` holds what is written until the response is read (or 64 KiB
+gather), then sends it at once; a failed send is ignored there, as httpcore ignores it, so a server that
+answered early and closed is still read.
 """
 
 from __future__ import annotations
 
+import ssl
 import time
+from collections.abc import Iterable
+from typing import Any
 
 import httpcore
 import httpx
+from httpcore import AsyncNetworkBackend, AsyncNetworkStream
 
 # The series whose `_assign_requests_to_connections` LinearPool restates; another one keeps its own pool.
 RESTATED_SERIES = "1.0."
+FLUSH_BYTES = 64 * 1024  # a body this large goes out as it is written, not held for the response
 
 
 class LinearPool(httpcore.AsyncConnectionPool):
@@ -81,13 +91,77 @@ class LinearPool(httpcore.AsyncConnectionPool):
         return None
 
 
-def use_linear_pool(client: httpx.AsyncClient) -> bool:
-    """Give the client's own transport a `LinearPool` (proxy transports from the environment keep theirs).
+class CoalescingStream(AsyncNetworkStream):
+    """A connection's stream that sends a request's writes together, when its response is first read.
 
-    Only an httpx transport holding httpcore's plain pool of the restated series changes; True when it did.
+    (The `timeout` parameters are httpcore's interface, hence the noqa.)"""
+
+    def __init__(self, inner: AsyncNetworkStream) -> None:
+        self._inner = inner
+        self._pending = b""
+
+    async def write(self, buffer: bytes, timeout: float | None = None) -> None:  # noqa: ASYNC109
+        if not buffer:
+            return
+        self._pending += buffer
+        if len(self._pending) >= FLUSH_BYTES:
+            await self._flush(timeout)
+
+    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:  # noqa: ASYNC109
+        if self._pending:
+            try:
+                await self._flush(timeout)
+            except httpcore.WriteError:
+                pass  # as httpcore does after a failed write: the server may have answered before it closed
+        return await self._inner.read(max_bytes, timeout)
+
+    async def _flush(self, limit_s: float | None) -> None:
+        pending, self._pending = self._pending, b""
+        await self._inner.write(pending, limit_s)
+
+    async def aclose(self) -> None:
+        self._pending = b""
+        await self._inner.aclose()
+
+    async def start_tls(self, ssl_context: ssl.SSLContext, server_hostname: str | None = None,
+                        timeout: float | None = None) -> AsyncNetworkStream:  # noqa: ASYNC109
+        await self._flush(timeout)
+        return CoalescingStream(await self._inner.start_tls(ssl_context, server_hostname, timeout))
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._inner.get_extra_info(info)
+
+
+class CoalescingBackend(AsyncNetworkBackend):
+    """The pool's network backend, with each TCP connection's stream a `CoalescingStream`."""
+
+    def __init__(self, inner: AsyncNetworkBackend) -> None:
+        self._inner = inner
+
+    async def connect_tcp(self, host: str, port: int, timeout: float | None = None,  # noqa: ASYNC109
+                          local_address: str | None = None,
+                          socket_options: Iterable[Any] | None = None) -> AsyncNetworkStream:
+        return CoalescingStream(await self._inner.connect_tcp(host, port, timeout, local_address, socket_options))
+
+    async def connect_unix_socket(self, path: str, timeout: float | None = None,  # noqa: ASYNC109
+                                  socket_options: Iterable[Any] | None = None) -> AsyncNetworkStream:
+        return CoalescingStream(await self._inner.connect_unix_socket(path, timeout, socket_options))
+
+    async def sleep(self, seconds: float) -> None:
+        await self._inner.sleep(seconds)
+
+
+def use_linear_pool(client: httpx.AsyncClient) -> bool:
+    """Give the client's own transport a `LinearPool` whose connections coalesce writes (proxy transports
+    from the environment keep theirs).
+
+    Only an httpx transport holding httpcore's plain HTTP/1.1 pool of the restated series changes; True when
+    it did.
     """
     pool = getattr(client._transport, "_pool", None)
-    if type(pool) is not httpcore.AsyncConnectionPool or not httpcore.__version__.startswith(RESTATED_SERIES):
+    if type(pool) is not httpcore.AsyncConnectionPool or not httpcore.__version__.startswith(RESTATED_SERIES) \
+            or pool._http2:
         return False
     pool.__class__ = LinearPool  # the same object and state; only the assignment pass differs
+    pool._network_backend = CoalescingBackend(pool._network_backend)
     return True
