@@ -7,12 +7,22 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from functools import partial
+from typing import Any
 
 import httpcore
 import httpx
 import trio
 
-from daari.executors.http_pool import FLUSH_BYTES, CoalescingStream, LinearPool, use_linear_pool
+from daari.executors.http_pool import (
+    FLUSH_BYTES,
+    CoalescingStream,
+    CookiesWhenSet,
+    LinearPool,
+    read_cookies_when_set,
+    use_linear_pool,
+)
+from daari.server.asgi_io import answer_lifespan
+from tests.fakes.serving import serve_app
 
 RESPONSE = b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 2\r\n\r\nok"
 
@@ -206,3 +216,25 @@ async def test_posts_with_bodies_arrive_whole_on_one_kept_alive_connection() -> 
         assert (await client.post(server.url, content=large)).text == "ok"
         assert server.bodies == [b"body 0", b"body 1", b"body 2", large]
         assert server.connections == 1
+
+
+async def test_cookies_an_upstream_sets_are_still_kept_and_sent_back() -> None:
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            await answer_lifespan(receive, send)
+            return
+        cookie = dict(scope["headers"]).get(b"cookie", b"")
+        headers = [(b"content-type", b"text/plain")]
+        if scope["path"] == "/set":
+            headers.append((b"set-cookie", b"affinity=node-7; Path=/"))
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": cookie})
+
+    async with serve_app(app) as url, httpx.AsyncClient() as client:
+        read_cookies_when_set(client)
+        assert isinstance(client.cookies, CookiesWhenSet)
+        assert (await client.get(url + "/plain")).text == ""
+        assert len(client.cookies.jar) == 0
+        await client.get(url + "/set")
+        assert client.cookies.get("affinity") == "node-7"
+        assert (await client.get(url + "/echo")).text == "affinity=node-7"

@@ -18,7 +18,7 @@ import httpx
 import trio
 
 from daari.executors.base import Emit, Executor
-from daari.executors.http_pool import use_linear_pool
+from daari.executors.http_pool import read_cookies_when_set, use_linear_pool
 from daari.protocol.events import KeepAlive
 
 
@@ -42,6 +42,7 @@ class HttpUpstream(Executor):
                 limits=httpx.Limits(max_connections=concurrency * 2, max_keepalive_connections=concurrency),
             )
             use_linear_pool(self._client)  # httpcore's pool bookkeeping grew with the square of its size
+            read_cookies_when_set(self._client)
         return self._client
 
     @property
