@@ -1,5 +1,5 @@
-"""A chat request's L0 key: from the key memo when the same bytes came before, else worked out (on a worker
-thread for a large body) and remembered. See cache/key_memo.py for why the bytes determine the key."""
+"""A chat request's L0 key: from the key memo when the same bytes came before, else worked out and
+remembered (on a worker thread for a large body). See cache/key_memo.py for why the bytes determine the key."""
 
 from __future__ import annotations
 
@@ -8,15 +8,27 @@ from daari.pipeline.chat import ChatTurn
 from daari.pipeline.runtime import Runtime
 
 
-async def request_key(rt: Runtime, turn: ChatTurn, raw: bytes | None, heavy: bool) -> str:
-    """`raw`: the body as received, or None when it was rewritten before parsing (then it is not remembered)."""
+def request_key(rt: Runtime, turn: ChatTurn, raw: bytes | None) -> str:
+    """For a small body, inline. `raw`: the body as received, or None when it was rewritten before parsing
+    (then it is not remembered)."""
     if raw is None:
-        return await rt.body_work.run(turn.cache_key) if heavy else turn.cache_key()
-    args = (raw, turn.wire.name, turn.controls.tier_override, turn.partition)
-    # Hashing a large body is itself worth a thread; the memo is only ever touched here, on the event loop.
-    found_by = await rt.body_work.run(memo_key, *args) if heavy else memo_key(*args)
+        return turn.cache_key()
+    found_by = memo_key(raw, turn.wire.name, turn.controls.tier_override, turn.partition)
     key = rt.key_memo.get(found_by)
     if key is None:
-        key = await rt.body_work.run(turn.cache_key) if heavy else turn.cache_key()
+        key = turn.cache_key()
+        rt.key_memo.put(found_by, key)
+    return key
+
+
+async def request_key_off_loop(rt: Runtime, turn: ChatTurn, raw: bytes | None) -> str:
+    """For a large body: hashing it and working out its key are each worth a worker thread. The memo itself is
+    only ever touched on the event loop."""
+    if raw is None:
+        return await rt.body_work.run(turn.cache_key)
+    found_by = await rt.body_work.run(memo_key, raw, turn.wire.name, turn.controls.tier_override, turn.partition)
+    key = rt.key_memo.get(found_by)
+    if key is None:
+        key = await rt.body_work.run(turn.cache_key)
         rt.key_memo.put(found_by, key)
     return key

@@ -36,7 +36,7 @@ set by daari, and tool_choice / parallel_tool_calls left out without tools. Anyt
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from daari.cache.key_fields import uninterpreted, without_cache_markers
@@ -240,18 +240,31 @@ def _tools(value: object) -> list[Tool]:
     return tools
 
 
-def _sampling(body: Mapping[str, Any]) -> dict[str, Any]:
-    sampling = {key: body[key] for key in _SAMPLING_KEYS if body.get(key) is not None}
-    _number(body, "top_p", 0, 1)
-    _number(body, "presence_penalty", -2, 2)
-    _number(body, "frequency_penalty", -2, 2)
+def _one_choice(body: Mapping[str, Any]) -> None:
     if (_int(body, "n", 1) or 1) > 1:
         # Every tier and the cache hold one answer per request; n > 1 would silently lose the others.
         raise _fail("'n' must be 1: daari answers with one choice per request (send n requests instead)", "n")
-    _int(body, "seed", -(2**63))
-    _bool(body, "logprobs")
-    _int(body, "top_logprobs", 0, 20)
-    _bool(body, "parallel_tool_calls")
+
+
+# The range and type checks of the sampling fields, in the order they are reported; run only for the fields
+# present (most bodies carry two or three of them).
+_SAMPLING_CHECKS: tuple[tuple[str, Callable[[Mapping[str, Any]], object]], ...] = (
+    ("top_p", lambda body: _number(body, "top_p", 0, 1)),
+    ("presence_penalty", lambda body: _number(body, "presence_penalty", -2, 2)),
+    ("frequency_penalty", lambda body: _number(body, "frequency_penalty", -2, 2)),
+    ("n", _one_choice),
+    ("seed", lambda body: _int(body, "seed", -(2**63))),
+    ("logprobs", lambda body: _bool(body, "logprobs")),
+    ("top_logprobs", lambda body: _int(body, "top_logprobs", 0, 20)),
+    ("parallel_tool_calls", lambda body: _bool(body, "parallel_tool_calls")),
+)
+
+
+def _sampling(body: Mapping[str, Any]) -> dict[str, Any]:
+    sampling = {key: body[key] for key in _SAMPLING_KEYS if body.get(key) is not None}
+    for key, check in _SAMPLING_CHECKS:
+        if key in body:
+            check(body)
     stop = body.get("stop")
     if stop is not None and not isinstance(stop, str) and not (
             isinstance(stop, list) and all(isinstance(s, str) for s in stop)):

@@ -26,7 +26,7 @@ from daari.pipeline.chat import ChatTurn
 from daari.pipeline.controls import parse_controls
 from daari.pipeline.l1_tier import SemanticTier
 from daari.pipeline.record import DecisionRecorder
-from daari.pipeline.request_key import request_key
+from daari.pipeline.request_key import request_key, request_key_off_loop
 from daari.pipeline.runtime import Runtime
 from daari.pipeline.sink import Sink
 from daari.protocol import anthropic_render, openai_render
@@ -109,7 +109,8 @@ async def serve_chat(req: Request, wire: Wire, out: Sink,
     sink = recorder.parsed(request, out)
     turn = ChatTurn(req.rt, request, controls, wire, sink, req.headers, partition)
     if turn.cache_on:
-        turn.key = await request_key(rt, turn, raw if prepare is None else None, heavy)
+        as_sent = raw if prepare is None else None
+        turn.key = await request_key_off_loop(rt, turn, as_sent) if heavy else request_key(rt, turn, as_sent)
     try:
         if await turn.serve_from_cache():
             return  # an L0 hit waits on nothing external: no disconnect watcher needed
