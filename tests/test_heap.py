@@ -21,5 +21,4 @@ def test_a_freeze_collects_then_freezes_once_per_reason() -> None:
 async def test_a_starting_server_freezes_its_start_up_heap(tmp_path: Path) -> None:
     async with daari_server(make_config(tmp_path)):
         assert "server start" in heap._done
-        assert gc.get_threshold()[0] == heap.YOUNG_THRESHOLD
         assert gc.get_freeze_count() > 0

@@ -25,7 +25,7 @@ from daari.datadir import load_secret
 from daari.errors import StartupError
 from daari.executors.base import Executor
 from daari.executors.registry import make_executors
-from daari.heap import collect_young_less_often, freeze_long_lived
+from daari.heap import freeze_long_lived
 from daari.metrics import Metrics
 from daari.observe.metrics_subscriber import ObservedMetrics
 from daari.pipeline.body_work import BodyWork
@@ -125,7 +125,6 @@ async def run_server(config: Config, *, handle_signals: bool = False,
         if handle_signals:
             actors.start_soon(_stop_on_signal, shutdown)
         freeze_long_lived("server start")  # modules, config, actors; models freeze when they load
-        collect_young_less_often()
         async with trio.open_nursery() as front:
             binds = await front.start(lambda task_status: hypercorn_serve(
                 _asgi(DaariApp(rt, guard_policy)), _hypercorn_config(config), shutdown_trigger=shutdown.wait,
