@@ -157,7 +157,8 @@ def test_models_and_config_and_health(client: openai.OpenAI) -> None:
 
 
 def test_json_answers_declare_their_length(client: openai.OpenAI) -> None:
-    """A JSON body (a miss, a hit, an error) goes out with Content-Length, not chunk-framed."""
+    """A JSON body (a miss, a hit, an error) goes out with Content-Length, not chunk-framed, and without a
+    Server header naming the HTTP server."""
     with httpx.Client(base_url=str(client.base_url)) as http:
         answers = [http.post("chat/completions", json={"model": "m", "messages": [{"role": "user", "content": "hi"}]})
                    for _ in range(2)]
@@ -167,3 +168,4 @@ def test_json_answers_declare_their_length(client: openai.OpenAI) -> None:
     for answer in answers:
         assert "transfer-encoding" not in answer.headers
         assert int(answer.headers["content-length"]) == len(answer.content) > 0
+        assert "server" not in answer.headers and "date" in answer.headers

@@ -59,6 +59,7 @@ def _hypercorn_config(config: Config) -> HypercornConfig:
     hc.graceful_timeout = config.server.grace_period_s
     hc.keep_alive_timeout = 75
     hc.h11_max_incomplete_size = 64 * 1024
+    hc.include_server_header = False  # no "server: hypercorn-h11" on every answer: it tells clients nothing useful
     return hc
 
 
