@@ -18,7 +18,12 @@ class Controls:
     no_cache: bool = False
 
 
+NO_CONTROLS = Controls()
+
+
 def parse_controls(headers: Mapping[str, str]) -> Controls:
+    if TIER_OVERRIDE not in headers and NO_CACHE not in headers:
+        return NO_CONTROLS  # what nearly every request carries: neither header (Controls is immutable)
     override = headers.get(TIER_OVERRIDE)
     if override is not None:
         override = override.strip().upper()
