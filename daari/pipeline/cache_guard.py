@@ -23,6 +23,8 @@ _last_warning = 0.0
 
 
 class CacheGuard:
+    __slots__ = ("rt", "meta")
+
     def __init__(self, rt: Runtime, meta: Meta) -> None:
         self.rt = rt
         self.meta = meta

@@ -41,6 +41,10 @@ STORABLE_FINISH = ("stop", "length", "tool_calls", "stop_sequence")
 
 
 class ChatTurn:
+    # One per request: slots, no per-instance dict (less to allocate and for the GC to walk).
+    __slots__ = ("rt", "partition", "headers", "request", "controls", "wire", "sink", "meta", "started",
+                 "renderer", "cache_on", "key", "cache")
+
     def __init__(self, rt: Runtime, request: ChatRequest, controls: Controls, wire: Wire, sink: Sink,
                  headers: Mapping[str, str] | None = None, partition: str = "") -> None:
         self.rt = rt

@@ -28,6 +28,8 @@ def new_request_id() -> str:
 class RecordingSink:
     """A `Sink` that notes the status and the moment the response started, and adds the request id."""
 
+    __slots__ = ("inner", "request_id", "status", "started_at", "finished")
+
     def __init__(self, inner: Sink, request_id: str) -> None:
         self.inner = inner
         self.request_id = request_id
@@ -60,6 +62,8 @@ class RecordingSink:
 
 class DecisionRecorder:
     """One per chat request, created when it arrives; publishes its decision to `hub` exactly once."""
+
+    __slots__ = ("hub", "describe_prompt", "started", "facts", "sink", "published")
 
     def __init__(self, hub: Hub[RoutingDecision], protocol: str, headers: Mapping[str, str],
                  describe_prompt: Callable[[ChatRequest], tuple[str | None, str | None]] | None = None) -> None:

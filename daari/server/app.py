@@ -53,6 +53,8 @@ Handler = Callable[["Request"], Awaitable[None]]
 
 
 class Request:
+    __slots__ = ("rt", "scope", "receive", "send", "headers", "path", "wire", "decision_logged")
+
     def __init__(self, rt: Runtime, scope: Scope, receive: Receive, send: Send) -> None:
         self.rt = rt
         self.scope = scope

@@ -96,6 +96,8 @@ async def watch_disconnect(receive: Receive, scope: trio.CancelScope) -> None:
 class AsgiSink:
     """The pipeline's `Sink` over ASGI `send`."""
 
+    __slots__ = ("_send", "_stream_opened", "finished")
+
     def __init__(self, send: Send) -> None:
         self._send = send
         self._stream_opened = False
