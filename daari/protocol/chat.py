@@ -26,7 +26,7 @@ class ToolCall:
     arguments: str  # JSON text, exactly as the model produced it
 
 
-@dataclass
+@dataclass(slots=True)
 class Message:
     role: Role
     content: str | list[ContentPart] | None = None
@@ -54,7 +54,7 @@ class Tool:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass
+@dataclass(slots=True)
 class ChatRequest:
     """One chat request, whatever protocol it came in.
 
@@ -94,7 +94,7 @@ class ChatRequest:
         return [value] if isinstance(value, str) else list(value)
 
 
-@dataclass
+@dataclass(slots=True)
 class Usage:
     """Token counts. `prompt_tokens` is the whole prompt: `cached_tokens` (read from the provider's prompt
     cache) and `cache_write_tokens` (written to it, Anthropic's cache_creation) are parts of it, as
@@ -113,7 +113,7 @@ class Usage:
         return self.prompt_tokens + self.completion_tokens
 
 
-@dataclass
+@dataclass(slots=True)
 class Completion:
     """A whole answer: what L0 stores and what renders into either protocol."""
 
