@@ -34,15 +34,29 @@ def frontier_cost(pricing: PricingConfig, prompt_tokens: int, completion_tokens:
 
 def answer_costs(pricing: PricingConfig, tier: str | None, model: str | None, prompt_tokens: int,
                  completion_tokens: int) -> tuple[float, float]:
-    """`estimate_cost` and `frontier_cost` of one answer in one call (both are priced for every decision)."""
+    """`estimate_cost` and `frontier_cost` of one answer (both are priced for every decision)."""
     if not prompt_tokens and not completion_tokens:  # a refusal, a rule's or tool's answer: nothing to price
         return 0.0, 0.0
-    price = pricing.models.get(model) if model is not None else None
-    if price is None and tier is not None:
-        price = pricing.tiers.get(tier)
-    actual = 0.0 if price is None else (
-        prompt_tokens * price.input_per_mtok + completion_tokens * price.output_per_mtok) / 1_000_000
-    frontier = pricing.tiers.get(FRONTIER)
-    at_frontier = 0.0 if frontier is None else (
-        prompt_tokens * frontier.input_per_mtok + completion_tokens * frontier.output_per_mtok) / 1_000_000
-    return actual, at_frontier
+    return (estimate_cost(pricing, tier, model, prompt_tokens, completion_tokens),
+            frontier_cost(pricing, prompt_tokens, completion_tokens))
+
+
+PriceKey = tuple[str, str | None, int, int]  # tier, model, prompt tokens, completion tokens
+
+
+class AnswerCosts:
+    """`answer_costs` of recent (tier, model, tokens), remembered: a decision handler prices every request, and
+    most repeat a few kinds (every L0 hit of one answer costs the same)."""
+
+    def __init__(self, pricing: PricingConfig, remembered: int = 1024) -> None:
+        self.pricing = pricing
+        self.remembered = remembered
+        self._costs: dict[PriceKey, tuple[float, float]] = {}
+
+    def __call__(self, key: PriceKey) -> tuple[float, float]:
+        costs = self._costs.get(key)
+        if costs is None:
+            if len(self._costs) >= self.remembered:
+                self._costs.clear()
+            costs = self._costs[key] = answer_costs(self.pricing, *key)
+        return costs

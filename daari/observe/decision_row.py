@@ -8,7 +8,7 @@ from typing import Any
 from daari.config import PricingConfig
 from daari.observe.decision_log import COLUMNS, Values
 from daari.pipeline.decision import AttemptRecord, RoutingDecision
-from daari.pricing import answer_costs
+from daari.pricing import AnswerCosts
 
 
 def l1_verdict(details: dict[str, Any]) -> str | None:
@@ -23,18 +23,13 @@ def l1_verdict(details: dict[str, Any]) -> str | None:
     return None
 
 
-PriceKey = tuple[str, str | None, int, int]  # tier, model, prompt tokens, completion tokens
-PRICES_REMEMBERED = 1024
-
-
 class DecisionRows:
     """Decisions -> decision-log rows under one price table. Runs on the event loop for every request, so the
-    common case (no details, no attempts) does no work it need not, and the priced columns of recent
-    (tier, model, tokens) are remembered: `round` to 8 places formats the float through a string."""
+    common case (no details, no attempts) does no work it need not, and the costs of recent (tier, model,
+    tokens) are remembered (`AnswerCosts`)."""
 
     def __init__(self, pricing: PricingConfig) -> None:
-        self.pricing = pricing
-        self._priced: dict[PriceKey, tuple[float, float, float]] = {}
+        self.costs = AnswerCosts(pricing)
 
     def values(self, decision: RoutingDecision) -> Values:
         """The row's values in `COLUMNS` order (what the writer binds)."""
@@ -44,8 +39,8 @@ class DecisionRows:
         if tier is None or decision.error is not None:
             priced = _UNPRICED
         else:
-            key = (tier, decision.model, prompt_tokens, completion_tokens)
-            priced = self._priced.get(key) or self._price(key)
+            actual, at_l6 = self.costs((tier, decision.model, prompt_tokens, completion_tokens))
+            priced = (round(actual, 8), round(at_l6, 8), round(at_l6 - actual, 8))
         details = decision.details
         similarity: float | None = None
         verdict: str | None = None
@@ -62,15 +57,6 @@ class DecisionRows:
             int(decision.agent_turn), decision.latency_ms, decision.ttft_ms, prompt_tokens, completion_tokens,
             *priced, decision.status, decision.error, decision.prompt_hash, decision.prompt,
         )
-
-    def _price(self, key: PriceKey) -> tuple[float, float, float]:
-        """(cost_usd, cost_l6_usd, saved_usd) of an answer, rounded as the log keeps them."""
-        actual, at_l6 = answer_costs(self.pricing, *key)
-        priced = (round(actual, 8), round(at_l6, 8), round(at_l6 - actual, 8))
-        if len(self._priced) >= PRICES_REMEMBERED:
-            self._priced.clear()
-        self._priced[key] = priced
-        return priced
 
 
 _UNPRICED = (0.0, 0.0, 0.0)  # refused, failed or abandoned: nothing was answered

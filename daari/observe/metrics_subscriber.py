@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from daari.config import PricingConfig
 from daari.metrics import Metrics
-from daari.observe.decision_row import PRICES_REMEMBERED, l1_verdict
+from daari.observe.decision_row import l1_verdict
 from daari.pipeline.decision import RoutingDecision
-from daari.pricing import answer_costs
+from daari.pricing import AnswerCosts
 
 # cache_lookups_total{level,result} label values, built once.
 _L0_HIT, _L0_MISS, _L1_HIT, _L1_MISS = ("L0", "hit"), ("L0", "miss"), ("L1", "hit"), ("L1", "miss")
@@ -16,7 +16,7 @@ _NO_LABELS: tuple[str, ...] = ()
 
 class ObservedMetrics:
     def __init__(self, metrics: Metrics, pricing: PricingConfig) -> None:
-        self.pricing = pricing
+        self.costs = AnswerCosts(pricing)
         self.by_client = metrics.counter("requests_by_client_total", ("client", "protocol", "tier"))
         self.lookups = metrics.counter("cache_lookups_total", ("level", "result"))
         self.escalations = metrics.counter("escalations_by_path_total", ("path",))
@@ -25,8 +25,6 @@ class ObservedMetrics:
         # (tier, cache, client, protocol) -> the counters every answer of that kind adds 1 to, in the order
         # they were counted one by one (the page lists series as they first appear).
         self._kinds: dict[tuple[str, str, str, str], tuple[list[float], ...]] = {}
-        # (tier, model, prompt tokens, completion tokens) -> (cost, saved) of recent answers: priced once.
-        self._priced: dict[tuple[str, str | None, int, int], tuple[float, float]] = {}
 
     def observe(self, decision: RoutingDecision) -> None:
         tier = decision.tier
@@ -40,8 +38,9 @@ class ObservedMetrics:
             self.lookups.inc(_L1_MISS)  # L1 judged a candidate and another tier answered
         if decision.escalated_from:
             self.escalations.inc((">".join((*decision.escalated_from, tier)),))
-        key = (tier, decision.model, decision.prompt_tokens or 0, decision.completion_tokens or 0)
-        cost, saved = self._priced.get(key) or self._price(key)
+        cost, at_frontier = self.costs((tier, decision.model, decision.prompt_tokens or 0,
+                                        decision.completion_tokens or 0))
+        saved = at_frontier - cost
         if cost > 0:  # most answers are free (caches, rules, local tiers)
             self.cost.inc((tier,), cost)
         if saved > 0:
@@ -56,10 +55,3 @@ class ObservedMetrics:
                 cells.append(self.lookups.cell(_L1_HIT))
         found = self._kinds[kind] = tuple(cells)
         return found
-
-    def _price(self, key: tuple[str, str | None, int, int]) -> tuple[float, float]:
-        cost, at_frontier = answer_costs(self.pricing, *key)
-        if len(self._priced) >= PRICES_REMEMBERED:
-            self._priced.clear()
-        priced = self._priced[key] = (cost, at_frontier - cost)
-        return priced

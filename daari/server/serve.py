@@ -108,7 +108,8 @@ async def run_server(config: Config, *, handle_signals: bool = False,
     shutdown = rt.stopping  # live tails close on it rather than holding the grace period
     async with trio.open_nursery() as actors:
         await table.start(actors, health)
-        # The cheap in-process handlers are attached to the hub as one; the decision log and tails subscribe.
+        # The cheap in-process handlers are attached to the hub as one; the decision log attaches with a queue of
+        # its own (server/observers.py); live tails subscribe.
         handlers = [ObservedMetrics(rt.metrics, config.pricing).observe]
         if config.log.summary_interval_s > 0:
             summary = DecisionSummary()
