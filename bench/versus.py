@@ -11,12 +11,14 @@ before" (REV = b076afb, the commit before issues 7-12).
 from __future__ import annotations
 
 import argparse
+import json
 import subprocess
 import tarfile
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from bench.l0_hit import HEADERS, PATH, REQUEST, proxy_config, warm_hit
 from bench.load import Measured, measure, tool_name
@@ -40,13 +42,17 @@ def exported(rev: str) -> Iterator[Path]:
         yield tree
 
 
-def measure_tree(tree: Path | None, upstream_url: str, log_dir: Path,
-                 duration_s: float) -> dict[tuple[str, int], Measured]:
+def measure_tree(tree: Path | None, upstream_url: str, log_dir: Path, duration_s: float,
+                 overlay: dict[str, Any] | None = None) -> dict[tuple[str, int], Measured]:
     """Both paths at both connection counts against one fresh daari served from `tree` (None: this tree)."""
     out: dict[tuple[str, int], Measured] = {}
     hit_body = dumps(REQUEST)
     pass_body, no_cache = dumps({**REQUEST, "model": "good"}), {**HEADERS, "X-Daari-No-Cache": "true"}
-    with daari(proxy_config(upstream_url), log_dir, cores=server_core(), tree=tree) as proxy:
+    config = proxy_config(upstream_url)
+    for section, values in (overlay or {}).items():
+        present = config.get(section)
+        config[section] = {**(present if isinstance(present, dict) else {}), **values}
+    with daari(config, log_dir, cores=server_core(), tree=tree) as proxy:
         warm_hit(proxy)
         for name, body, headers in (("L0 hit", hit_body, HEADERS), ("pass-through (no cache)", pass_body, no_cache)):
             measure(proxy, PATH, body, headers, connections=20, duration_s=WARMUP_S)
@@ -65,7 +71,8 @@ def has_revision(rev: str) -> bool:
                           capture_output=True).returncode == 0
 
 
-def run(rev: str, duration_s: float = 5.0, rounds: int = 2) -> list[Table]:
+def run(rev: str, duration_s: float = 5.0, rounds: int = 2, overlay: dict[str, Any] | None = None) -> list[Table]:
+    """`overlay`: config sections merged into this tree's daari only (e.g. {"log": {"decisions": False}})."""
     if not has_revision(rev):  # a shallow clone, or a tarball without history
         skipped = Table(f"daari at {rev} vs this tree: not run", ["reason"])
         skipped.add(f"revision {rev} is not in this repository (fetch the full history to compare)")
@@ -75,7 +82,7 @@ def run(rev: str, duration_s: float = 5.0, rounds: int = 2) -> list[Table]:
     with exported(rev) as tree, workdir() as tmp, fake_upstream("openai", tmp) as upstream:
         for _ in range(rounds):
             baseline.append(measure_tree(tree, upstream.url, tmp, duration_s))
-            current.append(measure_tree(None, upstream.url, tmp, duration_s))
+            current.append(measure_tree(None, upstream.url, tmp, duration_s, overlay))
     table = Table(f"daari at {rev} vs this tree: req/s and daari's CPU per request (best of {rounds} turns each)",
                   ["path", "connections", f"{rev} req/s", "this tree req/s", "this / " + rev,
                    f"{rev} CPU us/req", "this tree CPU us/req"])
@@ -84,6 +91,8 @@ def run(rev: str, duration_s: float = 5.0, rounds: int = 2) -> list[Table]:
             before, after = best(baseline, (name, connections)), best(current, (name, connections))
             table.add(name, connections, before.load.rps, after.load.rps, ratio(after.load.rps, before.load.rps),
                       before.cpu_us_per_request, after.cpu_us_per_request)
+    if overlay:
+        table.notes.append(f"this tree's daari ran with {json.dumps(overlay)} merged into its config")
     table.notes.append(f"client: {tool_name()} (1 thread), {duration_s:g} s per row after a {WARMUP_S:g} s warm-up "
                        "at 20 connections; the two servers took turns against the same fake OpenAI upstream")
     return [table]
@@ -94,8 +103,10 @@ def main() -> None:
     parser.add_argument("rev", help="the git revision to compare with (e.g. b076afb)")
     parser.add_argument("--duration", type=float, default=5.0, help="seconds per measured row")
     parser.add_argument("--rounds", type=int, default=2, help="turns each server takes")
+    parser.add_argument("--config", default="{}", help="JSON config sections merged into this tree's daari only, "
+                        "e.g. '{\"log\": {\"decisions\": false}}'")
     args = parser.parse_args()
-    print_tables(run(args.rev, args.duration, args.rounds))
+    print_tables(run(args.rev, args.duration, args.rounds, json.loads(args.config)))
 
 
 if __name__ == "__main__":
