@@ -2,7 +2,7 @@
 
 A real daari (actors, decision hub and its subscribers) runs in this process; its ASGI app is called
 directly with a cached request, many times, and the event loop thread's CPU time per call is printed
-(worker threads, e.g. a model loading, excluded; the best of five runs, each followed by a pause so the
+(it starts once L1's model has loaded; worker threads excluded; the best of five runs, each followed by a pause so the
 hub's subscribers handle what was published, their cost included). No network, no load client: the figure
 moves only with daari's code, so it compares commits on a busy machine where request rates do not.
 `--config '{"log": {"decisions": false}}'` merges into the config; `--no-subscribers` closes the decision
@@ -20,6 +20,8 @@ from typing import Any
 
 import trio
 
+from daari.pipeline.l1_tier import SemanticTier
+from daari.pipeline.runtime import Runtime
 from daari.server.app import DaariApp
 from tests.fakes.openai_upstream import FakeOpenAI
 from tests.fakes.serving import serve_app
@@ -36,6 +38,7 @@ async def measure(extra: dict[str, Any], no_subscribers: bool, calls: int) -> li
         config = make_config(tmp, tiers={"L3": upstream_tier("openai", upstream + "/v1", "good")}, **extra)
         async with daari_server(config) as server:
             app = DaariApp(server.runtime)
+            await _l1_settled(server.runtime)
             if no_subscribers:
                 server.runtime.decisions.close()
             scope = {"type": "http", "method": "POST", "path": "/v1/chat/completions", "query_string": b"",
@@ -72,6 +75,14 @@ async def measure(extra: dict[str, Any], no_subscribers: bool, calls: int) -> li
                 runs.append((time.thread_time() - start) / calls * 1e6)
             server.shutdown.set()
             return runs
+
+
+async def _l1_settled(runtime: Runtime) -> None:
+    """Wait until L1's embedding model has loaded (or failed): its loading thread holds the GIL for seconds,
+    which would be charged to the first hits."""
+    l1 = runtime.shortcuts.get("L1")
+    while isinstance(l1, SemanticTier) and l1.health()["state"] == "loading":
+        await trio.sleep(0.1)
 
 
 def main() -> None:
