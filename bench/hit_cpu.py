@@ -81,8 +81,8 @@ async def _l1_settled(runtime: Runtime) -> None:
     """Wait until L1's embedding model has loaded (or failed): its loading thread holds the GIL for seconds,
     which would be charged to the first hits."""
     l1 = runtime.shortcuts.get("L1")
-    while isinstance(l1, SemanticTier) and l1.health()["state"] == "loading":
-        await trio.sleep(0.1)
+    if isinstance(l1, SemanticTier):
+        await l1.status.started.wait()
 
 
 def main() -> None:
