@@ -1,14 +1,16 @@
-"""DecisionLogActor: the one writer of the decision log; a decision hub subscriber that writes in batches.
+"""DecisionLogActor: the decision log's one writer; a decision hub subscriber that writes in batches.
 
-It never slows a request: attached to the hub, it turns each decision into its row at once and queues it,
-bounded; when it falls behind (`buffer` rows waiting) further decisions are dropped and counted until it takes
-the batch, and the hub counts it as a dropped subscriber. A channel and a task wake-up per decision cost more.
+It never slows a request: attached to the hub, it only queues each decision, bounded; when it falls behind
+(`buffer` decisions waiting) further decisions are dropped and counted until it takes the batch, and the hub
+counts it as a dropped subscriber. Once per flush interval it turns the batch into rows and hands them to its
+writer process (actors/decision_log_process.py), which does the SQLite work outside daari's process: an
+in-process writer thread cost each request ~15-25 us of the event loop's time (docs/performance.md). A writer
+that dies is started again; the rows it had are counted as dropped.
 """
 
 from __future__ import annotations
 
 import logging
-import sqlite3
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -16,12 +18,14 @@ from typing import Any
 
 import trio
 
+from actors.decision_log_process import WriterGone, WriterProcess
 from actors.hub import Hub
-from daari.observe.decision_log import DecisionLogStore, Values
+from daari.observe.decision_log import Values
 
 log = logging.getLogger("daari.decision_log")
 
-PRUNE_EVERY_S = 600.0
+START_TIMEOUT_S = 30.0  # a writer process not ready by then is given up (the log is off)
+RESTART_AFTER_S = 5.0  # a writer that died is not started again sooner (a crash loop would spin)
 
 
 class DecisionLogActor:
@@ -39,81 +43,113 @@ class DecisionLogActor:
         self.on_dropped = on_dropped
         self.written = 0
         self.dropped = 0
-        self._sqlite = trio.CapacityLimiter(1)
-        self._last_prune = 0.0
-        self._rows: list[Values] = []  # built by `_take` as decisions are published, written in batches
+        self.writer: WriterProcess | None = None  # the writer process now, if one runs
+        self._last_start = 0.0  # when a writer was last started again (monotonic)
+        self._items: list[Any] = []  # queued by `_take` as decisions are published, written in batches
         self._missed = 0  # decisions not taken since the last batch: the writer had fallen behind
-        self._wake = trio.Event()  # set when a first row waits or the hub closed
+        self._wake = trio.Event()  # set when a first decision waits or the hub closed
         self._closed = False
 
     async def run(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        try:
-            store = await trio.to_thread.run_sync(DecisionLogStore, self.path, limiter=self._sqlite)
-        except (OSError, sqlite3.Error) as exc:  # a read-only or full data dir: daari runs without the log
-            log.warning("decision log disabled: cannot open %s: %s", self.path, exc)
+        # Attached before the writer process is up (it takes ~0.2 s to start): no decision made after daari
+        # started is missed, and daari's start does not wait for it.
+        with self.hub.attach("decision_log", self._take, on_close=self._hub_closed):
             task_status.started()
-            return
-        try:
-            await self._prune(store)
-            with self.hub.attach("decision_log", self._take, on_close=self._hub_closed):
-                task_status.started()
+            try:
+                # Shielded: a shutdown right after the start still writes what was decided meanwhile.
+                with trio.CancelScope(shield=True), trio.fail_after(START_TIMEOUT_S):
+                    self.writer = await self._start_writer()
+            except (WriterGone, trio.TooSlowError) as exc:  # a read-only or full data dir: daari runs without the log
+                log.warning("decision log disabled: cannot open %s: %s", self.path, exc)
+                return
+            try:
                 while True:
-                    if not self._rows:
+                    if not self._items:
                         if self._closed:
                             return  # the hub closed: everything published was written
                         self._wake = trio.Event()
                         await self._wake.wait()
                         continue
                     try:
-                        # Let a burst gather: one wake-up and one transaction per interval, not per request.
+                        # Let a burst gather: one hand-over per interval, not per request.
                         await trio.sleep(self.flush_s)
                     finally:
-                        rows, self._rows = self._rows, []
+                        items, self._items = self._items, []
                         missed, self._missed = self._missed, 0
                         self._count_dropped(missed)  # a lag ends when its batch is taken (a re-subscription)
                         with trio.CancelScope(shield=True):  # a shutdown must not lose a taken batch
-                            await self._write(store, rows)
-        finally:
-            with trio.CancelScope(shield=True):
-                await trio.to_thread.run_sync(store.close, limiter=self._sqlite)
+                            await self._write(items)
+            finally:
+                if self.writer is not None:
+                    await self.writer.close()
+
+    async def _start_writer(self) -> WriterProcess:
+        return await WriterProcess.start(self.path, retention_s=self.retention_s, max_rows=self.max_rows)
 
     def _take(self, decision: Any) -> None:
-        """Attached to the hub: the decision's row, built while the decision is fresh in the CPU's cache, joins
-        the next batch; past `buffer` rows waiting the writer has fallen behind and the row is dropped (counted
-        once the batch is taken), and the hub counts the writer as a dropped subscriber once per lag."""
-        rows = self._rows
-        if len(rows) >= self.buffer:
+        """Attached to the hub: the decision joins the next batch (its row is made with the batch's, in one tight
+        loop: cheaper than one at a time between requests); past `buffer` waiting the writer has fallen behind and
+        the decision is dropped (counted once the batch is taken), and the hub counts the writer as a dropped
+        subscriber once per lag."""
+        items = self._items
+        if len(items) >= self.buffer:
             if not self._missed:
                 self.hub.count_drop("decision_log")
             self._missed += 1
             return
-        rows.append(self.to_row(decision))
-        if len(rows) == 1:
+        items.append(decision)
+        if len(items) == 1:
             self._wake.set()
 
     def _hub_closed(self) -> None:
         self._closed = True
         self._wake.set()
 
-    async def _write(self, store: DecisionLogStore, rows: list[Values]) -> None:
+    async def _write(self, items: list[Any]) -> None:
+        """Write `items` through the writer process, starting a new one if the last is gone."""
+        rows = self._rows(items)
+        if self.writer is None:
+            self.writer = await self._restart()
+        writer = self.writer
+        if writer is None:
+            self._count_dropped(len(rows))
+            return
         try:
             for start in range(0, len(rows), self.batch):  # bounded transactions after a long interval
-                self.written += await trio.to_thread.run_sync(store.insert_values, rows[start:start + self.batch],
-                                                              limiter=self._sqlite)
-        except Exception:  # disk full, read-only: the log loses rows, requests go on
-            log.warning("decision log write failed; %d rows lost", len(rows), exc_info=True)
-            self._count_dropped(len(rows))
-        await self._prune(store)
+                chunk = rows[start:start + self.batch]
+                stored = await writer.write(chunk)
+                self.written += stored
+                if stored < len(chunk):  # disk full, read-only: the writer said why on stderr
+                    log.warning("decision log write failed; %d rows lost", len(chunk) - stored)
+                    self._count_dropped(len(chunk) - stored)
+        except WriterGone as exc:
+            lost = len(rows) - start  # the chunks before `start` were stored
+            log.warning("decision log writer ended (%s); %d rows lost; it is started again", exc, lost)
+            self._count_dropped(lost)
+            self.writer = None
+            await writer.kill()
 
-    async def _prune(self, store: DecisionLogStore) -> None:
+    def _rows(self, items: list[Any]) -> list[Values]:
+        to_row = self.to_row
+        rows = []
+        for item in items:
+            try:
+                rows.append(to_row(item))
+            except Exception:  # a decision the row maker cannot take is lost, not the writer
+                log.exception("decision log: cannot make a row of a decision")
+                self._count_dropped(1)
+        return rows
+
+    async def _restart(self) -> WriterProcess | None:
         now = time.monotonic()
-        if self._last_prune and now - self._last_prune < PRUNE_EVERY_S:
-            return
-        self._last_prune = now
+        if self._last_start and now - self._last_start < RESTART_AFTER_S:
+            return None
+        self._last_start = now
         try:
-            await trio.to_thread.run_sync(store.prune, self.retention_s, self.max_rows, limiter=self._sqlite)
-        except Exception:
-            log.warning("decision log pruning failed", exc_info=True)
+            return await self._start_writer()
+        except WriterGone as exc:
+            log.warning("decision log writer could not start again: %s", exc)
+            return None
 
     def _count_dropped(self, count: int) -> None:
         if count <= 0:

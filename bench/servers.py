@@ -75,8 +75,16 @@ class Server:
         return int(self.ps.memory_info().rss)
 
     def cpu_seconds(self) -> float:
+        """CPU time used so far by the server and its child processes (daari's decision log writer)."""
         times = self.ps.cpu_times()
-        return float(times.user + times.system)
+        total = times.user + times.system
+        for child in self.ps.children(recursive=True):
+            try:
+                times = child.cpu_times()
+            except psutil.NoSuchProcess:
+                continue
+            total += times.user + times.system
+        return float(total)
 
     def log_tail(self, lines: int = 30) -> str:
         try:

@@ -1,7 +1,7 @@
 """The decision log: one SQLite row per routing decision (sqlite-utils), pruned by age and size.
 
-Blocking: used from the DecisionLogActor's worker thread only. Rows are written in batches, never on the
-request path.
+Blocking. Rows are written in batches by the decision log's writer process (decision_log_writer.py), never
+in daari's own process; daari reads through `read_rows`.
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ COLUMNS: dict[str, type] = {
 
 
 # A batch goes in as multi-row INSERTs of up to 64 rows (27 columns x 64 = 1,728 parameters, far below SQLite's
-# limit): one SQLite step per statement, so the writer thread gives the GIL back to the event loop a few times per
-# batch. executemany steps once per row, taking the GIL back from the event loop twice a row (measured: ~60 us of
-# a busy server's CPU per request); a JSON array unpacked by json_each costs 2.5x the SQLite CPU (19 vs 7.7 us a row).
+# limit): one SQLite step per statement rather than executemany's one per row (measured when the writer was a
+# thread of daari's: ~60 us of a busy server's CPU per request); a JSON array unpacked by json_each costs 2.5x
+# the SQLite CPU (19 vs 7.7 us a row).
 ROWS_PER_STATEMENT = 64
 Values = tuple[Any, ...]
 
