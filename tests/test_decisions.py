@@ -165,3 +165,29 @@ async def test_a_shortcut_tiers_own_judgement_reaches_the_decision(tmp_path: Pat
                                                                                          "L1-sim")
     assert answered.details == {"similarity": 0.97, "verified_by": "lexical"}
     assert declined.tier == "L3" and declined.details == {"l1_declined": "numbers_differ"}
+
+
+def test_decide_puts_every_fact_and_meta_field_in_its_own_field() -> None:
+    """`decide` builds the record positionally (it runs per request): each field must get its own source."""
+    from daari.pipeline.decision import AttemptRecord, RequestFacts, decide
+    from daari.pipeline.meta import Attempt, Meta
+    from daari.protocol.chat import Usage
+
+    facts = RequestFacts("req_1", 12.5, "anthropic", "claude-code", "opus", True, "hash7", "the prompt")
+    meta = Meta(tier="L4", task_type="refactor", executor="ollama", model="qwen", confidence=0.75,
+                escalated_from=["L3"], rule_id="R-9", agent_turn=True, ceiling="L5", classifier="slm",
+                attempts=[Attempt("L3", "low_confidence", 0.2, None), Attempt("L4", "accepted", 0.75)],
+                warning="below_confidence_threshold", cache="miss", usage=Usage(11, 22), details={"similarity": 0.9})
+    decision = decide(facts, meta, status=203, latency_ms=4.5, ttft_ms=1.5)
+    assert decision == RoutingDecision(
+        request_id="req_1", time=12.5, protocol="anthropic", client="claude-code", model_requested="opus",
+        stream=True, status=203, tier="L4", executor="ollama", model="qwen", cache="miss", task_type="refactor",
+        rule_id="R-9", ceiling="L5", classifier="slm", agent_turn=True, confidence=0.75, escalated_from=("L3",),
+        attempts=(AttemptRecord("L3", "low_confidence", 0.2, None), AttemptRecord("L4", "accepted", 0.75, None)),
+        warning="below_confidence_threshold", error=None, latency_ms=4.5, ttft_ms=1.5, prompt_tokens=11,
+        completion_tokens=22, details={"similarity": 0.9}, prompt_hash="hash7", prompt="the prompt")
+    failed = decide(facts, Meta(error="upstream_timeout"), status=504, latency_ms=1.0, ttft_ms=None, error="x")
+    assert (failed.error, failed.attempts, failed.escalated_from, failed.prompt_tokens) == \
+        ("upstream_timeout", (), (), None)
+    assert decide(facts, Meta(), status=499, latency_ms=1.0, ttft_ms=None, error="client_disconnected").error == \
+        "client_disconnected"

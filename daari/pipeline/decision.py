@@ -141,20 +141,24 @@ class RequestFacts:
     prompt: str | None = None
 
 
+_NONE: tuple[Any, ...] = ()
+
+
 def decide(facts: RequestFacts, meta: Meta, *, status: int, latency_ms: float, ttft_ms: float | None,
            error: str | None = None) -> RoutingDecision:
     """The decision record of a request from what its pipeline put in `meta`."""
     usage = meta.usage
+    attempts = meta.attempts
+    details = meta.details
+    # Positional, in field order: one is built per request, and 28 keyword arguments cost 2.7x as much
+    # (1.7 vs 0.6 us, timeit). tests/test_decisions.py checks that every field gets its own value.
     return RoutingDecision(
-        request_id=facts.request_id, time=facts.time, protocol=facts.protocol, client=facts.client,
-        model_requested=facts.model_requested, stream=facts.stream, status=status,
-        tier=meta.tier, executor=meta.executor, model=meta.model, cache=meta.cache,
-        task_type=meta.task_type, rule_id=meta.rule_id, ceiling=meta.ceiling, classifier=meta.classifier,
-        agent_turn=meta.agent_turn, confidence=meta.confidence, escalated_from=tuple(meta.escalated_from or ()),
-        attempts=tuple([AttemptRecord(a.tier, a.outcome, a.confidence, a.error) for a in meta.attempts])
-        if meta.attempts else (),
-        warning=meta.warning, error=meta.error or error, latency_ms=latency_ms, ttft_ms=ttft_ms,
-        prompt_tokens=usage.prompt_tokens if usage is not None else None,
-        completion_tokens=usage.completion_tokens if usage is not None else None,
-        details=dict(meta.details) if meta.details else {}, prompt_hash=facts.prompt_hash, prompt=facts.prompt,
+        facts.request_id, facts.time, facts.protocol, facts.client, facts.model_requested, facts.stream, status,
+        meta.tier, meta.executor, meta.model, meta.cache, meta.task_type, meta.rule_id, meta.ceiling,
+        meta.classifier, meta.agent_turn, meta.confidence,
+        tuple(meta.escalated_from) if meta.escalated_from else _NONE,
+        tuple([AttemptRecord(a.tier, a.outcome, a.confidence, a.error) for a in attempts]) if attempts else _NONE,
+        meta.warning, meta.error or error, latency_ms, ttft_ms,
+        usage.prompt_tokens if usage is not None else None, usage.completion_tokens if usage is not None else None,
+        dict(details) if details else {}, facts.prompt_hash, facts.prompt,
     )
