@@ -25,6 +25,7 @@ from daari.observe.decision_log import Values
 log = logging.getLogger("daari.decision_log")
 
 START_TIMEOUT_S = 30.0  # a writer process not ready by then is given up (the log is off)
+WRITE_TIMEOUT_S = 30.0  # a writer that has not stored a chunk by then is stuck (a hung disk): killed
 RESTART_AFTER_S = 5.0  # a writer that died is not started again sooner (a crash loop would spin)
 
 
@@ -114,17 +115,20 @@ class DecisionLogActor:
         if writer is None:
             self._count_dropped(len(rows))
             return
+        start = 0
         try:
             for start in range(0, len(rows), self.batch):  # bounded transactions after a long interval
                 chunk = rows[start:start + self.batch]
-                stored = await writer.write(chunk)
+                with trio.fail_after(WRITE_TIMEOUT_S):  # shielded by the caller: a shutdown must not hang here
+                    stored = await writer.write(chunk)
                 self.written += stored
                 if stored < len(chunk):  # disk full, read-only: the writer said why on stderr
                     log.warning("decision log write failed; %d rows lost", len(chunk) - stored)
                     self._count_dropped(len(chunk) - stored)
-        except WriterGone as exc:
+        except (WriterGone, trio.TooSlowError) as exc:
             lost = len(rows) - start  # the chunks before `start` were stored
-            log.warning("decision log writer ended (%s); %d rows lost; it is started again", exc, lost)
+            log.warning("decision log writer ended (%s); %d rows lost; it is started again",
+                        exc or "no answer in time", lost)
             self._count_dropped(lost)
             self.writer = None
             await writer.kill()

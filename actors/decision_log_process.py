@@ -3,6 +3,7 @@ a batch and read how many rows it stored, close it and wait for it to end."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +13,9 @@ import trio
 from daari.observe.decision_log import Values
 from daari.observe.decision_log_writer import frame
 
+# The environment the writer gets: what Python needs to start and find daari, nothing else (no API keys: it
+# never calls anyone).
+WRITER_ENVIRONMENT = ("PATH", "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "HOME", "LANG", "LC_ALL", "TMPDIR")
 CLOSE_TIMEOUT_S = 10.0  # a writer that has not ended this long after its input closed is killed
 
 
@@ -32,7 +36,8 @@ class WriterProcess:
              "--retention-s", repr(retention_s), "--max-rows", str(max_rows)],
             # Its stderr is daari's: its few messages (a failed write, pruning) reach the same place, and a pipe
             # nobody drained could fill and stop it.
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            env={name: os.environ[name] for name in WRITER_ENVIRONMENT if name in os.environ})
         writer = cls(process)
         try:
             line = await writer._line()

@@ -69,9 +69,13 @@ def test_each_frame_is_answered_with_the_rows_stored_and_a_failed_write_with_zer
     assert answers.getvalue() == b"2\n0\n1\n" and stored == ["a", "b", "c"]
 
 
-async def test_the_writer_is_another_process_and_ends_when_its_input_closes(tmp_path: Path) -> None:
+async def test_the_writer_is_another_process_without_keys_and_ends_when_its_input_closes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-canary-writer-env")
     writer = await WriterProcess.start(tmp_path / "d.sqlite", retention_s=3600, max_rows=10_000)
     assert writer.process.pid != os.getpid()
+    environment = await trio.Path(f"/proc/{writer.process.pid}/environ").read_bytes()
+    assert b"sk-canary-writer-env" not in environment and b"PATH=" in environment
     assert await writer.write([row("a"), row("b")]) == 2
     await writer.close()
     assert writer.process.returncode == 0
@@ -152,3 +156,35 @@ async def test_cancelled_with_a_batch_in_hand_the_batch_is_written_and_no_proces
 def writer_process(actor: DecisionLogActor) -> trio.Process:
     assert actor.writer is not None, "the actor has no writer process now"
     return actor.writer.process
+
+
+async def test_a_stuck_writer_is_killed_after_the_write_timeout_and_replaced(tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """A writer that stops answering (a hung disk: here SIGSTOP) must not hold the log, or daari's shutdown."""
+    import signal
+
+    import actors.decision_log
+
+    monkeypatch.setattr(actors.decision_log, "WRITE_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(actors.decision_log, "RESTART_AFTER_S", 0.0)
+    hub: Hub[Item] = Hub()
+    dropped: list[int] = []
+    writer = DecisionLogActor(tmp_path / "decisions.sqlite", hub, to_row, buffer=1000, batch=8, retention_s=3600,
+                              max_rows=10_000, on_dropped=dropped.append)
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(writer.run)
+            while writer.writer is None:
+                await trio.sleep(0.01)
+            stuck = writer_process(writer)
+            os.kill(stuck.pid, signal.SIGSTOP)
+            for index in range(3):
+                hub.publish(Item(f"stuck{index}"))
+            while sum(dropped) < 3:
+                await trio.sleep(0.01)
+            hub.publish(Item("after"))
+            while writer.written < 1:
+                await trio.sleep(0.01)
+            hub.close()
+    assert [r["request_id"] for r in read_rows(tmp_path / "decisions.sqlite", 0)] == ["after"]
+    assert stuck.returncode is not None and not alive(stuck.pid)
