@@ -59,7 +59,7 @@ class LogConfig:
     max_rows: Annotated[int, Ge(1000)] = 1_000_000
     queue_size: Annotated[int, Ge(16)] = 4096  # decisions waiting for the writer; past it rows are dropped
     batch_size: Annotated[int, Ge(1)] = 256
-    # The writer wakes at most this often: one SQLite transaction (and one thread hand-off) per interval,
+    # The writer wakes at most this often: one hand-over to its process and one SQLite transaction per interval,
     # not per request. Decisions arriving meanwhile wait in its queue (queue_size).
     flush_interval_s: Annotated[float, Ge(0)] = 0.25
 

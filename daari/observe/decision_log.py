@@ -41,7 +41,7 @@ def _insert_sql(rows: int) -> str:
 
 
 def batch_values(rows: Iterable[Mapping[str, Any]]) -> list[Values]:
-    """Each row's values in column order (build them on the event loop, not the writer thread)."""
+    """Each row's values in column order, from rows given as mappings (`insert`)."""
     return [tuple(row.get(column) for column in COLUMNS) for row in rows]
 
 

@@ -24,9 +24,9 @@ def l1_verdict(details: dict[str, Any]) -> str | None:
 
 
 class DecisionRows:
-    """Decisions -> decision-log rows under one price table. Runs on the event loop for every request, so the
-    common case (no details, no attempts) does no work it need not, and the costs of recent (tier, model,
-    tokens) are remembered (`AnswerCosts`)."""
+    """Decisions -> decision-log rows under one price table. Runs on the event loop for every decision (a
+    batch at a time, each flush), so the common case (no details, no attempts) does no work it need not, and
+    the costs of recent (tier, model, tokens) are remembered (`AnswerCosts`)."""
 
     def __init__(self, pricing: PricingConfig) -> None:
         self.costs = AnswerCosts(pricing)
