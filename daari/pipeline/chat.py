@@ -40,6 +40,11 @@ log = logging.getLogger("daari.pipeline")
 STORABLE_FINISH = ("stop", "length", "tool_calls", "stop_sequence")
 
 
+def uses_l0(rt: Runtime, controls: Controls) -> bool:
+    """Whether a request reads and stores L0: the cache is on and the client did not send X-Daari-No-Cache."""
+    return rt.config.cache.l0.enabled and not controls.no_cache
+
+
 class ChatTurn:
     # One per request: slots, no per-instance dict (less to allocate and for the GC to walk).
     __slots__ = ("rt", "partition", "headers", "request", "controls", "wire", "sink", "meta", "started",
@@ -57,7 +62,7 @@ class ChatTurn:
         self.meta = Meta()  # agent_turn: from the L0 entry on a hit, else worked out in `run`
         self.started = time.perf_counter()
         self.renderer: StreamRenderer | None = None
-        self.cache_on = rt.config.cache.l0.enabled and not controls.no_cache
+        self.cache_on = uses_l0(rt, controls)
         if not self.cache_on:
             self.meta.cache = "off" if not rt.config.cache.l0.enabled else "skipped"
         self.key = ""
@@ -73,15 +78,27 @@ class ChatTurn:
                 return False  # no key needed: nothing is read or stored
             self.key = self.key or self.cache_key()  # the server usually has it already (pipeline/request_key.py)
             entry = await self.cache.get(self.key)
-            if entry is None:
-                return False
+        except DaariError as err:
+            await self._fail(err)
+            return True
+        except Exception:
+            log.exception("L0 lookup failed")
+            await self._fail(DaariError("internal error in daari; see the server log"))
+            return True
+        if entry is None:
+            return False
+        await self.serve_entry(entry)
+        return True
+
+    async def serve_entry(self, entry: L0Entry) -> None:
+        """Answer from `entry`, this request's L0 entry (looked up by `serve_from_cache` or the hit lane)."""
+        try:
             await self._serve_hit(entry)
         except DaariError as err:
             await self._fail(err)
         except Exception:
-            log.exception("L0 lookup failed")
+            log.exception("answering from L0 failed")
             await self._fail(DaariError("internal error in daari; see the server log"))
-        return True
 
     def cache_key(self) -> str:
         """The request's L0 key (normalize + canonical JSON + SHA-256): pure, so it may run on a thread."""

@@ -3,17 +3,16 @@ remembered (on a worker thread for a large body). See cache/key_memo.py for why 
 
 from __future__ import annotations
 
-from daari.cache.key_memo import memo_key
+from daari.cache.key_memo import MemoKey, memo_key
 from daari.pipeline.chat import ChatTurn
 from daari.pipeline.runtime import Runtime
 
 
-def request_key(rt: Runtime, turn: ChatTurn, raw: bytes | None) -> str:
-    """For a small body, inline. `raw`: the body as received, or None when it was rewritten before parsing
-    (then it is not remembered)."""
-    if raw is None:
+def request_key(rt: Runtime, turn: ChatTurn, found_by: MemoKey | None) -> str:
+    """For a small body, inline. `found_by`: the body's memo key (`memo_key`), or None when the body was
+    rewritten before parsing (then it is not remembered)."""
+    if found_by is None:
         return turn.cache_key()
-    found_by = memo_key(raw, turn.wire.name, turn.controls.tier_override, turn.partition)
     key = rt.key_memo.get(found_by)
     if key is None:
         key = turn.cache_key()

@@ -9,6 +9,7 @@ import trio
 
 from actors.hub import Hub
 from actors.runtime import Address, Health
+from daari.cache.hit_requests import HitRequests
 from daari.cache.key_memo import L0KeyMemo
 from daari.cache.l0_memory import L0Memory
 from daari.config import Config
@@ -39,6 +40,8 @@ class Runtime:
     decisions: Hub[RoutingDecision] = field(default_factory=lambda: Hub(default_buffer=256))
     # L0 keys by the exact request bytes (cache/key_memo.py): a body sent again is not canonicalized again.
     key_memo: L0KeyMemo = field(default_factory=L0KeyMemo)
+    # The parsed requests of L0 hits by the same bytes (cache/hit_requests.py): a repeat is not parsed again.
+    hit_requests: HitRequests = field(default_factory=HitRequests)
     # Decoding, validating and hashing large request bodies on worker threads (server.thread_parse_bytes).
     body_work: BodyWork = field(default_factory=lambda: BodyWork(256 * 1024))
     # The HMAC key of the cache partitions when a tier forwards client keys; None: one shared partition.

@@ -116,7 +116,7 @@ def _parse(body: object, headers: Mapping[str, str], *, require_max_tokens: bool
         tools=_parse_tools(body.get("tools")),
         sampling=_sampling(body, require_max_tokens),
         raw=body,
-        passthrough_headers=_passthrough_headers(headers),
+        passthrough_headers=passthrough_headers(headers),
         extra=uninterpreted("anthropic", body, _INTERPRETED),
     )
 
@@ -376,7 +376,8 @@ def _parse_tools(tools: object) -> list[Tool]:
     return parsed
 
 
-def _passthrough_headers(headers: Mapping[str, str]) -> dict[str, str]:
+def passthrough_headers(headers: Mapping[str, str]) -> dict[str, str]:
+    """The allowlisted headers an Anthropic client sent, its credentials as `SecretStr`."""
     out: dict[str, str] = {}
     for key, value in headers.items():  # one pass over what the client sent, not over the allowlists
         name = key.lower()

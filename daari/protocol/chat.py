@@ -81,6 +81,13 @@ class ChatRequest:
     # The client's query string (Claude Code sends `?beta=true`): kept for a same-protocol upstream.
     query_string: str = ""
 
+    def for_caller(self, passthrough_headers: dict[str, str], query_string: str) -> ChatRequest:
+        """This request as another caller sent it: its own headers and query string over the same parsed body
+        (shared, not copied: only for code that reads it, see cache/hit_requests.py)."""
+        return ChatRequest(self.messages, self.model, self.protocol, self.stream, self.temperature, self.tools,
+                           self.sampling, self.include_usage, self.raw, passthrough_headers, self.extra,
+                           query_string)
+
     @property
     def max_tokens(self) -> int | None:
         value = self.sampling.get("max_tokens")

@@ -20,6 +20,7 @@ from daari.protocol import (
 )
 from daari.protocol.chat import ChatRequest, Completion
 from daari.protocol.events import Event, Finish, NativeEvent, replay
+from daari.protocol.openai_headers import client_headers
 
 
 class StreamRenderer(Protocol):
@@ -33,6 +34,8 @@ class StreamRenderer(Protocol):
 class Wire:
     name: str
     parse: Callable[[Any, Mapping[str, str]], ChatRequest]
+    # The part of `parse` that reads headers: a request's `passthrough_headers` from the client's headers.
+    passthrough: Callable[[Mapping[str, str]], dict[str, str]]
     # (completion, request, meta, events): events may carry the upstream's own body (NativeEvent).
     render: Callable[[Completion, ChatRequest, dict[str, Any], list[Event]], dict[str, Any]]
     stream_renderer: Callable[[ChatRequest], StreamRenderer]
@@ -86,6 +89,7 @@ def _anthropic_render(completion: Completion, request: ChatRequest, meta: dict[s
 OPENAI = Wire(
     name="openai",
     parse=openai_wire.parse_chat_request,
+    passthrough=client_headers,
     render=_openai_render,
     stream_renderer=_openai_stream,
     render_error=openai_render.render_error,
@@ -96,6 +100,7 @@ OPENAI = Wire(
 ANTHROPIC = Wire(
     name="anthropic",
     parse=anthropic_wire.parse_messages_request,
+    passthrough=anthropic_wire.passthrough_headers,
     render=_anthropic_render,
     stream_renderer=lambda r: anthropic_render.AnthropicStreamRenderer(r, _anthropic_id()),
     render_error=anthropic_render.render_error,
@@ -123,6 +128,7 @@ def make_responses_wire(on_final: Callable[[dict[str, Any]], None] | None = None
     return Wire(
         name="responses",
         parse=responses_wire.parse_responses_request,
+        passthrough=client_headers,
         render=render,
         stream_renderer=stream_renderer,
         render_error=openai_render.render_error,

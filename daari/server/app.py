@@ -14,6 +14,7 @@ from urllib.parse import parse_qs
 import trio
 
 from actors.executor import ListModels, TierStatus
+from daari.cache.key_memo import MemoKey, memo_key
 from daari.cache.partition import cache_partition
 from daari.config import redacted
 from daari.errors import DaariError, MethodNotAllowed, NotFound
@@ -22,8 +23,9 @@ from daari.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from daari.metrics import Sample
 from daari.observe.prompt_record import prompt_fields
 from daari.pipeline.body_work import decode_json
-from daari.pipeline.chat import ChatTurn
+from daari.pipeline.chat import ChatTurn, uses_l0
 from daari.pipeline.controls import parse_controls
+from daari.pipeline.hit_lane import RememberedHit, remembered_hit
 from daari.pipeline.l1_tier import SemanticTier
 from daari.pipeline.record import DecisionRecorder
 from daari.pipeline.request_key import request_key, request_key_off_loop
@@ -90,17 +92,26 @@ async def serve_chat(req: Request, wire: Wire, out: Sink,
     rt = req.rt
     recorder = DecisionRecorder(rt.decisions, wire.name, req.headers,
                                 lambda request: prompt_fields(rt.config.log.prompts, rt.log_secret, request))
+    found_by: MemoKey | None = None  # the body's memo key, when the bytes as received are the request
+    hit: RememberedHit | None = None
     try:
         raw = await req.raw_body()
-        work = req.rt.body_work
+        work = rt.body_work
         heavy = work.heavy(len(raw))  # a large body is decoded, validated and hashed off the event loop
-        body = await work.run(decode_json, raw) if heavy else decode_json(raw)
-        if prepare is not None:
-            body = await prepare(body)
-        request = await work.run(wire.parse, body, req.headers) if heavy else wire.parse(body, req.headers)
-        request.query_string = req.scope.get("query_string", b"").decode("latin-1")
         controls = parse_controls(req.headers)
-        partition = cache_partition(req.rt.partition_secret, req.headers)
+        partition = cache_partition(rt.partition_secret, req.headers)
+        query_string = req.scope.get("query_string", b"").decode("latin-1")
+        if prepare is None and not heavy and uses_l0(rt, controls):
+            found_by = memo_key(raw, wire.name, controls.tier_override, partition)
+            hit = remembered_hit(rt, wire, found_by, req.headers, query_string)
+        if hit is not None:
+            request = hit.request
+        else:
+            body = await work.run(decode_json, raw) if heavy else decode_json(raw)
+            if prepare is not None:
+                body = await prepare(body)
+            request = await work.run(wire.parse, body, req.headers) if heavy else wire.parse(body, req.headers)
+            request.query_string = query_string
     except DaariError as err:
         recorder.refused(err, wire.render_error(err)[0])
         req.decision_logged = True  # the decision's log line is this refusal's
@@ -109,11 +120,20 @@ async def serve_chat(req: Request, wire: Wire, out: Sink,
         recorder.abandoned()
         raise
     sink = recorder.parsed(request, out)
-    turn = ChatTurn(req.rt, request, controls, wire, sink, req.headers, partition)
-    if turn.cache_on:
-        as_sent = raw if prepare is None else None
-        turn.key = await request_key_off_loop(rt, turn, as_sent) if heavy else request_key(rt, turn, as_sent)
+    turn = ChatTurn(rt, request, controls, wire, sink, req.headers, partition)
     try:
+        if hit is not None:
+            turn.key = hit.key
+            await turn.serve_entry(hit.entry)
+            return
+        if turn.cache_on:
+            turn.key = (await request_key_off_loop(rt, turn, raw if prepare is None else None) if heavy
+                        else request_key(rt, turn, found_by))
+            entry = rt.l0_memory.peek(turn.key) if found_by is not None else None
+            if found_by is not None and entry is not None:
+                rt.hit_requests.put(found_by, request, len(raw))  # the next copy of these bytes takes the hit lane
+                await turn.serve_entry(entry)
+                return
         if await turn.serve_from_cache():
             return  # an L0 hit waits on nothing external: no disconnect watcher needed
         # From here a client that leaves cancels everything the request started (upstream calls included).
