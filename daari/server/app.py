@@ -121,19 +121,20 @@ async def serve_chat(req: Request, wire: Wire, out: Sink,
         raise
     sink = recorder.parsed(request, out)
     turn = ChatTurn(rt, request, controls, wire, sink, req.headers, partition)
+    if hit is not None:
+        turn.key = hit.key
+    elif turn.cache_on:
+        turn.key = (await request_key_off_loop(rt, turn, raw if prepare is None else None) if heavy
+                    else request_key(rt, turn, found_by))
     try:
         if hit is not None:
-            turn.key = hit.key
             await turn.serve_entry(hit.entry)
             return
-        if turn.cache_on:
-            turn.key = (await request_key_off_loop(rt, turn, raw if prepare is None else None) if heavy
-                        else request_key(rt, turn, found_by))
-            entry = rt.l0_memory.peek(turn.key) if found_by is not None else None
-            if found_by is not None and entry is not None:
-                rt.hit_requests.put(found_by, request, len(raw))  # the next copy of these bytes takes the hit lane
-                await turn.serve_entry(entry)
-                return
+        entry = rt.l0_memory.peek(turn.key) if found_by is not None else None
+        if found_by is not None and entry is not None:
+            rt.hit_requests.put(found_by, request, len(raw))  # the next copy of these bytes takes the hit lane
+            await turn.serve_entry(entry)
+            return
         if await turn.serve_from_cache():
             return  # an L0 hit waits on nothing external: no disconnect watcher needed
         # From here a client that leaves cancels everything the request started (upstream calls included).
