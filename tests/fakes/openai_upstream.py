@@ -90,7 +90,8 @@ def _text_of(content: Any) -> str:
 
 def _sample(schema: Any) -> Any:
     kind = schema.get("type") if isinstance(schema, dict) else None
-    return {"integer": 1, "number": 1, "boolean": True, "array": [], "object": {}}.get(kind, "example")
+    samples: dict[Any, Any] = {"integer": 1, "number": 1, "boolean": True, "array": [], "object": {}}
+    return samples.get(kind, "example")
 
 
 class FakeOpenAI:
