@@ -6,6 +6,7 @@ and the tiers can be wired), then starts it. A new actor is a module under actor
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from actors import runtime
 from actors.cache import CacheActor
 from actors.embedder import EmbedderActor, EmbedderStatus
 from actors.executor import ExecutorActor
-from actors.runtime import ActorSpec, ActorTable, Faults, RestartPolicy
+from actors.runtime import ActorSpec, ActorTable, Address, Faults, RestartPolicy
 from actors.semantic_cache import IndexStats, SemanticCacheActor
 from actors.tool_runner import ToolRunnerActor
 from actors.verifier import AskModel, VerifierActor
@@ -22,7 +23,6 @@ from daari.config import Config
 from daari.errors import ActorCrashed, ActorDown, DaariError, Overloaded
 from daari.executors.base import Executor
 from daari.metrics import Metrics
-from daari.protocol.chat import Message
 
 
 def client_error(fault: runtime.ActorFault) -> DaariError:
@@ -37,10 +37,6 @@ def client_error(fault: runtime.ActorFault) -> DaariError:
 FAULTS = Faults(expected=(DaariError,), translate=client_error)
 
 
-async def _no_model(messages: list[Message]) -> str | None:
-    return None
-
-
 @dataclass
 class Shared:
     """What actors share with request tasks, made before either: the L0 front, metrics, L1's status objects."""
@@ -49,16 +45,16 @@ class Shared:
     metrics: Metrics
     embedder_status: EmbedderStatus = field(default_factory=EmbedderStatus)
     index_stats: IndexStats = field(default_factory=IndexStats)
-    # How the VerifierActor asks a model (cache.l1.verify: model); set by the server once the runtime exists.
-    ask_model: AskModel = _no_model
 
 
 def _mb(megabytes: float) -> int:
     return int(megabytes * 1024 * 1024)
 
 
-def actor_table(config: Config, executors: dict[str, Executor], shared: Shared) -> ActorTable:
-    """The actors to start, in order (each is ready before the next starts)."""
+def actor_table(config: Config, executors: dict[str, Executor], shared: Shared,
+                model_asker: Callable[[Address], AskModel]) -> ActorTable:
+    """The actors to start, in order (each is ready before the next starts). `model_asker` makes, from the
+    ExecutorActor's address, how the VerifierActor asks a model (cache.l1.verify: model)."""
     policy = RestartPolicy(config.actors.max_restarts, config.actors.restart_window_s,
                            config.actors.backoff_initial_s, config.actors.backoff_max_s)
     data_dir = Path(config.data_dir)
@@ -79,9 +75,11 @@ def actor_table(config: Config, executors: dict[str, Executor], shared: Shared) 
             ActorSpec("l1", lambda: SemanticCacheActor(data_dir, max_entries=l1.max_entries, max_age_s=max_age_s,
                                                        trees=l1.index_trees, rebuild_after=l1.rebuild_after,
                                                        stats=shared.index_stats), size, policy),
-            # Looked up when it runs: the server sets shared.ask_model once the runtime exists.
-            ActorSpec("verifier", lambda: VerifierActor(l1.verify, lambda m: shared.ask_model(m)), size, policy),
+            # Built when it starts, from the executor's address (the table made it with the others).
+            ActorSpec("verifier", lambda: VerifierActor(l1.verify, model_asker(table.address("executor"))), size,
+                      policy),
         ]
     if config.tools.enabled:  # commands run only when asked for in the config
         rows.append(ActorSpec("tool_runner", lambda: ToolRunnerActor(data_dir, config.tools), size, policy))
-    return ActorTable(rows, FAULTS)
+    table = ActorTable(rows, FAULTS)
+    return table

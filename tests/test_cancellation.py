@@ -36,7 +36,7 @@ async def test_client_disconnect_mid_stream_closes_upstream_and_caches_nothing(t
                     if line.startswith("data:"):
                         break  # one chunk arrived; now the client goes away
             await wait_for(lambda: fake.active_streams == 0 and fake.closed_streams == 1)
-            assert await server.runtime.cache.call(L0Count()) == 0
+            assert await server.parts.cache.call(L0Count()) == 0
             # daari is fine afterwards.
             ok = await client.post("/v1/chat/completions", json=CHAT)
             assert ok.status_code == 200
@@ -60,7 +60,7 @@ async def test_crashed_executor_actor_is_restarted_and_next_request_succeeds(tmp
                              actors={"backoff_initial_s": 0.01})
         async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url) as client:
             with pytest.raises(ActorCrashed):
-                await server.runtime.executor.call(object())  # type: ignore[arg-type]  # nobody handles it: a crash
+                await server.parts.executor.call(object())  # type: ignore[arg-type]  # nobody handles it: a crash
             response = await client.post("/v1/chat/completions", json=CHAT)
             assert response.status_code == 200 and response.json()["daari_meta"]["tier"] == "L3"
             health = (await client.get("/healthz")).json()

@@ -77,7 +77,7 @@ async def test_canary_keys_appear_in_no_output(tmp_path: Path, caplog: pytest.Lo
             async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url) as client:
                 async with open_websocket_url(server.url.replace("http", "ws") + "/v1/daari/tail") as tail:
                     with trio.fail_after(10):
-                        while server.runtime.tail_subscribers < 1:
+                        while server.parts.tail.open < 1:
                             await trio.sleep(0.01)
                     outputs = []
                     for headers in ({"authorization": f"Bearer {CANARY_KEY}"}, {"x-api-key": CANARY_KEY}):

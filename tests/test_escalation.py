@@ -153,7 +153,7 @@ async def test_mid_stream_drop_sends_error_event_and_caches_nothing(tmp_path: Pa
         config = make_config(tmp_path, tiers={"L3": upstream_tier("openai", u3 + "/v1", "drop")})
         async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url) as client:
             response = await client.post("/v1/chat/completions", json={**QUESTION, "stream": True})
-            stored = await server.runtime.cache.call(L0Count())
+            stored = await server.parts.cache.call(L0Count())
             anthropic = await client.post("/v1/messages", json={
                 "model": "x", "max_tokens": 20, "stream": True, "messages": [{"role": "user", "content": "hi"}]})
     chunks = sse_data(response.text)

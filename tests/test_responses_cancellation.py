@@ -35,7 +35,7 @@ async def test_client_disconnect_mid_native_stream_closes_upstream(tmp_path: Pat
                     if line.startswith("data:") and "output_text.delta" in line:
                         break  # text is flowing; now the client goes away
             await wait_for(lambda: fake.active_streams == 0 and fake.closed_streams == 1)
-            assert await server.runtime.cache.call(L0Count()) == 0
+            assert await server.parts.cache.call(L0Count()) == 0
             assert response_id is not None
             stored = await client.get(f"/v1/responses/{response_id}")
             assert stored.status_code == 404  # an abandoned response is not kept

@@ -1,4 +1,6 @@
-"""The L1 shortcut tier: the nearest stored prompt by embedding, served only when the verifier agrees.
+"""Routing spec step 5, the semantic cache tier (L1): the nearest stored prompt by embedding, served only when the
+verifier agrees. Reads: what the model would see of the request (semantic/fold.py) and its exact lookup context.
+Decides: a verified stored answer, or the candidates it rejected (each a false hit avoided).
 
 `answer` folds the request (daari/semantic/fold.py), embeds what the model can see, searches entries with
 the same lookup context, and asks the verifier about the nearest candidates above the threshold; the first
@@ -48,7 +50,7 @@ class SemanticTier:
     serves_agent_turns = True  # the agent-prefix L1 (ADR-0004 G1b)
 
     def __init__(self, config: L1Config, embedder: Address, status: EmbedderStatus, cache: Address,
-                 verifier: Address, metrics: Metrics) -> None:
+                 verifier: Address, metrics: Metrics, index_stats: IndexStats | None = None) -> None:
         self.config = config
         self.embedder = embedder
         self.status = status
@@ -56,7 +58,7 @@ class SemanticTier:
         self.verifier = verifier
         self.metrics = metrics
         self._pending: OrderedDict[str, Probe] = OrderedDict()
-        self.index_stats: IndexStats | None = None  # what the index holds, for /metrics and the bench
+        self.index_stats = index_stats  # what the index holds (the SemanticCacheActor updates it), for /healthz
 
     def health(self) -> dict[str, Any]:
         """For GET /healthz: whether L1 can answer now, and why not."""
