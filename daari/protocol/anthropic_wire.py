@@ -17,7 +17,7 @@ Choices (documented here because both directions depend on them):
 - Claude Code's first system block (`x-anthropic-billing-header: ...`) is per request: it travels in `raw`
   to an Anthropic upstream but is left out of the neutral system text (and so of every cache key).
 - Fields daari does not interpret (context_management, output_config, mcp_servers, future fields) are
-  `extra`, in the cache key unless `daari.cache.key_fields` lists them (metadata, service_tier); tool fields
+  `extra`, in the cache key unless `daari.protocol.key_fields` lists them (metadata, service_tier); tool fields
   beyond name/description/input_schema (a server tool's type and settings, `strict`) are `Tool.extra`.
 - Errors use Anthropic's own wording where clients match on it (Claude Code's fallbacks read 400 texts).
 - A missing `model` becomes "daari" (as on the OpenAI side); a missing `max_tokens` is an error, as upstream.
@@ -31,10 +31,10 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from daari.cache.key_fields import is_billing_block, uninterpreted, without_cache_markers
 from daari.errors import InvalidRequest
 from daari.protocol.chat import ChatRequest, ContentPart, Message, Role, Tool, ToolCall
-from daari.routing.tokens import estimate_request_tokens
+from daari.protocol.key_fields import is_billing_block, uninterpreted, without_cache_markers
+from daari.protocol.tokens import estimate_request_tokens
 
 DEFAULT_MODEL = "daari"
 DEFAULT_MAX_TOKENS = 4096

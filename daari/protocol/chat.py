@@ -75,7 +75,7 @@ class ChatRequest:
     raw: dict[str, Any] = field(default_factory=dict)
     # Request headers an upstream of the client's own protocol may need (anthropic-beta, x-api-key ...).
     passthrough_headers: dict[str, str] = field(default_factory=dict)
-    # Top-level fields daari does not interpret and that can change the answer (`daari.cache.key_fields`):
+    # Top-level fields daari does not interpret and that can change the answer (`daari.protocol.key_fields`):
     # in the cache key; an upstream of the client's protocol gets them through `raw`.
     extra: dict[str, Any] = field(default_factory=dict)
     # The client's query string (Claude Code sends `?beta=true`): kept for a same-protocol upstream.

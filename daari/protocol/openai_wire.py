@@ -16,7 +16,7 @@ Choices made here, because clients differ from the reference API:
   `to_upstream_body` sends it back under that name (OpenAI's reasoning models accept only that one).
 - Fields daari does not interpret (reasoning_effort, verbosity, service_tier, prediction, modalities,
   audio, web_search_options, future fields) go into `extra` (the cache key) unless
-  `daari.cache.key_fields` lists them as unable to change the answer (user, metadata, store...); tool
+  `daari.protocol.key_fields` lists them as unable to change the answer (user, metadata, store...); tool
   definition fields beyond name/description/parameters (`strict`) go into `Tool.extra`.
 - The client's `Authorization` is kept as a `SecretStr` in `passthrough_headers`; only a tier with
   `forward_client_key` sends it upstream. The other headers kept there are `openai_headers.PASSTHROUGH_HEADERS`
@@ -39,10 +39,10 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from daari.cache.key_fields import uninterpreted, without_cache_markers
 from daari.errors import InvalidRequest
 from daari.protocol.anthropic_wire import EFFORT_BUDGET
 from daari.protocol.chat import ChatRequest, ContentPart, Message, Role, Tool, ToolCall
+from daari.protocol.key_fields import uninterpreted, without_cache_markers
 from daari.protocol.openai_headers import client_headers
 
 DEFAULT_MODEL = "daari"

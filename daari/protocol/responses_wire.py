@@ -19,7 +19,7 @@ Choices made here (docs/agents.md, "OpenAI Responses API"):
   a forced {"type": "function", "name"} tool_choice -> the neutral {"name"}.
 - `previous_response_id` is resolved by the route before parsing (daari stores responses itself), so a
   parsed request always holds the whole conversation.
-- Fields that cannot change the answer (`daari.cache.key_fields`: store, prompt_cache_key, metadata,
+- Fields that cannot change the answer (`daari.protocol.key_fields`: store, prompt_cache_key, metadata,
   client_metadata...) stay out of the key; every other field daari does not interpret is keyed as sent.
 """
 
@@ -29,10 +29,10 @@ import hashlib
 from collections.abc import Mapping
 from typing import Any
 
-from daari.cache.key_fields import uninterpreted
 from daari.errors import InvalidRequest
 from daari.jsonio import canonical
 from daari.protocol.chat import ChatRequest, ContentPart, Message, Role, ToolCall
+from daari.protocol.key_fields import uninterpreted
 from daari.protocol.openai_headers import client_headers
 from daari.protocol.openai_wire import DEFAULT_MODEL
 from daari.protocol.responses_tools import TRANSLATABLE_TOOLS, custom_arguments, flat_name, parse_tools

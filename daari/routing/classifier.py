@@ -11,10 +11,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from daari.protocol.chat import ChatRequest
+from daari.protocol.tokens import estimate_request_tokens
 from daari.routing import task_types as tt
 from daari.routing.agent_turn import uses_tool_api
 from daari.routing.client_shapes import recognise
-from daari.routing.tokens import estimate_request_tokens
 
 # The spec's size buckets, on the whole request's token estimate (messages + tools).
 CLASSIFY_MAX_TOKENS = 50  # R-A1: below this

@@ -23,7 +23,7 @@ from daari.errors import DaariError, Unauthorized, UpstreamRejected
 from daari.pipeline.body_work import BodyWork, decode_json
 from daari.protocol import anthropic_wire
 from daari.protocol.chat import ChatRequest
-from daari.routing.tokens import estimate_request_tokens
+from daari.protocol.tokens import estimate_request_tokens
 from daari.server.asgi_io import ClientDisconnected, read_body, send_json, watch_disconnect
 from daari.server.http_request import HttpRequest
 

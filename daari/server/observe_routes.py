@@ -4,24 +4,18 @@ from __future__ import annotations
 
 import time
 from importlib import resources
-from pathlib import Path
 from urllib.parse import parse_qs
 
 import trio
 
 from daari.errors import InvalidRequest
 from daari.metrics import Metrics
-from daari.observe.decision_log import read_rows
+from daari.observe.decision_log import decisions_path, read_rows
 from daari.observe.report import parse_since, summarize
 from daari.server.asgi_io import send_json, send_text
 from daari.server.http_request import HttpRequest
 
-DECISIONS_FILE = "decisions.sqlite"
 _READERS = trio.CapacityLimiter(2)
-
-
-def decisions_path(data_dir: str) -> Path:
-    return Path(data_dir) / DECISIONS_FILE
 
 
 def ui_page() -> str:

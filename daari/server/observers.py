@@ -9,12 +9,12 @@ from actors.decision_log import DecisionLogActor
 from actors.hub import Hub
 from daari.config import Config
 from daari.metrics import Metrics
+from daari.observe.decision_log import decisions_path
 from daari.observe.decision_row import DecisionRows
 from daari.observe.metrics_subscriber import ObservedMetrics
 from daari.pipeline.decision import RoutingDecision
 from daari.pipeline.decision_subscribers import attach_decision_subscribers
 from daari.pipeline.decision_summary import DecisionSummary, log_summaries
-from daari.server.observe_routes import decisions_path
 
 
 async def start_observers(nursery: trio.Nursery, config: Config, decisions: Hub[RoutingDecision],
