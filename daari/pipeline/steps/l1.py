@@ -12,7 +12,6 @@ Agent turns take part through the stable prefix (ADR-0004 G1b); answers that are
 from __future__ import annotations
 
 import logging
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +19,7 @@ from actors.embedder import Embed, EmbedderStatus, Embedding
 from actors.runtime import Address
 from actors.semantic_cache import IndexStats, L1Lookup, L1Put, Match
 from actors.verifier import Verify
+from daari.cache.lru import LRU
 from daari.config import L1Config
 from daari.errors import DaariError
 from daari.metrics import Metrics
@@ -57,7 +57,7 @@ class SemanticTier:
         self.cache = cache
         self.verifier = verifier
         self.metrics = metrics
-        self._pending: OrderedDict[str, Probe] = OrderedDict()
+        self._pending: LRU[str, Probe] = LRU(PENDING)  # each of size 1: bounded in count
         self.index_stats = index_stats  # what the index holds (the SemanticCacheActor updates it), for /healthz
 
     def health(self) -> dict[str, Any]:
@@ -119,10 +119,7 @@ class SemanticTier:
                               details=details)
 
     def _remember_probe(self, key: str, probe: Probe) -> None:
-        self._pending[key] = probe
-        self._pending.move_to_end(key)
-        while len(self._pending) > PENDING:
-            self._pending.popitem(last=False)
+        self._pending.put(key, probe, 1)
 
     async def remember(self, query: ShortcutQuery, completion: Completion, tier: str) -> None:
         """Index the answer a model tier gave (just stored in L0) with the embedding its lookup made.
@@ -130,7 +127,7 @@ class SemanticTier:
         Never waits: the write is told to the SemanticCacheActor. Without a lookup (a tier override, whose
         answers L0 also keeps apart, or the model still loading) nothing is indexed.
         """
-        probe = self._pending.pop(query.l0_key, None) if query.l0_key else None
+        probe = self._pending.pop(query.l0_key) if query.l0_key else None
         if probe is None or completion.tool_calls or completion.finish_reason not in STORABLE:
             return
         if not self.cache.tell(L1Put(probe.context, probe.text, probe.vector, completion, tier)):
