@@ -20,6 +20,7 @@ from daari.config import TIER_NAMES
 from daari.errors import DaariError, NotFound, ToolCallsUnsupportedLocally, UpstreamError
 from daari.pipeline.cache_guard import CacheGuard
 from daari.pipeline.controls import Controls
+from daari.pipeline.hosted_tools import policies, settle_dropped
 from daari.pipeline.judge import Judgement, judge
 from daari.pipeline.meta import Attempt, Meta
 from daari.pipeline.native_only import native_tiers
@@ -27,6 +28,7 @@ from daari.pipeline.runtime import Runtime
 from daari.pipeline.shortcuts import SHORTCUT_ORDER, ShortcutQuery, shortcut_tiers
 from daari.pipeline.side_query import ask_tier
 from daari.pipeline.sink import Sink
+from daari.pipeline.wire_shapes import count_unknown_shapes
 from daari.protocol.chat import ChatRequest, Completion
 from daari.protocol.events import Event, assemble, replay
 from daari.protocol.wire import StreamRenderer, Wire
@@ -107,6 +109,7 @@ class ChatTurn:
     async def run(self) -> None:
         """Everything after an L0 miss (steps 4-14)."""
         self.meta.agent_turn = is_agent_turn(self.request)
+        count_unknown_shapes(self.rt.metrics, self.request)
         try:
             await self._route()
         except DaariError as err:
@@ -131,7 +134,8 @@ class ChatTurn:
                            self.controls.tier_override,
                            self.rt.config.routing.escalation and classification.escalate)
         chain = native_tiers(request, chain, self.rt.config.configured_tiers(), self.rt.executor_kinds,
-                             self.meta.attempts, self.controls.tier_override is not None)
+                             self.meta.attempts, self.controls.tier_override is not None,
+                             policies(self.rt.config.tiers))
         await self._execute(key, self._tool_capable(chain))
 
     def _classified(self, classification: Classification) -> None:
@@ -269,6 +273,7 @@ class ChatTurn:
         """Record which tier answers; tiers tried before it are what it escalated from."""
         self.meta.tier = tier
         self.meta.executor = self.rt.executor_kinds.get(tier, "cache" if tier == "L0" else "shortcut")
+        self.meta.dropped_tools = settle_dropped(self.request, tier, self.rt.executor_kinds.get(tier))
         tried = [a.tier for a in self.meta.attempts
                  if a.outcome in ("failed", "low_confidence") and a.tier != tier]
         self.meta.escalated_from = tried or None
