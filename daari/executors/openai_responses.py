@@ -24,7 +24,7 @@ from daari.protocol.chat import ChatRequest
 from daari.protocol.events import NativeEvent
 from daari.protocol.responses_decode import ResponsesEventDecoder, events_from_response
 from daari.protocol.responses_wire import to_responses_body
-from daari.protocol.sse import SSEDecoder
+from daari.protocol.sse import SSEDecoder, encode
 
 NATIVE = "responses"
 
@@ -98,8 +98,8 @@ class OpenAIResponsesExecutor(OpenAIExecutor):
                                       "an object")
                 name = str(data.get("type") or item.event or "")
                 events = decoder.feed(name, data)  # raises on response.failed / error before passing it on
-                if native:
-                    await emit(NativeEvent(NATIVE, name, data))
+                if native:  # with the event as sent, so the client can get it byte for byte
+                    await emit(NativeEvent(NATIVE, name, data, encode(item.data, event=item.event)))
                 for event in events:
                     await emit(event)
                 if decoder.finished:
