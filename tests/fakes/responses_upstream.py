@@ -156,16 +156,29 @@ class FakeResponses:
         return output, "incomplete" if behaviour == "length" else "completed"
 
     def _response(self, body: dict[str, Any], output: list[dict[str, Any]], status: str) -> dict[str, Any]:
+        """A complete response object, every field of the Responses schema, as OpenAI's API sends it."""
+        tools = [{"description": None, "parameters": None, "strict": True, **t} if t.get("type") == "function"
+                 else t for t in body.get("tools") or [] if isinstance(t, dict)]
         return {"id": self._id("resp"), "object": "response", "created_at": CREATED, "status": status,
+                "completed_at": CREATED + 1 if status == "completed" else None,
                 "error": None, "incomplete_details": {"reason": "max_output_tokens"} if status == "incomplete"
-                else None, "model": body.get("model"), "output": output, "parallel_tool_calls": True,
-                "tool_choice": body.get("tool_choice", "auto"), "tools": body.get("tools") or [],
+                else None, "instructions": body.get("instructions"), "max_output_tokens": body.get("max_output_tokens"),
+                "max_tool_calls": body.get("max_tool_calls"), "model": body.get("model"), "output": output,
+                "parallel_tool_calls": body.get("parallel_tool_calls", True), "previous_response_id": None,
+                "reasoning": {"effort": None, "summary": None, **(body.get("reasoning") or {})},
+                "store": body.get("store", True), "background": False, "service_tier": "default",
+                "temperature": body.get("temperature", 1.0), "top_p": body.get("top_p", 1.0),
+                "presence_penalty": 0.0, "frequency_penalty": 0.0, "top_logprobs": 0,
+                "text": {"format": {"type": "text"}, **(body.get("text") or {})}, "truncation": "disabled",
+                "tool_choice": body.get("tool_choice", "auto"), "tools": tools, "user": None, "metadata": {},
+                "safety_identifier": None, "prompt_cache_key": body.get("prompt_cache_key"),
                 "usage": {"input_tokens": 11, "input_tokens_details": {"cached_tokens": 3, "cache_write_tokens": 0},
                           "output_tokens": 7, "output_tokens_details": {"reasoning_tokens": 2},
                           "total_tokens": 18}}
 
     def _events(self, behaviour: str, response: dict[str, Any]) -> list[dict[str, Any]]:
-        shell = {**response, "status": "in_progress", "output": [], "usage": None}
+        shell = {**response, "status": "in_progress", "output": [], "usage": None, "completed_at": None,
+                 "incomplete_details": None}
         events: list[dict[str, Any]] = [{"type": "response.created", "response": shell},
                                         {"type": "response.in_progress", "response": shell}]
         for index, item in enumerate(response["output"]):
