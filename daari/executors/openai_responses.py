@@ -51,6 +51,20 @@ class OpenAIResponsesExecutor(OpenAIExecutor):
                 raise
             raise self._named(err) from None
 
+    async def forward(self, path: str, request: ChatRequest) -> tuple[int, bytes]:
+        """POST the client's body to {base_url}{path} as sent (only `model` set, when the tier names one), with
+        the same headers and key rules as /responses; the upstream's status and body, byte for byte."""
+        body = dict(request.raw)
+        if self.config.model:
+            body["model"] = self.config.model
+        headers = self._headers(request)  # Unauthorized for a keyless request to a forwarding tier
+        try:
+            response = await self.http().post(endpoint_url(self.config.base_url or "", path), content=dumps(body),
+                                              headers=headers)
+        except httpx.TransportError as exc:
+            raise self._transport_error(exc, False) from None
+        return response.status_code, response.content
+
     async def _post(self, body: dict[str, Any], headers: dict[str, str], emit: Emit, native: bool,
                     stream: bool) -> None:
         started = False

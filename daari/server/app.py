@@ -33,7 +33,7 @@ from daari.pipeline.runtime import Runtime
 from daari.pipeline.sink import Sink
 from daari.protocol import anthropic_render, openai_render
 from daari.protocol.wire import ANTHROPIC, OPENAI, RESPONSES, Wire
-from daari.server import count_tokens, guard, observe_routes, responses_routes
+from daari.server import count_tokens, guard, observe_routes, responses_endpoints, responses_routes
 from daari.server.asgi_io import (
     AsgiSink,
     ClientDisconnected,
@@ -226,6 +226,10 @@ ROUTES: dict[str, dict[str, Handler]] = {
     "/v1/messages/count_tokens": {"POST": count_tokens.count_tokens},
     "/v1/responses": {"POST": responses_routes.create},
     "/responses": {"POST": responses_routes.create},
+    "/v1/responses/compact": {"POST": responses_endpoints.compact},
+    "/responses/compact": {"POST": responses_endpoints.compact},
+    "/v1/responses/input_tokens": {"POST": responses_endpoints.input_tokens},
+    "/responses/input_tokens": {"POST": responses_endpoints.input_tokens},
     "/v1/models": {"GET": models},
     "/models": {"GET": models},
     "/healthz": {"GET": healthz},
