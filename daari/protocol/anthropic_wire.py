@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from daari.errors import InvalidRequest
-from daari.protocol.chat import ChatRequest, ContentPart, Message, Role, Tool, ToolCall
+from daari.protocol.chat import ChatRequest, ContentPart, Message, Role, Tool, ToolCall, WireShapes
 from daari.protocol.key_fields import is_billing_block, uninterpreted, without_cache_markers
 from daari.protocol.tokens import estimate_request_tokens
 
@@ -46,6 +46,11 @@ PASSTHROUGH_HEADERS = ("anthropic-beta", "anthropic-version", "anthropic-dangero
 _PASSTHROUGH = frozenset(PASSTHROUGH_HEADERS)
 _SECRET_HEADERS = frozenset(("x-api-key", "authorization"))
 _HISTORY_ONLY_BLOCKS = ("thinking", "redacted_thinking")
+# Blocks daari knows; any other type is a new client shape (carried whole, and counted). Server and MCP tool
+# blocks (and every `*_tool_result`) are tool calls and results the client's history holds.
+KNOWN_BLOCKS = ("text", "image", "document", "tool_use", "tool_result", "thinking", "redacted_thinking",
+                "search_result", "container_upload")
+SERVER_TOOL_BLOCKS = ("server_tool_use", "mcp_tool_use", "mcp_tool_result")
 _TOOL_CHOICE_TO_NEUTRAL = {"auto": "auto", "any": "required", "none": "none"}
 # OpenAI reasoning_effort <-> Anthropic thinking budget_tokens, both directions (docs/agents.md).
 EFFORT_BUDGET = {"low": 1024, "medium": 4096, "high": 16384}
@@ -118,7 +123,25 @@ def _parse(body: object, headers: Mapping[str, str], *, require_max_tokens: bool
         raw=body,
         passthrough_headers=passthrough_headers(headers),
         extra=uninterpreted("anthropic", body, _INTERPRETED),
+        shapes=_shapes(raw_messages),
     )
+
+
+def _shapes(raw_messages: list[Any]) -> WireShapes:
+    """Roles and block types daari does not know, and server tool blocks (the messages are validated)."""
+    unknown: list[str] = []
+    tool_items: list[str] = []
+    for message in raw_messages:
+        role = message.get("role")
+        if role not in _KNOWN_ROLES:
+            unknown.append(f"role:{role}")
+        for block in message.get("content") if isinstance(message.get("content"), list) else []:
+            kind = block["type"]
+            if kind in SERVER_TOOL_BLOCKS or (kind.endswith("_tool_result") and kind != "tool_result"):
+                tool_items.append(kind)
+            elif kind not in KNOWN_BLOCKS:
+                unknown.append(f"block:{kind}")
+    return WireShapes(tuple(unknown), tuple(tool_items)) if unknown or tool_items else WireShapes()
 
 
 def _system_messages(system: object) -> list[Message]:

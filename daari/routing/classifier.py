@@ -154,8 +154,8 @@ def classify(request: ChatRequest, lt_probe: LtProbe = no_lt_probe) -> Classific
     if shape == "xml_tools":  # R-C3: an agent whose tools live in its system prompt
         return Classification(tt.AGENT_TURN, "R-C3", at_least(size_ceiling, "L4"), tokens)
     # ADR-0004: agent turns start at L3; larger ones where they fit (size rules). `recognise` ruled XML tools
-    # out already, so what is left of is_agent_turn is the tool API.
-    if uses_tool_api(request):
+    # out already, so what is left of is_agent_turn is the tool API, or a shape daari does not know.
+    if uses_tool_api(request) or request.shapes.unknown:
         return Classification(tt.AGENT_TURN, size_id, size_ceiling, tokens)
     if size_id == "R-A5":
         return Classification(tt.GENERATE_LARGE, "R-A5", "L6", tokens)

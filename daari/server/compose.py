@@ -33,6 +33,7 @@ from daari.observe.prompt_record import prompt_fields
 from daari.pipeline.body_work import BodyWork
 from daari.pipeline.cache_guard import CacheGuard
 from daari.pipeline.decision import RoutingDecision
+from daari.pipeline.hosted_tools import policies
 from daari.pipeline.record import PromptDescriber
 from daari.pipeline.shortcuts import SHORTCUT_ORDER, ShortcutTier
 from daari.pipeline.side_query import SideQuestions
@@ -61,6 +62,7 @@ from daari.server.chat_route import ChatRoute
 from daari.server.count_tokens import CountTokensRoute
 from daari.server.guard import GuardPolicy, require_token_off_loopback
 from daari.server.observe_routes import ObserveRoutes
+from daari.server.responses_endpoints import ResponsesEndpoints
 from daari.server.responses_routes import ResponsesRoutes
 from daari.server.status_routes import StatusRoutes
 from daari.server.tail import TailRoute
@@ -202,12 +204,13 @@ async def compose(config: Config, *, shortcuts: Mapping[str, ShortcutTier] | Non
     configured = [t for t in config.configured_tiers() if t in executors]
     classify = ClassifyStep(partial(is_lt_command, min_confidence=config.tools.min_confidence)
                             if config.tools.enabled else no_lt_probe)
-    routed: list[Step] = [AgentTurnStep(), classify, *[ShortcutStep(tier) for tier in tiers.values()]]
+    routed: list[Step] = [AgentTurnStep(metrics), classify, *[ShortcutStep(tier) for tier in tiers.values()]]
     if config.routing.slm_classifier and configured:
         routed.append(RefineStep(configured[0], questions))
     routed.append(ExecuteStep(executor, Tiers(configured, {t: ex.kind for t, ex in executors.items()},
                                               {t: ex.supports_tools for t, ex in executors.items()},
-                                              config.routing.escalation, config.routing.stream_escalation),
+                                              config.routing.escalation, config.routing.stream_escalation,
+                                              policies(config.tiers)),
                               Judge(config.confidence, questions), metrics))
     render = RenderStep()
     indexes = [tier for tier in tiers.values() if isinstance(tier, AnswerIndex)]
@@ -227,6 +230,7 @@ async def compose(config: Config, *, shortcuts: Mapping[str, ShortcutTier] | Non
     archive = ResponseArchive(Path(config.data_dir) / "responses.sqlite", config.responses.keep)
     chat = ChatRoute(pipeline, decisions, describe_prompt, config.server.max_body_bytes)
     responses = ResponsesRoutes(chat, archive, partition_secret)
+    endpoints = ResponsesEndpoints(config, executor, archive, partition_secret)
     count_tokens = CountTokensRoute(config, executor, body_work)
     observe = ObserveRoutes(config.data_dir, metrics)
     tail = TailRoute(decisions, config.tail, stopping, metrics)
@@ -242,6 +246,10 @@ async def compose(config: Config, *, shortcuts: Mapping[str, ShortcutTier] | Non
             "/v1/messages/count_tokens": {"POST": count_tokens},
             "/v1/responses": {"POST": responses.create},
             "/responses": {"POST": responses.create},
+            "/v1/responses/compact": {"POST": endpoints.compact},
+            "/responses/compact": {"POST": endpoints.compact},
+            "/v1/responses/input_tokens": {"POST": endpoints.input_tokens},
+            "/responses/input_tokens": {"POST": endpoints.input_tokens},
             "/v1/models": {"GET": status.models},
             "/models": {"GET": status.models},
             "/healthz": {"GET": status.healthz},

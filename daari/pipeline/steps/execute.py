@@ -14,12 +14,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from actors.executor import OpenGeneration
 from actors.runtime import Address, StreamReader
 from daari.errors import DaariError, ToolCallsUnsupportedLocally, UpstreamError
 from daari.metrics import Metrics
+from daari.pipeline.hosted_tools import DropLog, settle_dropped
 from daari.pipeline.meta import Attempt
 from daari.pipeline.native_only import native_tiers
 from daari.pipeline.step import Answer
@@ -41,16 +42,19 @@ class Tiers:
     tools_capable: Mapping[str, bool]  # tier -> whether its executor can produce tool calls
     escalation: bool = True  # routing.escalation
     stream_escalation: str = "buffer"  # routing.stream_escalation: "buffer" | "live"
+    hosted_tools: Mapping[str, str] = field(default_factory=dict)  # tier -> "drop" | "refuse" (hosted_tools.py)
 
 
 class ExecuteStep:
     name = "execute"
 
-    def __init__(self, executor: Address, tiers: Tiers, judge: Judge, metrics: Metrics) -> None:
+    def __init__(self, executor: Address, tiers: Tiers, judge: Judge, metrics: Metrics,
+                 drop_log: DropLog | None = None) -> None:
         self.executor = executor
         self.tiers = tiers
         self.judge = judge
         self.metrics = metrics
+        self.drop_log = drop_log or DropLog()  # hosted tools a tier answered without: logged once per session
 
     async def __call__(self, turn: Turn) -> Answer | None:
         classification = turn.classification
@@ -60,7 +64,7 @@ class ExecuteStep:
         chain = plan_tiers(classification.ceiling, configured, override,
                            tiers.escalation and classification.escalate)
         chain = native_tiers(turn.request, chain, configured, dict(tiers.kinds), turn.meta.attempts,
-                             override is not None)
+                             override is not None, tiers.hosted_tools)
         return await self._escalate(turn, self._tool_capable(turn, chain))
 
     def _tool_capable(self, turn: Turn, chain: list[str]) -> list[str]:
@@ -131,7 +135,13 @@ class ExecuteStep:
     def _answer(self, turn: Turn, tier: str, completion: Completion, events: list[Event], verdict: Judgement, *,
                 store: bool) -> Answer:
         completion.native = turn.wire.capture_native(events)  # the upstream's own message, kept with the answer
+        if not turn.sink.stream_opened:
+            self._dropped(turn, tier)
         return Answer(tier, self._kind(tier), completion, events, verdict.score, store)
+
+    def _dropped(self, turn: Turn, tier: str) -> None:
+        """The hosted tools the answering tier runs without (daari_meta.dropped_tools, a response header)."""
+        turn.meta.dropped_tools = settle_dropped(turn.request, tier, self.tiers.kinds.get(tier), self.drop_log)
 
     def _kind(self, tier: str) -> str:
         return self.tiers.kinds.get(tier, "shortcut")
@@ -152,6 +162,7 @@ class ExecuteStep:
             async for event in generation:
                 if not sink.stream_opened:
                     settle(turn.meta, tier, self._kind(tier))
+                    self._dropped(turn, tier)
                     await open_stream(turn)
                 events.append(event)
                 assert turn.renderer is not None
