@@ -118,9 +118,10 @@ class ExecuteStep:
                     meta.warning = "below_confidence_threshold"
                     if best is not None and best[0].score > verdict.score and not sink.stream_opened:
                         verdict, tier, completion, events = best
-                # A weak answer is stored only when no better tier could have been asked; a gated one never.
+                # Only an answer that passed its tier's judge is stored: a weak one (served with the warning
+                # because nothing above could do better) is never replayed from the cache as if it were good.
                 return self._answer(turn, tier, completion, events, verdict,
-                                    store=verdict.cacheable and (verdict.passed or len(chain) == 1))
+                                    store=verdict.cacheable and verdict.passed)
             meta.attempts.append(Attempt(tier, "low_confidence", verdict.score))
             self.metrics.inc("escalations_total", tier=tier)
             if best is None or verdict.score > best[0].score:
