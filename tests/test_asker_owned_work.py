@@ -19,8 +19,8 @@ import trio
 import trio.testing
 
 from actors.executor import ExecutorActor, OpenGeneration
+from actors.faults import FAULTS
 from actors.runtime import Address, Health, Mailbox, RestartPolicy, supervise
-from actors.table import FAULTS
 from daari.config import TierConfig
 from daari.errors import ActorCrashed
 from daari.executors.base import Executor

@@ -11,9 +11,9 @@ from typing import Any
 
 import httpx
 import trio
-from daari.pipeline.steps.l1 import SemanticTier
 
 from actors.semantic_cache import L1Count
+from daari.pipeline.steps.l1 import SemanticTier
 from daari.protocol.sse import SSEDecoder
 from tests.codex_requests import default_model_request, exec_round, headers
 from tests.fakes.openai_upstream import FakeOpenAI

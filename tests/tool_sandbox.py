@@ -18,8 +18,8 @@ from typing import Any
 
 import trio
 
+from actors.faults import FAULTS
 from actors.runtime import Health, Mailbox, supervise
-from actors.table import FAULTS
 from actors.tool_runner import ToolRunnerActor
 from daari.config import ToolsConfig, config_from_dict
 from daari.pipeline.shortcuts import ShortcutQuery

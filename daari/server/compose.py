@@ -15,9 +15,9 @@ from pathlib import Path
 
 import trio
 
+from actors.decision_log import DecisionQueue
 from actors.hub import Hub
 from actors.runtime import ActorTable, Address, Health
-from actors.table import Shared, actor_table
 from actors.verifier import AskModel
 from daari.cache.hit_requests import HitRequests
 from daari.cache.key_memo import L0KeyMemo
@@ -57,6 +57,7 @@ from daari.pipeline.steps.tool_service import ToolService
 from daari.protocol.chat import Message
 from daari.responses.store import ResponseArchive
 from daari.routing.classifier import no_lt_probe
+from daari.server.actor_table import Shared, actor_table
 from daari.server.app import DaariApp, Routes
 from daari.server.chat_route import ChatRoute
 from daari.server.count_tokens import CountTokensRoute
@@ -185,10 +186,13 @@ async def compose(config: Config, *, shortcuts: Mapping[str, ShortcutTier] | Non
     metrics = Metrics()
     health = Health()
     executors = make_executors(config)
-    shared = Shared(l0_memory(config), metrics)
-    table = actor_table(config, executors, shared, model_asker(config))
     decisions: Hub[RoutingDecision] = Hub(default_buffer=256, on_drop=lambda name: metrics.inc(
         "decision_subscribers_dropped_total", subscriber=name))
+    # Attached before anything is published, and it outlives the decision log actor's restarts.
+    decision_queue = (DecisionQueue(decisions, config.log.queue_size, on_dropped=lambda count: metrics.inc(
+        "decision_log_rows_dropped_total", count)) if config.log.decisions else None)
+    shared = Shared(l0_memory(config), metrics, decisions, decision_queue)
+    table = actor_table(config, executors, shared, model_asker(config))
     executor = table.address("executor")
 
     tiers = shortcut_tiers(config, table, shared)

@@ -71,8 +71,8 @@ async def run_server(config: Config, *, handle_signals: bool = False,
     parts = await compose(config, shortcuts=shortcuts, started_at=time.time())
     shutdown = parts.stopping  # live tails close on it rather than holding the grace period
     async with trio.open_nursery() as actors:
+        start_observers(actors, config, parts.decisions, parts.metrics)
         await parts.table.start(actors, parts.health)
-        await start_observers(actors, config, parts.decisions, parts.metrics)
         if handle_signals:
             actors.start_soon(_stop_on_signal, shutdown)
         freeze_long_lived("server start")  # modules, config, actors; models freeze when they load
@@ -85,8 +85,7 @@ async def run_server(config: Config, *, handle_signals: bool = False,
                      _privacy_lines(config, parts.partition_secret, parts.app.policy))
             task_status.started(RunningServer(url, parts, shutdown))
         log.info("daari stopped accepting requests; stopping actors")
-        parts.decisions.close()  # subscribers end once they have handled what is queued
-        actors.cancel_scope.cancel()
+        actors.cancel_scope.cancel()  # the hub actor's row closes the hub: its subscribers end
 
 
 def _privacy_lines(config: Config, partition_secret: bytes | None, policy: GuardPolicy) -> str:
