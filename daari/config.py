@@ -74,6 +74,10 @@ class TailConfig:
 class PriceConfig:
     input_per_mtok: Annotated[float, Ge(0)] = 0.0  # USD per million prompt tokens
     output_per_mtok: Annotated[float, Ge(0)] = 0.0  # USD per million completion tokens
+    # The provider's prompt cache: a cached prompt token costs input x read, a token written to the cache input x
+    # write. Anthropic's list prices (5-minute cache); OpenAI has no write premium (write 1.0) and reads at 0.1-0.5.
+    cache_read_multiplier: Annotated[float, Ge(0)] = 0.1
+    cache_write_multiplier: Annotated[float, Ge(0)] = 1.25
 
 
 @dataclass
@@ -171,6 +175,18 @@ class TierConfig:
     # openai: which API the upstream speaks. "responses" posts to {base_url}/responses, and a Responses
     # client's body passes through untouched (custom tools, reasoning items); "chat": /chat/completions.
     wire_api: Literal["chat", "responses"] = "chat"
+    # The model's context window in tokens (prompt and answer). None: Ollama's /api/show says, else unknown. A
+    # request that does not fit is sent to the next tier, never cut (docs/agents.md, "Context windows").
+    context_window: Annotated[int, Ge(256)] | None = None
+    # Tool calls a model writes as text made real (local/tool_repair.py): "auto" for Ollama and OpenAI-compatible
+    # servers on this machine or a private network; "on" / "off" for any tier.
+    tool_repair: Literal["auto", "on", "off"] = "auto"
+    # anthropic: Claude Code's per-request billing system block. "auto" keeps it for Anthropic's own API (which
+    # leaves it out of its cache) and strips it elsewhere (it would make every turn a cache miss).
+    billing_block: Literal["auto", "keep", "strip"] = "auto"
+    # anthropic: `cache_control.ttl` as the client sent it. "auto" keeps it and, once the upstream refuses a ttl,
+    # leaves it out from then on; "strip" always leaves it out.
+    cache_ttl: Literal["auto", "keep", "strip"] = "auto"
     timeouts: TimeoutsConfig = field(default_factory=TimeoutsConfig)
     retry: RetryConfig = field(default_factory=RetryConfig)
     breaker: BreakerConfig = field(default_factory=BreakerConfig)

@@ -11,10 +11,10 @@ then logprobs when the executor gave them, else (L4/L5) a self-evaluation asked 
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 from daari.config import ConfidenceConfig
+from daari.local.tool_schema import call_problem
 from daari.pipeline.side_query import SideQuestions
 from daari.protocol.chat import ChatRequest, Completion
 from daari.routing import task_types
@@ -64,15 +64,8 @@ def gate(request: ChatRequest, completion: Completion, task_type: str | None) ->
 
 
 def _valid_tool_calls(request: ChatRequest, completion: Completion) -> bool:
-    names = {t.name for t in request.tools}
-    for call in completion.tool_calls:
-        if names and call.name not in names:
-            return False
-        try:
-            json.loads(call.arguments or "{}")
-        except ValueError:
-            return False
-    return True
+    """Every call names a defined tool with arguments valid against its schema (local/tool_schema.py)."""
+    return all(call_problem(request.tools, call) is None for call in completion.tool_calls)
 
 
 class Judge:
