@@ -116,9 +116,9 @@ class ToolTextParser:
         for start in _line_starts(text, self._line_start):
             if best is not None and start >= best[0]:
                 break
-            mode = self._line_trigger(text, start, final)
-            if mode is not None:
-                return start, mode
+            line_mode = self._line_trigger(text, start, final)
+            if line_mode is not None:
+                return start, line_mode
         return best
 
     def _line_trigger(self, text: str, start: int, final: bool) -> str | None:

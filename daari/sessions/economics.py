@@ -59,7 +59,8 @@ def turn_cost(rates: Rates, prompt_tokens: int, warm_tokens: int, output_tokens:
 
 def rebuild_cost(home: Rates, warm_tokens: int) -> float:
     """Writing the home tier's prefix again instead of reading it."""
-    return max(0, warm_tokens) * home.input_per_mtok * PER_TOKEN * max(0.0, home.write_multiplier - home.read_multiplier)
+    premium = max(0.0, home.write_multiplier - home.read_multiplier)
+    return max(0, warm_tokens) * home.input_per_mtok * PER_TOKEN * premium
 
 
 def lost_cache_cost(rates: Rates, lost_tokens: int) -> float:
