@@ -25,6 +25,8 @@ from daari.errors import ConfigError
 from daari.redact import redact_url
 
 TIER_NAMES = ("L3", "L4", "L5", "L6")
+TierName = Literal["L3", "L4", "L5", "L6"]
+CLIENT_CALL_TYPES = ("main", "subagent", "background", "long_context")
 DEFAULT_CONCURRENCY = {"embedded": 1, "ollama": 4, "openai": 32, "anthropic": 32}
 ExecutorKind = Literal["embedded", "openai", "ollama", "anthropic"]
 
@@ -175,6 +177,9 @@ class TierConfig:
     # openai: which API the upstream speaks. "responses" posts to {base_url}/responses, and a Responses
     # client's body passes through untouched (custom tools, reasoning items); "chat": /chat/completions.
     wire_api: Literal["chat", "responses"] = "chat"
+    # With no `model`: the client model names (fnmatch globs) this upstream serves; a request naming another is
+    # not sent here. Empty: any name (Ollama: the models /api/tags lists).
+    models: list[str] = field(default_factory=list)
     # The model's context window in tokens (prompt and answer). None: Ollama's /api/show says, else unknown. A
     # request that does not fit is sent to the next tier, never cut (docs/agents.md, "Context windows").
     context_window: Annotated[int, Ge(256)] | None = None
@@ -223,6 +228,14 @@ class RoutingConfig:
     # the accepted answer (escalation on low confidence works, first token comes late); "live" streams
     # from the first tier that answers (first token early; escalation only on faults before the first byte).
     stream_escalation: Literal["buffered", "live"] = "buffered"
+    # Coding agents' call types -> the tier each starts at (docs/routing.md, "Client call types"): main,
+    # subagent, background (titles, topics, summaries, quota probes), long_context. Unlisted: classified as usual.
+    client_calls: dict[str, TierName] = field(default_factory=dict)
+    # Client model names (fnmatch globs, first match wins) -> the tier they start at, e.g. {"claude-haiku-*": L3}.
+    models: dict[str, TierName] = field(default_factory=dict)
+    # A session stays on the tier holding its provider prompt cache unless moving saves more than rebuilding the
+    # cache costs (docs/routing.md, "Session affinity").
+    session_affinity: bool = True
 
 
 @dataclass
@@ -405,6 +418,10 @@ def config_from_dict(data: dict[str, Any]) -> Config:
             raise ConfigError(f"tiers.{name}: executor '{tier.executor}' needs base_url")
         if tier.wire_api == "responses" and tier.executor != "openai":
             raise ConfigError(f"tiers.{name}: wire_api 'responses' is for executor 'openai' only")
+    for call in config.routing.client_calls:
+        if call not in CLIENT_CALL_TYPES:
+            raise ConfigError(f"unknown call type 'routing.client_calls.{call}' (known: "
+                              f"{', '.join(CLIENT_CALL_TYPES)})")
     return config
 
 
