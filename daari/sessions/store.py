@@ -19,6 +19,7 @@ from daari.cache.lru import LRU
 
 DEFAULT_TTL_S = 300.0  # Anthropic's default cache lifetime (refreshed by each read); "1h" when the client asks
 RATIO_WEIGHT = 0.2  # how much one observation moves the estimate's calibration (an exponential mean)
+GROWTH_WEIGHT = 0.5
 
 
 @dataclass(slots=True)
@@ -44,6 +45,7 @@ class SessionState:
     cache_read_tokens: int = 0
     last_prompt_tokens: int = 0  # the last answered turn's real prompt size ...
     last_estimate: int = 0  # ... and daari's estimate of the same request
+    growth_ratio: float = 0.0  # real / estimated tokens of what turns added (0: not measured yet)
     mean_output_tokens: float = 0.0
     prefix: str = ""  # the last turn's prefix fingerprint (sessions/prefix.py)
 
@@ -74,9 +76,18 @@ class SessionStore:
         for key in signature_keys:
             self._signatures.put(key, provider, 1)
 
-    def calibrate(self, estimated: int, counted: int) -> None:
-        if estimated > 0 and counted > 0:
-            self.ratio += RATIO_WEIGHT * (counted / estimated - self.ratio)
+    def calibrate(self, estimated: int, counted: int, state: SessionState | None = None) -> None:
+        """Learn from an answer's real prompt size: the overall ratio, and the session's ratio for what its
+        turns add (messages run denser or sparser than a system prompt)."""
+        if estimated <= 0 or counted <= 0:
+            return
+        self.ratio += RATIO_WEIGHT * (counted / estimated - self.ratio)
+        if state is None or not state.last_estimate or estimated <= state.last_estimate \
+                or counted <= state.last_prompt_tokens:
+            return
+        growth = (counted - state.last_prompt_tokens) / (estimated - state.last_estimate)
+        state.growth_ratio = growth if not state.growth_ratio else \
+            state.growth_ratio + GROWTH_WEIGHT * (growth - state.growth_ratio)
 
     def __len__(self) -> int:
         return len(self._sessions)

@@ -165,7 +165,7 @@ class SessionRecordStep:
         state.prompt_tokens += usage.prompt_tokens
         state.cache_read_tokens += usage.cached_tokens
         if usage.prompt_tokens:
-            store.calibrate(session.estimate, usage.prompt_tokens)
+            store.calibrate(session.estimate, usage.prompt_tokens, state)
             state.last_prompt_tokens, state.last_estimate = usage.prompt_tokens, session.estimate
         if usage.completion_tokens:
             state.mean_output_tokens += OUTPUT_WEIGHT * (usage.completion_tokens - state.mean_output_tokens)
