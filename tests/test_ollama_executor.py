@@ -15,7 +15,7 @@ from daari.executors.ollama import OllamaExecutor, chat_body, ollama_messages
 from daari.executors.resilience import ResilientExecutor
 from daari.protocol.chat import ChatRequest, Message, Tool, ToolCall, Usage
 from daari.protocol.events import Event, Finish, KeepAlive, TextDelta, ToolCallDelta, ToolCallStart, assemble
-from tests.fakes.ollama_upstream import FakeOllama
+from tests.fakes.ollama_upstream import MODELS, FakeOllama
 from tests.fakes.serving import serve_app
 
 WEATHER = Tool("get_weather", "Current weather for a city",
@@ -224,7 +224,7 @@ async def test_connection_refused_is_unavailable_and_retryable() -> None:
 async def test_list_models(fake: tuple[FakeOllama, str]) -> None:
     _, base_url = fake
     executor = OllamaExecutor("L4", config(base_url, model="good:latest"))
-    assert await executor.list_models() == ["good:latest", "tools:latest"]
+    assert await executor.list_models() == MODELS
     assert executor.model_names() == ["good:latest"]
     await executor.aclose()
     assert OllamaExecutor("L4", config(base_url)).model_names() == []

@@ -24,7 +24,10 @@ from daari.server.asgi_io import answer_lifespan, read_all
 
 Scope = dict[str, Any]
 
-MODELS = ["good:latest", "tools:latest"]
+# What /api/tags lists: every behaviour but "missing" (a model that was never pulled).
+BEHAVIOURS = ("good", "tools", "refuse", "short", "hang", "error500", "drop", "malformed", "stream_error", "flaky",
+              "hermes", "qwen", "bare", "fenced", "mistral", "badargs")
+MODELS = [f"{name}:latest" for name in BEHAVIOURS]
 CREATED_AT = "2025-01-01T00:00:00.000000Z"
 
 
