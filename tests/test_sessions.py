@@ -125,7 +125,8 @@ async def test_a_warm_session_stays_on_its_tier_when_moving_costs_more(tmp_path:
     assert [m["affinity"] for m in metas[:4]] == ["new", "home", "home", "home"]
     assert [m["affinity"] for m in metas[4:]] == ["stay", "stay"]
     estimate = metas[4]["affinity_estimate"]
-    assert estimate["home"] == "L6" and estimate["planned"] == "L5" and estimate["saving_usd"] <= estimate["rebuild_usd"]
+    assert (estimate["home"], estimate["planned"]) == ("L6", "L5")
+    assert estimate["saving_usd"] <= estimate["rebuild_usd"]
     assert {"tier": "L5", "outcome": "skipped_affinity", "confidence": None, "error": None} in metas[4]["attempts"]
     assert fake.served[-1].usage["cache_read_input_tokens"] > 0  # Sonnet's cache kept serving the session
 
