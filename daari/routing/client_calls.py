@@ -19,7 +19,7 @@ from typing import Literal
 
 from daari.protocol.chat import ChatRequest
 from daari.protocol.tokens import estimate_request_tokens
-from daari.routing.client_shapes import is_probe, recognise
+from daari.routing.client_shapes import SIDE_CALL, SIDE_CALL_SCAN_CHARS, is_probe, system_text
 
 CallType = Literal["main", "subagent", "background", "long_context"]
 CALL_TYPES: tuple[CallType, ...] = ("main", "subagent", "background", "long_context")
@@ -34,12 +34,21 @@ def is_claude_code(headers: Mapping[str, str]) -> bool:
         headers.get("x-app", "") in CLAUDE_CODE_APPS or "x-claude-code-session-id" in headers
 
 
-def call_type(request: ChatRequest, headers: Mapping[str, str]) -> CallType | None:
+def is_side_call(request: ChatRequest) -> bool:
+    """R-C1's side-call shape (routing/client_shapes.py), checked on a short system prompt only."""
+    if request.tools:
+        return False
+    system = system_text(request)
+    return bool(system) and len(system) <= SIDE_CALL_SCAN_CHARS and SIDE_CALL.search(system) is not None
+
+
+def call_type(request: ChatRequest, headers: Mapping[str, str], tokens: int | None = None) -> CallType | None:
+    """`tokens`: the request's estimate when the caller has it (the classification's)."""
     claude_code = is_claude_code(headers)
-    if is_probe(request) or recognise(request) == "side_call" or (claude_code and not request.tools):
+    if is_probe(request) or (claude_code and not request.tools) or is_side_call(request):
         return "background"
-    if LONG_CONTEXT_BETA in headers.get("anthropic-beta", "") or \
-            estimate_request_tokens(request) > LONG_CONTEXT_TOKENS:
+    tokens = estimate_request_tokens(request) if tokens is None else tokens
+    if LONG_CONTEXT_BETA in headers.get("anthropic-beta", "") or tokens > LONG_CONTEXT_TOKENS:
         return "long_context"
     if headers.get("x-claude-code-agent-id") or headers.get("x-openai-subagent"):
         return "subagent"

@@ -30,10 +30,9 @@ class ClientCallStep:
         self.models = dict(models)  # routing.models: model glob -> tier
 
     async def __call__(self, turn: Turn) -> Answer | None:
-        request, meta = turn.request, turn.meta
-        kind = call_type(request, turn.headers)
+        request, meta, classification = turn.request, turn.meta, turn.classification
+        kind = call_type(request, turn.headers, classification.tokens if classification is not None else None)
         meta.call_type = kind
-        classification = turn.classification
         if classification is None or turn.controls.tier_override is not None:
             return None
         by = "model"
