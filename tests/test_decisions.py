@@ -177,7 +177,8 @@ def test_decide_puts_every_fact_and_meta_field_in_its_own_field() -> None:
     meta = Meta(tier="L4", task_type="refactor", executor="ollama", model="qwen", confidence=0.75,
                 escalated_from=["L3"], rule_id="R-9", agent_turn=True, ceiling="L5", classifier="slm",
                 attempts=[Attempt("L3", "low_confidence", 0.2, None), Attempt("L4", "accepted", 0.75)],
-                warning="below_confidence_threshold", cache="miss", usage=Usage(11, 22), details={"similarity": 0.9})
+                warning="below_confidence_threshold", cache="miss", usage=Usage(11, 22, 5, 3),
+                details={"similarity": 0.9}, session="s1", call_type="main", affinity="stay", lost_cache_tokens=4)
     decision = decide(facts, meta, status=203, latency_ms=4.5, ttft_ms=1.5)
     assert decision == RoutingDecision(
         request_id="req_1", time=12.5, protocol="anthropic", client="claude-code", model_requested="opus",
@@ -185,7 +186,8 @@ def test_decide_puts_every_fact_and_meta_field_in_its_own_field() -> None:
         rule_id="R-9", ceiling="L5", classifier="slm", agent_turn=True, confidence=0.75, escalated_from=("L3",),
         attempts=(AttemptRecord("L3", "low_confidence", 0.2, None), AttemptRecord("L4", "accepted", 0.75, None)),
         warning="below_confidence_threshold", error=None, latency_ms=4.5, ttft_ms=1.5, prompt_tokens=11,
-        completion_tokens=22, details={"similarity": 0.9}, prompt_hash="hash7", prompt="the prompt")
+        completion_tokens=22, details={"similarity": 0.9}, prompt_hash="hash7", prompt="the prompt", session="s1",
+        call_type="main", cache_read_tokens=5, cache_write_tokens=3, affinity="stay", lost_cache_tokens=4)
     failed = decide(facts, Meta(error="upstream_timeout"), status=504, latency_ms=1.0, ttft_ms=None, error="x")
     assert (failed.error, failed.attempts, failed.escalated_from, failed.prompt_tokens) == \
         ("upstream_timeout", (), (), None)

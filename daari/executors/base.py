@@ -67,6 +67,16 @@ class Executor(ABC):
         """State for /healthz and metrics (model loaded, circuit breaker state...)."""
         return {}
 
+    def context_window(self) -> int | None:
+        """The model's context window in tokens: the tier's `context_window`, else what the upstream said (Ollama's
+        /api/show), else None (unknown: requests are not held to one)."""
+        return self.config.context_window
+
+    def listed_models(self) -> frozenset[str] | None:
+        """The model names the upstream said it serves when last asked (Ollama's /api/tags, an OpenAI-compatible
+        /v1/models); None when it was not asked or could not say. No I/O."""
+        return None
+
     def model_names(self) -> list[str]:
         """Model ids this executor is configured for (no I/O)."""
         return [self.config.model] if self.config.model else []

@@ -21,6 +21,7 @@ from daari.config import TierConfig
 from daari.errors import InvalidRequest, ToolCallsUnsupportedLocally
 from daari.executors.base import Emit, Executor
 from daari.executors.embedded_model import (
+    DEFAULT_CONTEXT_WINDOW,
     MODEL_ID,
     MODEL_NAME,
     SMOLLM2,
@@ -209,6 +210,10 @@ class EmbeddedExecutor(Executor):
             stop_sequence=result.stop_sequence,
             model=MODEL_ID,
         ))
+
+    def context_window(self) -> int | None:
+        """SmolLM2's window unless the tier says otherwise: the pipeline sends larger requests to other tiers."""
+        return self.config.context_window or DEFAULT_CONTEXT_WINDOW
 
     def status(self) -> dict[str, Any]:
         return {

@@ -79,6 +79,12 @@ class ResilientExecutor(Executor):
     def model_names(self) -> list[str]:
         return self.inner.model_names()
 
+    def context_window(self) -> int | None:
+        return self.inner.context_window()
+
+    def listed_models(self) -> frozenset[str] | None:
+        return self.inner.listed_models()
+
     async def list_models(self) -> list[str]:
         """The inner executor's live model list where it has one (Ollama's /api/tags), else model_names()."""
         lister = getattr(self.inner, "list_models", None)

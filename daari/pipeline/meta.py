@@ -41,6 +41,12 @@ class Meta:
     details: dict[str, Any] = field(default_factory=dict)
     # Hosted tools the client offered that the answering tier could not run (pipeline/hosted_tools.py).
     dropped_tools: list[str] | None = None
+    # Agent sessions (daari/sessions/): the session (hashed), Claude Code's call type, what session affinity did
+    # ("home", "stay", "move", "cold", "new"), and prompt tokens another tier held warm that this answer paid for.
+    session: str | None = None
+    call_type: str | None = None
+    affinity: str | None = None
+    lost_cache_tokens: int = 0
 
     def to_json(self) -> dict[str, Any]:
         # Written out rather than dataclasses.asdict: this runs on every response, hits included.
@@ -55,6 +61,11 @@ class Meta:
             "attempts": [{"tier": a.tier, "outcome": a.outcome, "confidence": a.confidence, "error": a.error}
                          for a in self.attempts],
         }
+        if self.session is not None:
+            data["session"] = self.session
+            data["affinity"] = self.affinity
+        if self.call_type is not None:
+            data["call_type"] = self.call_type
         if self.warning is not None:
             data["warning"] = self.warning
         if self.error is not None:

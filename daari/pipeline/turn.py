@@ -17,6 +17,7 @@ from daari.pipeline.sink import Sink
 from daari.protocol.chat import ChatRequest
 from daari.protocol.wire import StreamRenderer, Wire
 from daari.routing.classifier import Classification
+from daari.sessions.turn import SessionTurn
 
 # A route's rewrite of the decoded body before it is parsed (the Responses route folds in stored history).
 Prepare = Callable[[Any], Awaitable[Any]]
@@ -36,7 +37,7 @@ class Turn:
     # One per request: slots, no per-instance dict (less to allocate and for the GC to walk).
     __slots__ = ("wire", "headers", "raw", "sink", "query_string", "prepare", "watch_client", "started", "meta",
                  "controls", "partition", "cache_on", "key", "_request", "classification", "renderer",
-                 "request_bytes")
+                 "request_bytes", "session")
 
     def __init__(self, wire: Wire, headers: Mapping[str, str], raw: bytes, sink: Sink, *, query_string: str = "",
                  prepare: Prepare | None = None, watch_client: ClientWatch = _not_watched) -> None:
@@ -58,6 +59,7 @@ class Turn:
         self.classification: Classification | None = None  # classify (refined by the Phase B classifier)
         self.renderer: StreamRenderer | None = None  # render: the stream's renderer once a stream opened
         self.request_bytes = len(raw)
+        self.session: SessionTurn | None = None  # session: which session, and its provider cache before this turn
 
     @property
     def parsed(self) -> bool:

@@ -28,6 +28,7 @@ from daari.datadir import load_secret
 from daari.errors import StartupError
 from daari.executors.base import Executor
 from daari.executors.registry import make_executors
+from daari.local.tool_repair import repairs_tools
 from daari.metrics import Metrics
 from daari.observe.prompt_record import prompt_fields
 from daari.pipeline.body_work import BodyWork
@@ -42,7 +43,9 @@ from daari.pipeline.steps.agent_turn import AgentTurnStep
 from daari.pipeline.steps.cache_write import AnswerIndex, CacheWriteStep
 from daari.pipeline.steps.ccs import CcsTier
 from daari.pipeline.steps.classify import ClassifyStep
-from daari.pipeline.steps.execute import ExecuteStep, Tiers
+from daari.pipeline.steps.client_call import ClientCallStep
+from daari.pipeline.steps.execute import ExecuteStep, Planner, Tiers
+from daari.pipeline.steps.fit import ContextFit, ModelNames
 from daari.pipeline.steps.headers import HeadersStep
 from daari.pipeline.steps.judge import Judge
 from daari.pipeline.steps.l0 import L0Step
@@ -52,6 +55,13 @@ from daari.pipeline.steps.lt import ToolTier
 from daari.pipeline.steps.parse import ParseStep
 from daari.pipeline.steps.refine import RefineStep
 from daari.pipeline.steps.render import RenderStep
+from daari.pipeline.steps.session import (
+    SessionAffinity,
+    SessionHygiene,
+    SessionRecordStep,
+    SessionStep,
+    Upstreams,
+)
 from daari.pipeline.steps.shortcut import ShortcutStep
 from daari.pipeline.steps.tool_service import ToolService
 from daari.protocol.chat import Message
@@ -67,6 +77,9 @@ from daari.server.responses_endpoints import ResponsesEndpoints
 from daari.server.responses_routes import ResponsesRoutes
 from daari.server.status_routes import StatusRoutes
 from daari.server.tail import TailRoute
+from daari.sessions.economics import rates_for
+from daari.sessions.hygiene import provider_id
+from daari.sessions.store import SessionStore
 from daari.tools.patterns import is_lt_command
 
 log = logging.getLogger("daari")
@@ -96,6 +109,7 @@ class Parts:
     partition_secret: bytes | None  # None: one shared cache partition (no tier forwards client keys)
     log_secret: bytes | None  # keys the decision log's prompt hashes (log.prompts: hash)
     stopping: trio.Event  # set when daari starts shutting down
+    sessions: SessionStore  # agent sessions: warm provider caches, thinking-block producers
     started_at: float = field(default=0.0)
 
     @property
@@ -175,6 +189,25 @@ def shortcut_tiers(config: Config, table: ActorTable, shared: Shared) -> dict[st
     return tiers
 
 
+def upstreams_of(config: Config, executors: Mapping[str, Executor]) -> Upstreams:
+    return Upstreams(
+        providers={t: provider_id(ex.kind, config.tiers[t].base_url) for t, ex in executors.items()},
+        kinds={t: ex.kind for t, ex in executors.items()},
+        rates={t: rates_for(config.pricing, t, config.tiers[t].model) for t in executors})
+
+
+def model_ids(config: Config, executors: Mapping[str, Executor]) -> list[str]:
+    """The model names a client may ask for, without I/O: the tiers' own models, what their upstreams listed,
+    the names a pass-through tier accepts and `routing.models` (globs left out)."""
+    names = {"daari"}
+    for tier, executor in executors.items():
+        names.update(executor.model_names())
+        names.update(executor.listed_models() or ())
+        names.update(n for n in config.tiers[tier].models if not any(c in n for c in "*?["))
+    names.update(n for n in config.routing.models if not any(c in n for c in "*?["))
+    return ["daari", *sorted(names - {"daari"})]
+
+
 async def compose(config: Config, *, shortcuts: Mapping[str, ShortcutTier] | None = None,
                   started_at: float = 0.0) -> Parts:
     """Build everything from `config`. `shortcuts` replaces shortcut tiers by name (tests and benches)."""
@@ -211,11 +244,25 @@ async def compose(config: Config, *, shortcuts: Mapping[str, ShortcutTier] | Non
     routed: list[Step] = [AgentTurnStep(metrics), classify, *[ShortcutStep(tier) for tier in tiers.values()]]
     if config.routing.slm_classifier and configured:
         routed.append(RefineStep(configured[0], questions))
-    routed.append(ExecuteStep(executor, Tiers(configured, {t: ex.kind for t, ex in executors.items()},
-                                              {t: ex.supports_tools for t, ex in executors.items()},
-                                              config.routing.escalation, config.routing.stream_escalation,
-                                              policies(config.tiers)),
-                              Judge(config.confidence, questions), metrics))
+    sessions = SessionStore()
+    upstreams = upstreams_of(config, executors)
+    # Local models' tool calls (made real from text by local/tool_repair.py) must match the tool's schema.
+    schema_checked = [t for t in executors
+                      if config.tiers[t].executor == "embedded" or repairs_tools(config.tiers[t])]
+    plan = Tiers(configured, {t: ex.kind for t, ex in executors.items()},
+                 {t: ex.supports_tools for t, ex in executors.items()}, config.routing.escalation,
+                 config.routing.stream_escalation, policies(config.tiers))
+    planners: list[Planner] = [
+        ModelNames({t: config.tiers[t] for t in executors}, lambda t: executors[t].listed_models(),
+                   partial(model_ids, config, executors)),
+        ContextFit(plan, lambda t: executors[t].context_window()),
+    ]
+    if config.routing.session_affinity:
+        planners.append(SessionAffinity(sessions, upstreams))
+    routed += [ClientCallStep(config.routing.client_calls, config.routing.models), SessionStep(sessions),
+               ExecuteStep(executor, plan, Judge(config.confidence, questions, schema_checked), metrics,
+                           planners=planners,
+                           request_for=SessionHygiene(sessions, upstreams))]
     render = RenderStep()
     indexes = [tier for tier in tiers.values() if isinstance(tier, AnswerIndex)]
     pipeline = Pipeline(
@@ -224,7 +271,7 @@ async def compose(config: Config, *, shortcuts: Mapping[str, ShortcutTier] | Non
                       body_work=body_work, parse=parse),
                parse],
         routed=routed,
-        finish=[CacheWriteStep(guard, indexes), render],
+        finish=[CacheWriteStep(guard, indexes), SessionRecordStep(sessions, upstreams), render],
         fail=render.fail,
     )
 
@@ -235,12 +282,13 @@ async def compose(config: Config, *, shortcuts: Mapping[str, ShortcutTier] | Non
     chat = ChatRoute(pipeline, decisions, describe_prompt, config.server.max_body_bytes)
     responses = ResponsesRoutes(chat, archive, partition_secret)
     endpoints = ResponsesEndpoints(config, executor, archive, partition_secret)
-    count_tokens = CountTokensRoute(config, executor, body_work)
+    count_tokens = CountTokensRoute(config, executor, body_work, sessions, dict(upstreams.providers))
     observe = ObserveRoutes(config.data_dir, metrics)
     tail = TailRoute(decisions, config.tail, stopping, metrics)
     l1 = tiers.get("L1")
     status = StatusRoutes(config, health, executor, metrics, started_at,
-                          l1.health if isinstance(l1, SemanticTier) else None, lambda: tail.open)
+                          l1.health if isinstance(l1, SemanticTier) else None, lambda: tail.open,
+                          partial(model_ids, config, executors))
     routes = Routes(
         exact={
             "/": {"GET": status.root, "HEAD": status.root},
@@ -272,4 +320,4 @@ async def compose(config: Config, *, shortcuts: Mapping[str, ShortcutTier] | Non
                  decisions=decisions, l0_memory=shared.memory, key_memo=key_memo, hit_requests=hit_requests,
                  body_work=body_work, classify=classify, shortcuts=tiers, pipeline=pipeline, tail=tail,
                  responses=archive, app=app, partition_secret=partition_secret, log_secret=log_secret,
-                 stopping=stopping, started_at=started_at)
+                 stopping=stopping, started_at=started_at, sessions=sessions)

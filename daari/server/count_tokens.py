@@ -1,9 +1,11 @@
 """`POST /v1/messages/count_tokens`: the Anthropic upstream's own count when a tier speaks Anthropic, else
 daari's estimate, marked with the response header `x-daari-estimate: true` (docs/agents.md).
 
-Which upstream counts: the first configured tier, in escalation order, whose executor is `anthropic` (the
-tier Claude Code's agent turns reach in a usual set-up; routing picks tiers by what a request asks, not by
-its model name, so no per-request tier can be known before routing). Passed on to the client, in Anthropic's
+Which upstream counts: the tier holding the session's provider cache when it speaks Anthropic (where the
+session's turns go), else the first configured tier, in escalation order, whose executor is `anthropic` (the
+tier Claude Code's agent turns reach in a usual set-up). It counts the body as that upstream would receive it
+(thinking blocks of other providers left out, billing block and ttl as the tier sends them). The estimate is
+calibrated by what upstreams reported for the session (sessions/count.py). Passed on to the client, in Anthropic's
 shape: a keyless request to a `forward_client_key` tier (401, as for messages) and the upstream's 4xx about
 the request (400, 401, 403, 413...). Answered with the estimate instead: no Anthropic tier, the upstream
 unreachable or timing out (the tier's `first_byte_s`), its circuit open, its 5xx/529, 429 and 408, a 404/405
@@ -26,6 +28,10 @@ from daari.protocol.chat import ChatRequest
 from daari.protocol.tokens import estimate_request_tokens
 from daari.server.asgi_io import ClientDisconnected, read_body, send_json, watch_disconnect
 from daari.server.http_request import HttpRequest
+from daari.sessions.count import calibrated_count
+from daari.sessions.hygiene import for_anthropic_upstream
+from daari.sessions.identity import session_key
+from daari.sessions.store import SessionStore
 
 log = logging.getLogger("daari.server")
 
@@ -47,25 +53,44 @@ def passed_on(err: DaariError) -> bool:
 
 
 class CountTokensRoute:
-    def __init__(self, config: Config, executor: Address, body_work: BodyWork) -> None:
+    def __init__(self, config: Config, executor: Address, body_work: BodyWork, sessions: SessionStore | None = None,
+                 providers: dict[str, str] | None = None) -> None:
         self.tier = counting_tier(config)
+        self.anthropic_tiers = frozenset(t for t in config.configured_tiers()
+                                         if config.tiers[t].executor == "anthropic")
         self.executor = executor
         self.body_work = body_work  # a large body is decoded and validated off the event loop, as for chat
         self.max_body_bytes = config.server.max_body_bytes
+        self.sessions = sessions
+        self.providers = providers or {}  # tier -> provider id, whose thinking blocks it accepts
 
     async def __call__(self, req: HttpRequest) -> None:
         raw = await read_body(req.receive, req.headers, self.max_body_bytes)
         request = await self._parse(raw, req)  # a bad body: 400, Anthropic's shape
         request.query_string = req.query_string
-        if self.tier is not None:
-            answer = await self._ask_upstream(req, self.tier, request)
+        state = self.sessions.get(session_key(request, req.headers)) if self.sessions is not None else None
+        home = state.home.tier if state is not None and state.home is not None else None
+        tier = home if home in self.anthropic_tiers else self.tier
+        if tier is not None:
+            answer = await self._ask_upstream(req, tier, self._as_sent(request, tier))
             if answer is not None:
                 await req.send({"type": "http.response.start", "status": 200,
                                 "headers": [(b"content-type", b"application/json")]})
                 await req.send({"type": "http.response.body", "body": answer, "more_body": False})
                 return
-        await send_json(req.send, 200, {"input_tokens": estimate_request_tokens(request)},
-                        {ESTIMATE_HEADER: "true"})
+        ratio = self.sessions.ratio if self.sessions is not None else 1.0
+        count = calibrated_count(estimate_request_tokens(request), state, ratio)
+        await send_json(req.send, 200, {"input_tokens": count}, {ESTIMATE_HEADER: "true"})
+
+    def _as_sent(self, request: ChatRequest, tier: str) -> ChatRequest:
+        """The body as `tier`'s upstream would receive it: other providers' thinking blocks left out."""
+        if self.sessions is None or not request.raw:
+            return request
+        cleaned = for_anthropic_upstream(request.raw, self.providers.get(tier, tier), self.sessions.producer)
+        if not cleaned.changed:
+            return request
+        request.raw = cleaned.body
+        return request
 
     async def _parse(self, raw: bytes, req: HttpRequest) -> ChatRequest:
         work = self.body_work

@@ -51,17 +51,26 @@ def _hypercorn_config(config: Config) -> HypercornConfig:
 
 
 def tier_table(config: Config, executors: Mapping[str, Executor]) -> str:
-    lines = ["tier  executor   model / upstream"]
+    """The tiers as daari starts them, with each one's context window (requests that do not fit skip the tier)."""
+    lines = ["tier  executor   window   model / upstream"]
     for tier in ("L3", "L4", "L5", "L6"):
         tc = config.tiers.get(tier)
         if tc is None:
-            lines.append(f"{tier:<5} -          (not configured)")
+            lines.append(f"{tier:<5} -          -        (not configured)")
             continue
         where = redact_url(tc.base_url) if tc.base_url else "in-process"
         model = tc.model or ("SmolLM2-135M-Instruct" if tc.executor == "embedded" else "(client's model)")
-        state = "" if tier in executors else "  [disabled: frontier.enabled is false]"
-        lines.append(f"{tier:<5} {tc.executor:<10} {model} @ {where}{state}")
+        executor = executors.get(tier)
+        window = executor.context_window() if executor is not None else tc.context_window
+        state = "" if executor is not None else "  [disabled: frontier.enabled is false]"
+        lines.append(f"{tier:<5} {tc.executor:<10} {_window(window):<8} {model} @ {where}{state}")
     return "\n".join(lines)
+
+
+def _window(tokens: int | None) -> str:
+    if tokens is None:
+        return "?"
+    return f"{tokens // 1024}k" if tokens % 1024 == 0 else str(tokens)
 
 
 async def run_server(config: Config, *, handle_signals: bool = False,

@@ -23,7 +23,8 @@ def _anthropic_client(req: HttpRequest) -> bool:
 
 class StatusRoutes:
     def __init__(self, config: Config, health: Health, executor: Address, metrics: Metrics, started_at: float,
-                 l1_health: Callable[[], dict[str, Any]] | None, tail_connections: Callable[[], int]) -> None:
+                 l1_health: Callable[[], dict[str, Any]] | None, tail_connections: Callable[[], int],
+                 model_ids: Callable[[], list[str]] | None = None) -> None:
         self.config = config
         self.health = health
         self.executor = executor
@@ -31,6 +32,7 @@ class StatusRoutes:
         self.started_at = started_at
         self.l1_health = l1_health  # None without L1
         self.tail_connections = tail_connections
+        self.model_ids = model_ids  # names from the config (routing.models, tiers' models), no I/O
 
     async def root(self, req: HttpRequest) -> None:
         """`HEAD /` is Claude Code's connectivity probe; `GET /` says what is listening."""
@@ -45,8 +47,10 @@ class StatusRoutes:
             await send_json(req.send, 200, openai_render.render_models([model_id], int(self.started_at))["data"][0])
 
     async def models(self, req: HttpRequest) -> None:
-        names = await self.executor.call(ListModels())
-        ids = ["daari", *[m for m in names if m != "daari"]]
+        listed: list[str] = await self.executor.call(ListModels())
+        names = set(listed)
+        names.update(self.model_ids() if self.model_ids is not None else ())
+        ids = ["daari", *sorted(names - {"daari"})]
         if _anthropic_client(req):
             await send_json(req.send, 200, anthropic_render.render_models(ids))
         else:

@@ -12,7 +12,7 @@ first event went out.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 
@@ -27,7 +27,7 @@ from daari.pipeline.step import Answer
 from daari.pipeline.steps.judge import Judge, Judgement
 from daari.pipeline.steps.render import open_stream, settle
 from daari.pipeline.turn import Turn
-from daari.protocol.chat import Completion
+from daari.protocol.chat import ChatRequest, Completion
 from daari.protocol.events import Event, assemble
 from daari.routing.agent_turn import needs_tool_calls
 from daari.routing.plan import plan_tiers
@@ -45,16 +45,29 @@ class Tiers:
     hosted_tools: Mapping[str, str] = field(default_factory=dict)  # tier -> "drop" | "refuse" (hosted_tools.py)
 
 
+# A planner narrows or reorders the tier chain (context windows, model names, session affinity) and records why
+# in the turn's daari_meta; a request shaper gives the request as one tier must receive it (thinking hygiene).
+Planner = Callable[[Turn, list[str]], list[str]]
+RequestFor = Callable[[Turn, str], ChatRequest]
+
+
+def _as_sent(turn: Turn, tier: str) -> ChatRequest:
+    return turn.request
+
+
 class ExecuteStep:
     name = "execute"
 
     def __init__(self, executor: Address, tiers: Tiers, judge: Judge, metrics: Metrics,
-                 drop_log: DropLog | None = None) -> None:
+                 drop_log: DropLog | None = None, planners: Sequence[Planner] = (),
+                 request_for: RequestFor = _as_sent) -> None:
         self.executor = executor
         self.tiers = tiers
         self.judge = judge
         self.metrics = metrics
         self.drop_log = drop_log or DropLog()  # hosted tools a tier answered without: logged once per session
+        self.planners = tuple(planners)
+        self.request_for = request_for
 
     async def __call__(self, turn: Turn) -> Answer | None:
         classification = turn.classification
@@ -65,7 +78,10 @@ class ExecuteStep:
                            tiers.escalation and classification.escalate)
         chain = native_tiers(turn.request, chain, configured, dict(tiers.kinds), turn.meta.attempts,
                              override is not None, tiers.hosted_tools)
-        return await self._escalate(turn, self._tool_capable(turn, chain))
+        chain = self._tool_capable(turn, chain)
+        for planner in self.planners:
+            chain = planner(turn, chain)
+        return await self._escalate(turn, chain)
 
     def _tool_capable(self, turn: Turn, chain: list[str]) -> list[str]:
         """An agent turn that defines tools goes only to tiers whose executor can emit tool calls."""
@@ -149,7 +165,7 @@ class ExecuteStep:
 
     def _open(self, turn: Turn, tier: str) -> AbstractAsyncContextManager[StreamReader[Event]]:
         """The generation is this request's: leaving the `async with` cancels it and frees the tier."""
-        return self.executor.stream(OpenGeneration(tier, turn.request))
+        return self.executor.stream(OpenGeneration(tier, self.request_for(turn, tier)))
 
     async def _collect(self, turn: Turn, tier: str) -> list[Event]:
         async with self._open(turn, tier) as generation:

@@ -11,10 +11,11 @@ then logprobs when the executor gave them, else (L4/L5) a self-evaluation asked 
 
 from __future__ import annotations
 
-import json
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from daari.config import ConfidenceConfig
+from daari.local.tool_schema import call_problem
 from daari.pipeline.side_query import SideQuestions
 from daari.protocol.chat import ChatRequest, Completion
 from daari.routing import task_types
@@ -63,22 +64,20 @@ def gate(request: ChatRequest, completion: Completion, task_type: str | None) ->
     return answer_gate(completion.text, last_user, history, min_answer_chars(request, task_type))
 
 
-def _valid_tool_calls(request: ChatRequest, completion: Completion) -> bool:
-    names = {t.name for t in request.tools}
-    for call in completion.tool_calls:
-        if names and call.name not in names:
-            return False
-        try:
-            json.loads(call.arguments or "{}")
-        except ValueError:
-            return False
-    return True
+def _valid_tool_calls(request: ChatRequest, completion: Completion, *, schema: bool) -> bool:
+    """Every call names a defined tool with a JSON object of arguments, valid against the tool's schema when
+    `schema` (local/tool_schema.py): local models, whose text tool calls daari repairs, are checked; a hosted
+    model's arguments are trusted (a client's
+    own tool runner reports a bad one back to the model)."""
+    return all(call_problem(request.tools, call, schema=schema) is None for call in completion.tool_calls)
 
 
 class Judge:
-    def __init__(self, config: ConfidenceConfig, questions: SideQuestions) -> None:
+    def __init__(self, config: ConfidenceConfig, questions: SideQuestions,
+                 schema_checked: Collection[str] = ()) -> None:
         self.config = config
         self.questions = questions  # a self-evaluation asks the same tier a side question
+        self.schema_checked = frozenset(schema_checked)  # tiers whose tool-call arguments must match the schema
 
     async def __call__(self, tier: str, request: ChatRequest, completion: Completion, *, allow_self_eval: bool,
                        task_type: str | None = None) -> Judgement:
@@ -86,7 +85,8 @@ class Judge:
             return Judgement(round(score, 4), method, score >= passing_score(tier, method, self.config), why)
 
         if completion.tool_calls:
-            return verdict(1.0 if _valid_tool_calls(request, completion) else 0.0, "tool_calls")
+            schema = tier in self.schema_checked
+            return verdict(1.0 if _valid_tool_calls(request, completion, schema=schema) else 0.0, "tool_calls")
         gated = gate(request, completion, task_type)
         if tier == "L6":
             # Trusted (nothing to escalate to), but an empty, acknowledging or echoing answer is still not stored.
