@@ -119,7 +119,8 @@ def run() -> list[Table]:
                   ["step", "us per call"])
     for name, us in steps.items():
         table.add(name, us)
-    first_hit = ("loads", "the depth check", "Wire.parse", "the key memo", "L0Memory.peek", "Meta.to_json", "Wire.render", "dumps")
+    first_hit = ("loads", "the depth check", "Wire.parse", "the key memo", "L0Memory.peek", "Meta.to_json",
+                 "Wire.render", "dumps")
     lane_hit = ("the hit lane", "Meta.to_json", "Wire.render", "dumps")
     table.add("sum for a body's first hit (parsed; its key from the memo)",
               sum(us for name, us in steps.items() if name.startswith(first_hit)))

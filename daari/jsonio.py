@@ -12,7 +12,6 @@ from typing import Any
 
 import orjson
 
-
 MAX_DEPTH = 1024  # orjson's nesting limit (arrays and objects): deeper is refused, not parsed another way
 ENCODE_DEPTH = 254  # orjson encodes at most this many levels; the stdlib fallback goes on to about 900
 
