@@ -36,7 +36,7 @@ from daari.redact import redact_url
 from daari.responses.store import ResponseArchive
 from daari.rules.tier import RulesTier
 from daari.server.app import DaariApp
-from daari.server.guard import GuardPolicy, require_token_off_loopback
+from daari.server.guard import GuardPolicy, require_token_where_needed
 from daari.server.l1_actors import l1_tier, model_asker
 from daari.server.observers import start_observers
 from daari.tools.startup import start_tools
@@ -89,7 +89,7 @@ def l0_memory(config: Config) -> L0Memory:
 async def run_server(config: Config, *, handle_signals: bool = False,
                      task_status: trio.TaskStatus[RunningServer] = trio.TASK_STATUS_IGNORED) -> None:
     guard_policy = GuardPolicy.from_config(config.server)
-    require_token_off_loopback(config.server, guard_policy)
+    require_token_where_needed(config.server, guard_policy)
     health = Health()
     executors = make_executors(config)
     shared = Shared(l0_memory(config), Metrics())
