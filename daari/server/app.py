@@ -176,7 +176,8 @@ async def models(req: Request) -> None:
 async def healthz(req: Request) -> None:
     health = req.rt.health
     tiers = await _tier_status(req)
-    actors = {name: {"state": s.state, "restarts": s.restarts, "last_error": s.last_error}
+    actors = {name: {"state": s.state, "restarts": s.restarts, "last_error": s.last_error, "depth": s.depth,
+                     "capacity": s.capacity}
               for name, s in health.actors.items()}
     models_loaded = all(t.get("loaded", True) for t in tiers.values())
     body = {"status": "ok" if health.healthy else "unhealthy", "actors": actors, "tiers": tiers,
@@ -204,6 +205,8 @@ async def metrics(req: Request) -> None:
     for name, status in req.rt.health.actors.items():
         samples.append(Sample("actor_restarts_total", status.restarts, {"actor": name}, counter=True))
         samples.append(Sample("actor_up", 1.0 if status.state == "running" else 0.0, {"actor": name}))
+        samples.append(Sample("actor_mailbox_depth", status.depth, {"actor": name}))
+        samples.append(Sample("actor_mailbox_capacity", status.capacity, {"actor": name}))
     for tier, state in (await _tier_status(req)).items():
         breaker = state.get("breaker")
         if breaker:
