@@ -245,6 +245,10 @@ class ToolsConfig:
     max_queue: int = 16  # commands waiting beyond that; past it the request goes on to the model tiers
     answer_max_chars: int = 6000  # output shown in the answer; the full log is saved in <data_dir>/tools/logs
     log_max_bytes: int = 16 * 1024 * 1024  # per command log; output past it is dropped (and said so)
+    # All command logs together (<data_dir>/tools/logs), the oldest deleted first, at start and after each command.
+    logs_max_files: Annotated[int, Ge(1)] = 1000
+    logs_max_total_bytes: Annotated[int, Ge(1)] = 512 * 1024 * 1024
+    logs_max_age_days: Annotated[float, Gt(0)] = 14.0
     git: str = "git"  # the git executable
     eslint: ToolCommandConfig = field(default_factory=ToolCommandConfig)
     prettier: ToolCommandConfig = field(default_factory=ToolCommandConfig)
