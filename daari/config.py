@@ -264,7 +264,10 @@ class ToolsConfig:
 
 @dataclass
 class ResponsesConfig:
-    keep: Annotated[int, Ge(1)] = 10_000  # stored responses (store: true) kept for previous_response_id; oldest pruned
+    # Stored responses (store: true) kept for previous_response_id, per credential partition: past `keep` in one,
+    # its oldest are pruned; past `keep_total` in all, the oldest of the partition holding the most.
+    keep: Annotated[int, Ge(1)] = 10_000
+    keep_total: Annotated[int, Ge(1)] = 100_000
 
 
 def _default_tiers() -> dict[str, TierConfig]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import signal
+from contextlib import aclosing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -91,6 +92,8 @@ async def run_server(config: Config, *, handle_signals: bool = False,
     guard_policy = GuardPolicy.from_config(config.server)
     require_token_where_needed(config.server, guard_policy)
     health = Health()
+    archive = ResponseArchive(Path(config.data_dir) / "responses.sqlite", config.responses.keep,
+                              config.responses.keep_total)
     executors = make_executors(config)
     shared = Shared(l0_memory(config), Metrics())
     table = actor_table(config, executors, shared)
@@ -100,13 +103,14 @@ async def run_server(config: Config, *, handle_signals: bool = False,
         tools_capable={t: ex.supports_tools for t, ex in executors.items()},
         executor_kinds={t: ex.kind for t, ex in executors.items()},
         l0_memory=shared.memory, body_work=BodyWork(config.server.thread_parse_bytes),
-        responses=ResponseArchive(Path(config.data_dir) / "responses.sqlite", config.responses.keep),
+        responses=archive,
     )
     shared.ask_model = model_asker(rt)
     if config.rules.enabled:
         rt.shortcuts["L2"] = RulesTier(config.rules)
     shutdown = rt.stopping  # live tails close on it rather than holding the grace period
-    async with trio.open_nursery() as actors:
+    # The response archive is closed once every request and actor is done (SQLite checkpoints, removes its WAL).
+    async with aclosing(archive), trio.open_nursery() as actors:
         await table.start(actors, health)
         # The cheap in-process handlers are attached to the hub as one; the decision log attaches with a queue of
         # its own (server/observers.py); live tails subscribe.
