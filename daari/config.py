@@ -33,7 +33,17 @@ ExecutorKind = Literal["embedded", "openai", "ollama", "anthropic"]
 class ServerConfig:
     host: str = "127.0.0.1"
     port: Annotated[int, Ge(0), Le(65535)] = 8787  # 0: any free port
+    # A request body (decompressed, when it comes compressed) past this is refused with 413 as it is read.
     max_body_bytes: Annotated[int, Ge(1)] = 8 * 1024 * 1024
+    # A compressed body may grow at most this many times its size on the wire (past 1 MiB): 413 past it.
+    max_expansion_ratio: Annotated[float, Ge(1)] = 200.0
+    # Slow or oversized clients (docs/operations.md, "Limits"): a connection that has not sent a whole request
+    # head this long after it opened, or after its previous answer, is closed (also the keep-alive idle time);
+    # a body not received whole this long after its head is answered 408.
+    header_timeout_s: Annotated[float, Gt(0)] = 30.0
+    body_timeout_s: Annotated[float, Gt(0)] = 60.0
+    max_header_bytes: Annotated[int, Ge(1024)] = 32 * 1024  # names and values of all fields together; 431 past it
+    max_headers: Annotated[int, Ge(8)] = 100  # header fields in one request; 431 past it
     grace_period_s: float = 10.0  # SIGINT/SIGTERM: in-flight requests get this long, then are cancelled
     # Request bodies at least this large are decoded, validated and hashed on a worker thread (0: never).
     thread_parse_bytes: int = 256 * 1024

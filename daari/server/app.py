@@ -46,6 +46,7 @@ from daari.server.asgi_io import (
     send_json,
     watch_disconnect,
 )
+from daari.server.limits import RequestLimits, check_head
 from daari.server.refusals import record_refusal
 from daari.server.tail import tail
 
@@ -55,10 +56,11 @@ Handler = Callable[["Request"], Awaitable[None]]
 
 
 class Request:
-    __slots__ = ("rt", "scope", "receive", "send", "headers", "path", "wire", "decision_logged")
+    __slots__ = ("rt", "scope", "receive", "send", "headers", "path", "wire", "decision_logged", "limits")
 
-    def __init__(self, rt: Runtime, scope: Scope, receive: Receive, send: Send) -> None:
+    def __init__(self, rt: Runtime, scope: Scope, receive: Receive, send: Send, limits: RequestLimits) -> None:
         self.rt = rt
+        self.limits = limits
         self.scope = scope
         self.receive = receive
         self.send = send
@@ -69,7 +71,7 @@ class Request:
         self.decision_logged = False  # a chat request's routing decision already logged its refusal
 
     async def raw_body(self) -> bytes:
-        return await read_body(self.receive, self.headers, self.rt.config.server.max_body_bytes)
+        return await read_body(self.receive, self.headers, self.limits)
 
     async def json_body(self) -> Any:
         return decode_json(await self.raw_body())
@@ -249,6 +251,7 @@ class DaariApp:
     def __init__(self, rt: Runtime, policy: guard.GuardPolicy | None = None) -> None:
         self.rt = rt
         self.policy = policy or guard.GuardPolicy.from_config(rt.config.server)
+        self.limits = RequestLimits.from_config(rt.config.server)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -259,7 +262,7 @@ class DaariApp:
             return
         if scope["type"] != "http":
             return
-        req = Request(self.rt, scope, receive, send)
+        req = Request(self.rt, scope, receive, send, self.limits)
         cors = guard.cors_headers(self.policy, req.headers)
         if cors:
             req.send = _adding_headers(send, cors)
@@ -269,6 +272,7 @@ class DaariApp:
                 return
             path = req.path.rstrip("/") or "/"
             try:
+                check_head(scope["headers"], self.limits)
                 guard.check_http(self.policy, scope["method"], req.headers, _page_token(scope))
             except DaariError as err:
                 if ROUTES.get(path, {}).get(scope["method"]) in CHAT_HANDLERS:  # a refused chat request is a decision
@@ -310,6 +314,7 @@ class DaariApp:
     async def _websocket(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = header_map(scope)
         try:
+            check_head(scope["headers"], self.limits)
             query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
             guard.check_websocket(self.policy, headers, (query.get("token") or [None])[0])
             handler = WEBSOCKET_ROUTES.get(scope["path"].rstrip("/"))

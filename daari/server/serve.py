@@ -39,6 +39,7 @@ from daari.rules.tier import RulesTier
 from daari.server.app import DaariApp
 from daari.server.guard import GuardPolicy, require_token_where_needed
 from daari.server.l1_actors import l1_tier, model_asker
+from daari.server.limits import apply_to_hypercorn
 from daari.server.observers import start_observers
 from daari.tools.startup import start_tools
 
@@ -58,8 +59,7 @@ def _hypercorn_config(config: Config) -> HypercornConfig:
     hc.accesslog = None
     hc.errorlog = logging.getLogger("hypercorn.error")
     hc.graceful_timeout = config.server.grace_period_s
-    hc.keep_alive_timeout = 75
-    hc.h11_max_incomplete_size = 64 * 1024
+    apply_to_hypercorn(hc, config.server)  # head size and time limits (server/limits.py)
     hc.include_server_header = False  # no "server: hypercorn-h11" on every answer: it tells clients nothing useful
     return hc
 
