@@ -36,7 +36,7 @@ class ServerConfig:
     # A request body (decompressed, when it comes compressed) past this is refused with 413 as it is read.
     max_body_bytes: Annotated[int, Ge(1)] = 8 * 1024 * 1024
     # A compressed body may grow at most this many times its size on the wire (past 1 MiB): 413 past it.
-    max_expansion_ratio: Annotated[float, Ge(1)] = 200.0
+    max_expansion_ratio: Annotated[float, Ge(1)] = 10_000.0
     # Slow or oversized clients (docs/operations.md, "Limits"): a connection that has not sent a whole request
     # head this long after it opened, or after its previous answer, is closed (also the keep-alive idle time);
     # a body not received whole this long after its head is answered 408.
