@@ -54,6 +54,9 @@ class ResponseStore:
         self.keep_total = keep_total if keep_total is not None else keep * 10
         self._conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
         self._conn.execute("pragma journal_mode=wal")
+        # No fsync per commit (WAL keeps every commit across a crash of daari; a power cut may lose the last
+        # few): a put went from ~11 ms to under 1 ms on this machine, and it stands before a response's last bytes.
+        self._conn.execute("pragma synchronous=normal")
         self._conn.execute("create table if not exists responses (id text primary key, created_at real, "
                            "response text, input text, owner text not null default '', previous_id text)")
         columns = {row[1] for row in self._conn.execute("pragma table_info(responses)")}
@@ -64,6 +67,12 @@ class ResponseStore:
         self._conn.execute("drop index if exists responses_by_age")
         self._conn.execute("create index if not exists responses_by_owner_age on responses (owner, created_at)")
         self._conn.execute("create index if not exists responses_by_previous on responses (previous_id)")
+        # Rows per partition, kept in the same transactions as the rows: pruning decides without counting them.
+        if "response_counts" not in {r[0] for r in self._conn.execute("select name from sqlite_master")}:
+            with self._transaction():
+                self._conn.execute("create table response_counts (owner text primary key, rows integer not null)")
+                self._conn.execute("insert into response_counts select owner, count(*) from responses "
+                                   "group by owner")
 
     def get(self, response_id: str, partition: str) -> StoredResponse | None:
         """The response and its whole input; None when unknown, of another partition, or (never written so)
@@ -91,6 +100,8 @@ class ResponseStore:
             if previous is not None and not self._exists(previous, partition):
                 previous = None  # pruned or deleted since the request read it: this row keeps its whole input
             own = stored.input_items[stored.own_from:] if previous is not None else stored.input_items
+            if not self._exists(response_id, partition):
+                self._count(partition, 1)
             self._conn.execute(
                 "insert or replace into responses (id, created_at, response, input, owner, previous_id) "
                 "values (?, ?, ?, ?, ?, ?)",
@@ -112,16 +123,19 @@ class ResponseStore:
         return self._conn.execute("select 1 from responses where id = ? and owner = ?",
                                   (response_id, partition)).fetchone() is not None
 
+    def _count(self, partition: str, change: int) -> None:
+        self._conn.execute("insert into response_counts values (?, ?) on conflict (owner) do update "
+                           "set rows = rows + excluded.rows", (partition, change))
+
     def _prune(self, partition: str) -> None:
         """The oldest rows past `keep` in `partition`, then past `keep_total` in the largest partition."""
-        count = self._conn.execute("select count(*) from responses where owner = ?", (partition,)).fetchone()[0]
-        for _ in range(count - self.keep):
+        count = self._conn.execute("select rows from response_counts where owner = ?", (partition,)).fetchone()
+        for _ in range((count[0] if count else 0) - self.keep):
             self._remove_oldest(partition)
-        total = self._conn.execute("select count(*) from responses").fetchone()[0]
+        total = self._conn.execute("select coalesce(sum(rows), 0) from response_counts").fetchone()[0]
         for _ in range(total - self.keep_total):
-            largest = self._conn.execute("select owner from responses group by owner order by count(*) desc "
-                                         "limit 1").fetchone()[0]
-            self._remove_oldest(largest)
+            largest = self._conn.execute("select owner from response_counts order by rows desc limit 1").fetchone()
+            self._remove_oldest(largest[0])
 
     def _remove_oldest(self, partition: str) -> None:
         oldest = self._conn.execute("select id from responses where owner = ? order by created_at limit 1",
@@ -140,6 +154,8 @@ class ResponseStore:
                 self._conn.execute("update responses set input = ?, previous_id = null where id = ? and owner = ?",
                                    (_json([*history, *json.loads(own)]), child_id, partition))
         cursor = self._conn.execute("delete from responses where id = ? and owner = ?", (response_id, partition))
+        if cursor.rowcount > 0:
+            self._count(partition, -1)
         return cursor.rowcount > 0
 
 
