@@ -191,3 +191,19 @@ async def test_the_archive_is_closed_when_daari_stops(tmp_path: Path) -> None:
     assert not (tmp_path / "data" / "responses.sqlite-wal").exists()
     reopened = ResponseStore(tmp_path / "data" / "responses.sqlite", keep=10)
     assert reopened.get(created.json()["id"], "") is not None
+
+
+def test_rows_written_by_an_older_daari_count_toward_keep(tmp_path: Path) -> None:
+    path = tmp_path / "responses.sqlite"
+    old = sqlite3.connect(path)  # the schema before chains and row counts: every row whole
+    old.execute("create table responses (id text primary key, created_at real, response text, input text, "
+                "owner text not null default '')")
+    old.executemany("insert into responses values (?, ?, ?, ?, '')",
+                    [(f"resp_{n}", float(n), json.dumps(stored(n).response), json.dumps(stored(n).input_items))
+                     for n in range(5)])
+    old.commit()
+    old.close()
+    store = ResponseStore(path, keep=3)
+    store.put("resp_5", stored(5), "")
+    assert [n for n in range(6) if store.get(f"resp_{n}", "") is not None] == [3, 4, 5]
+    assert store.get("resp_4", "") == stored(4)
