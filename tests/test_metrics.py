@@ -34,7 +34,7 @@ async def test_metrics_page_is_prometheus_text_with_latency_histograms(tmp_path:
         async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url) as client:
             assert (await client.post("/v1/chat/completions", json=ASK)).status_code == 200
             assert (await client.post("/v1/chat/completions", json=ASK)).status_code == 200  # an L0 hit
-            server.runtime.metrics.inc("errors_total", code='odd "code"\\with\nnewline')
+            server.parts.metrics.inc("errors_total", code='odd "code"\\with\nnewline')
             response = await client.get("/metrics")
             assert response.headers["content-type"].startswith("text/plain; version=")
             text = await scrape_until(client, 'daari_request_duration_seconds_count{tier="L0"}')
@@ -81,7 +81,7 @@ async def test_a_restarting_actors_queue_shows_in_healthz_and_metrics(tmp_path: 
     config = make_config(tmp_path, tiers={"L3": upstream_tier("openai", "http://127.0.0.1:9/v1")},
                          actors={"backoff_initial_s": 60})
     async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url) as client:
-        executor = server.runtime.executor
+        executor = server.parts.executor
         with pytest.raises(ActorCrashed):
             await executor.call(object())  # type: ignore[arg-type]  # nobody handles it: a crash, then a 60 s backoff
         queued = 0

@@ -36,11 +36,17 @@ async def supervise(
     status: ActorStatus,
     policy: RestartPolicy = RestartPolicy(),
     *,
+    required: bool = True,
+    on_down: Callable[[], None] | None = None,
     task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Start with `nursery.start(supervise, ...)`: returns to the starter once the first run is ready."""
+    """Start with `nursery.start(supervise, ...)`: returns to the starter once the first run is ready (at once for
+    an actor that is not `required`, whose failure to start is then restarted like a crash). `on_down` is called
+    when the supervisor ends: given up, stopped or cancelled."""
     crashes: deque[float] = deque()
-    started = False
+    started = not required
+    if not required:
+        task_status.started()
     faults = mailbox.address.faults
     status.queue = mailbox
     try:
@@ -78,6 +84,8 @@ async def supervise(
         # Stopped, failed or cancelled: nothing will answer what is queued or sent later.
         reason = f"gave up after {status.last_error}" if status.state == "failed" else "stopped"
         mailbox.close_and_fail_queued(reason)
+        if on_down is not None:
+            on_down()
 
 
 def restart_backoff_s(policy: RestartPolicy, recent_crashes: int) -> float:
