@@ -35,7 +35,17 @@ ExecutorKind = Literal["embedded", "openai", "ollama", "anthropic"]
 class ServerConfig:
     host: str = "127.0.0.1"
     port: Annotated[int, Ge(0), Le(65535)] = 8787  # 0: any free port
+    # A request body (decompressed, when it comes compressed) past this is refused with 413 as it is read.
     max_body_bytes: Annotated[int, Ge(1)] = 8 * 1024 * 1024
+    # A compressed body may grow at most this many times its size on the wire (past 1 MiB): 413 past it.
+    max_expansion_ratio: Annotated[float, Ge(1)] = 10_000.0
+    # Slow or oversized clients (docs/operations.md, "Limits"): a connection that has not sent a whole request
+    # head this long after it opened, or after its previous answer, is closed (also the keep-alive idle time);
+    # a body not received whole this long after its head is answered 408.
+    header_timeout_s: Annotated[float, Gt(0)] = 30.0
+    body_timeout_s: Annotated[float, Gt(0)] = 60.0
+    max_header_bytes: Annotated[int, Ge(1024)] = 32 * 1024  # names and values of all fields together; 431 past it
+    max_headers: Annotated[int, Ge(8)] = 100  # header fields in one request; 431 past it
     grace_period_s: float = 10.0  # SIGINT/SIGTERM: in-flight requests get this long, then are cancelled
     # Request bodies at least this large are decoded, validated and hashed on a worker thread (0: never).
     thread_parse_bytes: int = 256 * 1024
@@ -278,6 +288,10 @@ class ToolsConfig:
     max_queue: int = 16  # commands waiting beyond that; past it the request goes on to the model tiers
     answer_max_chars: int = 6000  # output shown in the answer; the full log is saved in <data_dir>/tools/logs
     log_max_bytes: int = 16 * 1024 * 1024  # per command log; output past it is dropped (and said so)
+    # All command logs together (<data_dir>/tools/logs), the oldest deleted first, at start and after each command.
+    logs_max_files: Annotated[int, Ge(1)] = 1000
+    logs_max_total_bytes: Annotated[int, Ge(1)] = 512 * 1024 * 1024
+    logs_max_age_days: Annotated[float, Gt(0)] = 14.0
     git: str = "git"  # the git executable
     eslint: ToolCommandConfig = field(default_factory=ToolCommandConfig)
     prettier: ToolCommandConfig = field(default_factory=ToolCommandConfig)
@@ -293,7 +307,10 @@ class ToolsConfig:
 
 @dataclass
 class ResponsesConfig:
-    keep: Annotated[int, Ge(1)] = 10_000  # stored responses (store: true) kept for previous_response_id; oldest pruned
+    # Stored responses (store: true) kept for previous_response_id, per credential partition: past `keep` in one,
+    # its oldest are pruned; past `keep_total` in all, the oldest of the partition holding the most.
+    keep: Annotated[int, Ge(1)] = 10_000
+    keep_total: Annotated[int, Ge(1)] = 100_000
 
 
 def _default_tiers() -> dict[str, TierConfig]:

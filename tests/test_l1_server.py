@@ -171,7 +171,7 @@ async def test_entries_and_index_survive_a_restart(tmp_path: Path) -> None:
             with trio.fail_after(10):
                 while tier.index_stats.rebuilds < 1:
                     await trio.sleep(0.01)
-        assert (tmp_path / "data" / "l1.annoy").exists()
+        assert (tmp_path / "data" / "l1.index").exists()
         async with daari_server(config(tmp_path, upstream)) as server, \
                 httpx.AsyncClient(base_url=server.url) as client:
             tier = await ready(server)

@@ -10,6 +10,7 @@ import logging
 import signal
 import time
 from collections.abc import Mapping
+from contextlib import aclosing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from daari.redact import redact_url
 from daari.server.app import DaariApp
 from daari.server.compose import Parts, compose
 from daari.server.guard import GuardPolicy
+from daari.server.limits import apply_to_hypercorn
 from daari.server.observers import start_observers
 
 log = logging.getLogger("daari")
@@ -44,8 +46,7 @@ def _hypercorn_config(config: Config) -> HypercornConfig:
     hc.accesslog = None
     hc.errorlog = logging.getLogger("hypercorn.error")
     hc.graceful_timeout = config.server.grace_period_s
-    hc.keep_alive_timeout = 75
-    hc.h11_max_incomplete_size = 64 * 1024
+    apply_to_hypercorn(hc, config.server)  # head size and time limits (server/limits.py)
     hc.include_server_header = False  # no "server: hypercorn-h11" on every answer: it tells clients nothing useful
     return hc
 
@@ -79,7 +80,8 @@ async def run_server(config: Config, *, handle_signals: bool = False,
     """Serve until cancelled (or a signal, with `handle_signals`). `shortcuts` replaces shortcut tiers by name."""
     parts = await compose(config, shortcuts=shortcuts, started_at=time.time())
     shutdown = parts.stopping  # live tails close on it rather than holding the grace period
-    async with trio.open_nursery() as actors:
+    # The response archive is closed once every request and actor is done (SQLite checkpoints, removes its WAL).
+    async with aclosing(parts.responses), trio.open_nursery() as actors:
         start_observers(actors, config, parts.decisions, parts.metrics)
         await parts.table.start(actors, parts.health)
         if handle_signals:
