@@ -18,6 +18,7 @@ from typing import Any
 import trio
 
 from daari.config import TierConfig
+from daari.cpu_budget import REQUEST_WORK
 from daari.errors import InvalidRequest, ToolCallsUnsupportedLocally
 from daari.executors.base import Emit, Executor
 from daari.executors.embedded_model import (
@@ -216,6 +217,7 @@ class EmbeddedExecutor(Executor):
             "loaded": self.holder.loaded is not None,
             "load_seconds": self.holder.load_seconds,
             "error": self.holder.error,
+            "generation_pauses": REQUEST_WORK.pauses,  # waits between two tokens for request work
         }
 
     def model_names(self) -> list[str]:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from daari.cpu_budget import MODEL_LOADING, inference_slot
+from daari.cpu_budget import MODEL_LOADING, REQUEST_WORK, Priority, inference_slot
 from daari.errors import DaariError, ModelNotInstalled
 from daari.heap import freeze_long_lived
 from daari.models import SMOLLM2_PACKAGE, ModelPackage, locate
@@ -308,11 +308,12 @@ def generate_blocking(
     reason: FinishReason = "length"
     with torch.inference_mode():
         while generated < settings.max_new_tokens:
+            REQUEST_WORK.yield_to_requests()  # a waiting request's parse or embedding goes first
             check_cancelled()
             kwargs: dict[str, Any] = {loaded.cache_argument: cache, "use_cache": True}
             if cache is None and loaded.prefill_logits_argument:
                 kwargs[loaded.prefill_logits_argument] = 1
-            with inference_slot():  # one forward step; an embedding batch may run between two steps
+            with inference_slot(Priority.GENERATION):  # one step; an embedding batch goes ahead of the next
                 output = model(input_ids=inputs, **kwargs)
             cache = output.cache if hasattr(output, "cache") else output.past_key_values
             logits = output.logits[0, -1].float()

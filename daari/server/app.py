@@ -17,6 +17,7 @@ from actors.executor import ListModels, TierStatus
 from daari.cache.key_memo import MemoKey, memo_key
 from daari.cache.partition import cache_partition
 from daari.config import redacted
+from daari.cpu_budget import RequestWorkTicket
 from daari.errors import DaariError, MethodNotAllowed, NotFound
 from daari.jsonio import dumps
 from daari.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
@@ -89,6 +90,13 @@ async def chat(req: Request) -> None:
 async def serve_chat(req: Request, wire: Wire, out: Sink,
                      prepare: Callable[[Any], Awaitable[Any]] | None = None) -> None:
     """Parse the body (after `prepare`, which may rewrite it) and run the pipeline, recording the decision."""
+    # Parsing and hashing are request work: an embedded generation pauses between tokens until the key is known.
+    with RequestWorkTicket() as parsing:
+        await _serve_chat(req, wire, out, prepare, parsing)
+
+
+async def _serve_chat(req: Request, wire: Wire, out: Sink, prepare: Callable[[Any], Awaitable[Any]] | None,
+                      parsing: RequestWorkTicket) -> None:
     rt = req.rt
     recorder = DecisionRecorder(rt.decisions, wire.name, req.headers,
                                 lambda request: prompt_fields(rt.config.log.prompts, rt.log_secret, request))
@@ -126,6 +134,7 @@ async def serve_chat(req: Request, wire: Wire, out: Sink,
     elif turn.cache_on:
         turn.key = (await request_key_off_loop(rt, turn, raw if prepare is None else None) if heavy
                     else request_key(rt, turn, found_by))
+    parsing.done()
     try:
         if hit is not None:
             await turn.serve_entry(hit.entry)
