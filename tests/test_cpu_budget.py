@@ -15,7 +15,7 @@ import trio.testing
 from daari.config import TierConfig
 from daari.cpu_budget import REQUEST_WORK, Priority, PrioritySlot, RequestWork, RequestWorkTicket
 from daari.executors.embedded import EmbeddedExecutor
-from daari.executors.embedded_model import SMOLLM2 as EMBEDDED
+from daari.executors.embedded_model import EMBEDDED
 from daari.protocol.chat import ChatRequest, Message
 from daari.protocol.events import Event, TextDelta
 

@@ -158,7 +158,7 @@ class EmbeddedExecutor(Executor):
     def __init__(self, tier: str, config: TierConfig, holder: ModelHolder | None = None,
                  data_dir: str | None = None) -> None:
         super().__init__(tier, config)
-        self.holder = holder or holder_for(config.model, data_dir)
+        self.holder = holder or holder_for(config.model, data_dir, config.threads)
         # Queue of generations: one runs, the rest wait here in arrival order.
         self.generation_limiter = trio.CapacityLimiter(1)
         self._load_finished: trio.Event | None = None

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from daari.cpu_budget import REQUEST_WORK, Priority, inference_slot
+from daari.cpu_budget import REQUEST_WORK
 from daari.datadir import default_data_dir
 from daari.errors import DaariError, InvalidRequest, ModelNotInstalled
 from daari.executors.gguf_meta import metadata_string
@@ -39,24 +39,23 @@ class ModelLoadFailed(DaariError):
     code = "model_load_failed"
 
 
-def generation_threads() -> int:
-    """llama.cpp threads for one generation: DAARI_EMBEDDED_THREADS, else the cores this process may use (<= 2:
-    more threads than cores, or threads fighting the request path for them, make every token slower)."""
-    configured = os.environ.get("DAARI_EMBEDDED_THREADS", "")
-    if configured.isdigit() and int(configured) > 0:
-        return int(configured)
-    return max(1, min(2, len(os.sched_getaffinity(0))))
+def generation_threads(configured: int | None = None) -> int:
+    """llama.cpp threads for generation: `tiers.<tier>.threads`, else one core less than this process may use
+    (at least 1, at most 4): the request path (parsing, hashing, the L1 embedding, the event loop) always keeps
+    a core, so an agent turn beside a side call is not slowed by it (bench/side_call.py)."""
+    if configured:
+        return configured
+    return max(1, min(4, len(os.sched_getaffinity(0)) - 1))
 
 
 def compile_template(source: str) -> Any:
     """The model's chat template as Jinja (sandboxed, as transformers renders it)."""
-    from jinja2 import StrictUndefined
     from jinja2.sandbox import ImmutableSandboxedEnvironment
 
     def raise_exception(message: str) -> None:
         raise InvalidRequest(f"the embedded model's chat template refused the conversation: {message}")
 
-    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, undefined=StrictUndefined,
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
                                         extensions=["jinja2.ext.loopcontrols"])
     env.globals["raise_exception"] = raise_exception
     return env.from_string(source)
@@ -90,7 +89,7 @@ def _start_server(path: Path, threads: int, context_window: int) -> Any:
     params.n_parallel = 1  # one generation at a time: two on two cores only halve each other
     params.n_batch = 512
     params.cpuparams.n_threads = threads
-    params.cpuparams_batch.n_threads = max(threads, min(2, len(os.sched_getaffinity(0))))
+    params.cpuparams_batch.n_threads = threads
     params.cpuparams.poll = 0  # sleep, never spin, between ops: spinning threads starve the request path
     params.cpuparams_batch.poll = 0
     params.warmup = False
@@ -99,12 +98,11 @@ def _start_server(path: Path, threads: int, context_window: int) -> Any:
     return xllamacpp.Server(params)
 
 
-def _load(model: EmbeddedModel, data_dir: Path) -> LoadedModel:
+def _load(model: EmbeddedModel, data_dir: Path, threads: int) -> LoadedModel:
     path = embedded_gguf(model, data_dir)
     source = metadata_string(path, TEMPLATE_KEY)
     if not source:
         raise ModelLoadFailed(f"{path} has no chat template")
-    threads = generation_threads()
     server = _start_server(path, threads, CONTEXT_WINDOW)
     return LoadedModel(model, server, compile_template(source), CONTEXT_WINDOW, threads)
 
@@ -120,6 +118,7 @@ class ModelHolder:
         self.model = model
         self.name = model.name
         self.data_dir: Path | None = None  # where a model shipped in parts is joined (None: the default)
+        self.threads: int | None = None  # llama.cpp generation threads (None: `generation_threads()`)
         self._lock = threading.Lock()
         self._loaded: LoadedModel | None = None
         self.load_seconds: float | None = None
@@ -139,7 +138,8 @@ class ModelHolder:
             log.info("loading embedded model %s...", self.name)
             started = time.monotonic()
             try:
-                loaded = _load(self.model, self.data_dir or Path(default_data_dir()))
+                loaded = _load(self.model, self.data_dir or Path(default_data_dir()),
+                               generation_threads(self.threads))
             except ModelNotInstalled as exc:
                 self.error = exc.message
                 raise
@@ -163,13 +163,17 @@ _HOLDERS: dict[str, ModelHolder] = {}
 _HOLDERS_LOCK = threading.Lock()
 
 
-def holder_for(model_id: str | None = None, data_dir: str | Path | None = None) -> ModelHolder:
-    """The process-wide holder of an embedded model (every executor naming it shares the loaded model)."""
+def holder_for(model_id: str | None = None, data_dir: str | Path | None = None,
+               threads: int | None = None) -> ModelHolder:
+    """The process-wide holder of an embedded model (every executor naming it shares the loaded model; the
+    first to name a data dir or a thread count before the load sets it)."""
     model = embedded_model(model_id)
     with _HOLDERS_LOCK:
         holder = _HOLDERS.setdefault(model.model_id, ModelHolder(model))
-    if data_dir is not None and holder.data_dir is None:
-        holder.data_dir = Path(data_dir)
+        if data_dir is not None and holder.data_dir is None:
+            holder.data_dir = Path(data_dir)
+        if threads is not None and holder.threads is None:
+            holder.threads = threads
     return holder
 
 
@@ -310,11 +314,16 @@ def generate_blocking(
             # and llama.cpp's prompt cache finds both already evaluated.
             "prompt": [prompt, *generated] if generated else prompt,
             "n_predict": settings.max_new_tokens - len(generated),
-            "stream": True, "n_probs": 1, "cache_prompt": True,
+            "stream": True, "n_probs": 1,
+            # A seeded sample must repeat: the prompt is evaluated whole (a reused cache evaluates its last
+            # token alone, with slightly different numerics); a resumed stream continues from the cache.
+            "cache_prompt": bool(generated) or settings.seed is None,
             **_sampling(settings, len(generated)),
         }
-        with inference_slot(Priority.GENERATION):  # an embedding batch waits at most for the token in flight
-            loaded.server.handle_completions(body, on_chunk)
+        # Not under the inference slot: llama.cpp computes a token in one native call we cannot interrupt, and
+        # an embedding waiting for it would wait a whole token; with a core left to the request path, the
+        # embedding runs beside the token in flight and the stream stops after it.
+        loaded.server.handle_completions(body, on_chunk)
         if failure:
             raise failure[0]
         if error:
