@@ -169,14 +169,15 @@ def _judge_answers(answer: Answer, prompts: Path, out: Path, model: str) -> None
                                    "finish_reason": reason}) + "\n")
 
 
-def child(candidate: str, data_dir: Path, judge_set: Path | None, answers_out: Path | None) -> dict[str, Any]:
+def child(candidate: str, data_dir: Path, judge_set: Path | None, answers_out: Path | None,
+          load_only: bool) -> dict[str, Any]:
     import psutil
 
     started = time.perf_counter()
     _, answer = _load_baseline() if candidate == BASELINE else _load_daari_model(candidate, data_dir)
     load_s = time.perf_counter() - started
     tokens, seconds, passed, answers = 0, 0.0, 0, {}
-    for question in QUESTIONS:
+    for question in QUESTIONS[:1] if load_only else QUESTIONS:
         began = time.perf_counter()
         text, count = answer(question.messages, MAX_TOKENS)
         seconds += time.perf_counter() - began
@@ -211,7 +212,7 @@ def run(models: list[str], baseline: bool, extra: list[str], answers_file: Path 
         for model in models:
             data_dir = Path(tmp) / model
             cold = _run_child(model, data_dir, extra)
-            warm = _run_child(model, data_dir, [])
+            warm = _run_child(model, data_dir, ["--load-only"])  # the second start
             rows.append((model, cold, warm))
     speed = Table("Embedded model candidates: load, speed, memory, answers (greedy, one process each)",
                   ["model (runtime)", "cold load s", "warm load s", "tokens/s", "RSS MB",
@@ -249,9 +250,10 @@ def main() -> None:
     parser.add_argument("--answers-out", type=Path, help="where the judge-set answers go (JSON lines)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--data-dir", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--load-only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(child(args.child, args.data_dir, args.judge_set, args.answers_out)))
+        print(json.dumps(child(args.child, args.data_dir, args.judge_set, args.answers_out, args.load_only)))
         return
     extra = ["--judge-set", str(args.judge_set), "--answers-out", str(args.answers_out)] \
         if args.judge_set and args.answers_out else []

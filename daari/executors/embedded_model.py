@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from daari.cpu_budget import REQUEST_WORK
-from daari.datadir import default_data_dir
+from daari.datadir import default_data_dir, private_dir
 from daari.errors import DaariError, InvalidRequest, ModelNotInstalled
 from daari.executors.gguf_meta import metadata_string
 from daari.models import DEFAULT_EMBEDDED_MODEL, EmbeddedModel, embedded_gguf, embedded_model
@@ -98,11 +98,26 @@ def _start_server(path: Path, threads: int, context_window: int) -> Any:
     return xllamacpp.Server(params)
 
 
-def _load(model: EmbeddedModel, data_dir: Path, threads: int) -> LoadedModel:
-    path = embedded_gguf(model, data_dir)
+def chat_template(model: EmbeddedModel, path: Path, data_dir: Path) -> str:
+    """The GGUF's chat template, read from its header once and kept in `<data_dir>/models/` (by file hash)."""
+    kept = private_dir(data_dir / "models") / f"{model.model_id}-{model.sha256[:16]}.chat_template.jinja"
+    try:
+        return kept.read_text()
+    except FileNotFoundError:
+        pass
     source = metadata_string(path, TEMPLATE_KEY)
     if not source:
         raise ModelLoadFailed(f"{path} has no chat template")
+    partial = kept.with_suffix(f".partial-{os.getpid()}")
+    with open(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as out:
+        out.write(source)
+    os.replace(partial, kept)
+    return source
+
+
+def _load(model: EmbeddedModel, data_dir: Path, threads: int) -> LoadedModel:
+    path = embedded_gguf(model, data_dir)
+    source = chat_template(model, path, data_dir)
     server = _start_server(path, threads, CONTEXT_WINDOW)
     return LoadedModel(model, server, compile_template(source), CONTEXT_WINDOW, threads)
 
