@@ -106,15 +106,22 @@ def check_installed(model: EmbeddedModel) -> list[Path]:
         raise ModelNotInstalled(f"{exc.message.split(':')[0]}: run `{model.install_command()}`") from None
 
 
+def models_dir(data_dir: Path) -> Path:
+    """Where joined models and their chat templates are kept: `<data_dir>/models`, or DAARI_MODELS_DIR (one
+    copy shared by several data dirs: the test suite's servers each have their own data dir)."""
+    shared = os.environ.get("DAARI_MODELS_DIR")
+    return Path(shared) if shared else data_dir / "models"
+
+
 def embedded_gguf(model: EmbeddedModel, data_dir: Path) -> Path:
     """The model's GGUF file: the package's own file when it ships it whole, else the parts joined once into
-    `<data_dir>/models/` (named by model, package version and hash; checked by SHA-256 when joined, by size
+    `models_dir(data_dir)` (named by model, package version and hash; checked by SHA-256 when joined, by size
     after). Blocking: joining ~500 MB takes a few seconds, once."""
     files = check_installed(model)
     if len(files) == 1:
         return files[0]
     version = model.parts[0].version
-    target = private_dir(private_dir(data_dir) / "models") / f"{model.model_id}-{version}-{model.sha256[:16]}.gguf"
+    target = private_dir(models_dir(data_dir)) / f"{model.model_id}-{version}-{model.sha256[:16]}.gguf"
     if target.is_file() and target.stat().st_size == model.size:
         return target
     partial = target.with_suffix(f".partial-{os.getpid()}")

@@ -104,7 +104,9 @@ def _parts_model(sha256: str | None = None) -> tuple[EmbeddedModel, bytes]:
                          len(whole)), whole
 
 
-def test_parts_are_joined_once_into_a_private_file_named_by_version_and_hash(tmp_path: Path) -> None:
+def test_parts_are_joined_once_into_a_private_file_named_by_version_and_hash(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("DAARI_MODELS_DIR", raising=False)  # the data dir's own models dir
     model, whole = _parts_model()
     path = embedded_gguf(model, tmp_path)
     assert path.read_bytes() == whole
@@ -116,11 +118,13 @@ def test_parts_are_joined_once_into_a_private_file_named_by_version_and_hash(tmp
     assert path.stat().st_mtime_ns == before
 
 
-def test_parts_that_do_not_hash_to_the_expected_file_are_refused_and_nothing_is_left(tmp_path: Path) -> None:
+def test_parts_that_do_not_hash_to_the_expected_file_are_refused_and_nothing_is_left(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DAARI_MODELS_DIR", str(tmp_path / "shared"))  # one copy for several data dirs
     model, _ = _parts_model(sha256="0" * 64)
     with pytest.raises(ModelNotInstalled, match="do not match the expected SHA-256"):
-        embedded_gguf(model, tmp_path)
-    assert list((tmp_path / "models").iterdir()) == []
+        embedded_gguf(model, tmp_path / "data")
+    assert list((tmp_path / "shared").iterdir()) == []
 
 
 def test_a_single_file_model_is_used_where_its_package_put_it(tmp_path: Path) -> None:

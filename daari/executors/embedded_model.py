@@ -21,7 +21,7 @@ from daari.cpu_budget import REQUEST_WORK
 from daari.datadir import default_data_dir, private_dir
 from daari.errors import DaariError, InvalidRequest, ModelNotInstalled
 from daari.executors.gguf_meta import metadata_string
-from daari.models import DEFAULT_EMBEDDED_MODEL, EmbeddedModel, embedded_gguf, embedded_model
+from daari.models import DEFAULT_EMBEDDED_MODEL, EmbeddedModel, embedded_gguf, embedded_model, models_dir
 from daari.protocol.chat import FinishReason
 
 CONTEXT_WINDOW = 8192  # tokens of prompt + answer (both models are trained for at least this)
@@ -100,7 +100,7 @@ def _start_server(path: Path, threads: int, context_window: int) -> Any:
 
 def chat_template(model: EmbeddedModel, path: Path, data_dir: Path) -> str:
     """The GGUF's chat template, read from its header once and kept in `<data_dir>/models/` (by file hash)."""
-    kept = private_dir(data_dir / "models") / f"{model.model_id}-{model.sha256[:16]}.chat_template.jinja"
+    kept = private_dir(models_dir(data_dir)) / f"{model.model_id}-{model.sha256[:16]}.chat_template.jinja"
     try:
         return kept.read_text()
     except FileNotFoundError:
