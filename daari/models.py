@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import logging
 import os
 import sys
 from dataclasses import dataclass
@@ -124,6 +125,8 @@ def embedded_gguf(model: EmbeddedModel, data_dir: Path) -> Path:
     target = private_dir(models_dir(data_dir)) / f"{model.model_id}-{version}-{model.sha256[:16]}.gguf"
     if target.is_file() and target.stat().st_size == model.size:
         return target
+    logging.getLogger("daari").info("joining the %d package parts of %s into %s (first start only)",
+                                    len(files), model.name, target.parent)
     partial = target.with_suffix(f".partial-{os.getpid()}")
     digest = hashlib.sha256()
     try:
