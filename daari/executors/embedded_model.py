@@ -193,6 +193,8 @@ def holder_for(model_id: str | None = None, data_dir: str | Path | None = None,
 
 
 EMBEDDED = holder_for(DEFAULT_EMBEDDED_MODEL)  # the default model's holder (the verifier and evals use it)
+MODEL_NAME = EMBEDDED.name  # the default embedded model's name and id (evals label their answers with them)
+MODEL_ID = EMBEDDED.model.model_id
 
 
 @dataclass(frozen=True)
