@@ -322,3 +322,14 @@ async def test_a_missing_package_fails_waiting_requests_with_the_install_command
     status = executor.status()
     assert status["loaded"] is False
     assert "llm-nothing is not installed" in status["error"]
+
+
+def test_llama_cpps_own_http_port_refuses_every_other_local_process(loaded_model: LoadedModel) -> None:
+    import httpx
+
+    address = loaded_model.server.listening_address
+    assert address.startswith("http://127.0.0.1:")
+    with httpx.Client(timeout=30) as client:
+        for path in ("/v1/models", "/slots", "/completion", "/v1/chat/completions"):
+            assert client.post(address + path, json={"prompt": "hi"}).status_code == 401, path
+        assert client.get(address + "/health").status_code == 200  # the only open door, and it tells nothing

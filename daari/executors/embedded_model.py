@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import secrets
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -95,6 +96,15 @@ def _start_server(path: Path, threads: int, context_window: int) -> Any:
     params.warmup = False
     params.verbosity = -1
     params.cache_prompt = True
+    # xllamacpp also serves llama.cpp's HTTP API on a random loopback port. daari never uses it: a key that
+    # only this process ever held closes it to every other local process (all but /health answer 401), and
+    # the endpoints that would show prompts in flight (/slots) or the web UI are off.
+    params.api_keys = [secrets.token_urlsafe(32)]
+    params.endpoint_slots = False
+    params.endpoint_props = False
+    params.endpoint_metrics = False
+    params.ui = False
+    params.n_threads_http = 1
     return xllamacpp.Server(params)
 
 
