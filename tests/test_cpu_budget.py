@@ -77,13 +77,19 @@ def test_within_one_priority_the_slot_keeps_arrival_order() -> None:
 def test_a_ticket_ends_its_request_work_once_whether_done_early_or_at_the_end_of_its_block() -> None:
     work = RequestWork()
     with RequestWorkTicket(work) as ticket:
+        assert work.pending() == 0  # reading the body waits on the client: not request work yet
+        ticket.start()
+        ticket.start()
         assert work.pending() == 1
         ticket.done()
         assert work.pending() == 0
         ticket.done()
         assert work.pending() == 0
+        ticket.start()  # a finished ticket does not start again
+        assert work.pending() == 0
     assert work.pending() == 0
-    with pytest.raises(ValueError), RequestWorkTicket(work):
+    with pytest.raises(ValueError), RequestWorkTicket(work) as failing:
+        failing.start()
         assert work.pending() == 1
         raise ValueError("a bad body")
     assert work.pending() == 0

@@ -104,6 +104,7 @@ async def _serve_chat(req: Request, wire: Wire, out: Sink, prepare: Callable[[An
     hit: RememberedHit | None = None
     try:
         raw = await req.raw_body()
+        parsing.start()  # reading the body waited on the client; from here it is CPU
         work = rt.body_work
         heavy = work.heavy(len(raw))  # a large body is decoded, validated and hashed off the event loop
         controls = parse_controls(req.headers)
