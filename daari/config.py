@@ -26,6 +26,8 @@ from daari.models import EMBEDDED_MODELS
 from daari.redact import redact_url
 
 TIER_NAMES = ("L3", "L4", "L5", "L6")
+TierName = Literal["L3", "L4", "L5", "L6"]
+CLIENT_CALL_TYPES = ("main", "subagent", "background", "long_context")
 DEFAULT_CONCURRENCY = {"embedded": 1, "ollama": 4, "openai": 32, "anthropic": 32}
 ExecutorKind = Literal["embedded", "openai", "ollama", "anthropic"]
 
@@ -75,6 +77,10 @@ class TailConfig:
 class PriceConfig:
     input_per_mtok: Annotated[float, Ge(0)] = 0.0  # USD per million prompt tokens
     output_per_mtok: Annotated[float, Ge(0)] = 0.0  # USD per million completion tokens
+    # The provider's prompt cache: a cached prompt token costs input x read, a token written to the cache input x
+    # write. Anthropic's list prices (5-minute cache); OpenAI has no write premium (write 1.0) and reads at 0.1-0.5.
+    cache_read_multiplier: Annotated[float, Ge(0)] = 0.1
+    cache_write_multiplier: Annotated[float, Ge(0)] = 1.25
 
 
 @dataclass
@@ -177,6 +183,25 @@ class TierConfig:
     # openai: which API the upstream speaks. "responses" posts to {base_url}/responses, and a Responses
     # client's body passes through untouched (custom tools, reasoning items); "chat": /chat/completions.
     wire_api: Literal["chat", "responses"] = "chat"
+    # Hosted tools a Responses client offers (web_search, file_search, code_interpreter, image_generation,
+    # remote MCP) that this tier cannot run: "drop" answers without them (said in daari_meta.dropped_tools),
+    # "refuse" leaves such requests to a tier that can (a Responses upstream), else a 400.
+    hosted_tools: Literal["drop", "refuse"] = "drop"
+    # With no `model`: the client model names (fnmatch globs) this upstream serves; a request naming another is
+    # not sent here. Empty: any name (Ollama: the models /api/tags lists).
+    models: list[str] = field(default_factory=list)
+    # The model's context window in tokens (prompt and answer). None: Ollama's /api/show says, else unknown. A
+    # request that does not fit is sent to the next tier, never cut (docs/agents.md, "Context windows").
+    context_window: Annotated[int, Ge(256)] | None = None
+    # Tool calls a model writes as text made real (local/tool_repair.py): "auto" for Ollama and OpenAI-compatible
+    # servers on this machine or a private network; "on" / "off" for any tier.
+    tool_repair: Literal["auto", "on", "off"] = "auto"
+    # anthropic: Claude Code's per-request billing system block. "auto" keeps it for Anthropic's own API (which
+    # leaves it out of its cache) and strips it elsewhere (it would make every turn a cache miss).
+    billing_block: Literal["auto", "keep", "strip"] = "auto"
+    # anthropic: `cache_control.ttl` as the client sent it. "auto" keeps it and, once the upstream refuses a ttl,
+    # leaves it out from then on; "strip" always leaves it out.
+    cache_ttl: Literal["auto", "keep", "strip"] = "auto"
     timeouts: TimeoutsConfig = field(default_factory=TimeoutsConfig)
     retry: RetryConfig = field(default_factory=RetryConfig)
     breaker: BreakerConfig = field(default_factory=BreakerConfig)
@@ -213,6 +238,14 @@ class RoutingConfig:
     # the accepted answer (escalation on low confidence works, first token comes late); "live" streams
     # from the first tier that answers (first token early; escalation only on faults before the first byte).
     stream_escalation: Literal["buffered", "live"] = "buffered"
+    # Coding agents' call types -> the tier each starts at (docs/routing.md, "Client call types"): main,
+    # subagent, background (titles, topics, summaries, quota probes), long_context. Unlisted: classified as usual.
+    client_calls: dict[str, TierName] = field(default_factory=dict)
+    # Client model names (fnmatch globs, first match wins) -> the tier they start at, e.g. {"claude-haiku-*": L3}.
+    models: dict[str, TierName] = field(default_factory=dict)
+    # A session stays on the tier holding its provider prompt cache unless moving saves more than rebuilding the
+    # cache costs (docs/routing.md, "Session affinity").
+    session_affinity: bool = True
 
 
 @dataclass
@@ -398,6 +431,10 @@ def config_from_dict(data: dict[str, Any]) -> Config:
         if tier.executor == "embedded" and tier.model is not None and tier.model not in EMBEDDED_MODELS:
             raise ConfigError(f"tiers.{name}.model: unknown embedded model {tier.model!r}; "
                               f"choose one of {', '.join(EMBEDDED_MODELS)}")
+    for call in config.routing.client_calls:
+        if call not in CLIENT_CALL_TYPES:
+            raise ConfigError(f"unknown call type 'routing.client_calls.{call}' (known: "
+                              f"{', '.join(CLIENT_CALL_TYPES)})")
     return config
 
 

@@ -126,28 +126,3 @@ def request_work() -> AbstractContextManager[None]:
     """Around a request's own CPU work (parse, hash, embed): generations pause between tokens meanwhile."""
     return REQUEST_WORK.hold()
 
-
-class RequestWorkTicket:
-    """Request work from `start()` to `done()` (both idempotent); leaving the `with` block ends it at the latest."""
-
-    def __init__(self, work: RequestWork = REQUEST_WORK) -> None:
-        self._hold = work.hold()
-        self._open = False
-        self._finished = False
-
-    def __enter__(self) -> RequestWorkTicket:
-        return self
-
-    def start(self) -> None:
-        if not self._open and not self._finished:
-            self._hold.__enter__()
-            self._open = True
-
-    def done(self) -> None:
-        self._finished = True
-        if self._open:
-            self._open = False
-            self._hold.__exit__(None, None, None)
-
-    def __exit__(self, *exc: object) -> None:
-        self.done()

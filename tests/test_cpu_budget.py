@@ -13,7 +13,7 @@ import trio
 import trio.testing
 
 from daari.config import TierConfig
-from daari.cpu_budget import REQUEST_WORK, Priority, PrioritySlot, RequestWork, RequestWorkTicket
+from daari.cpu_budget import REQUEST_WORK, Priority, PrioritySlot, RequestWork
 from daari.executors.embedded import EmbeddedExecutor
 from daari.executors.embedded_model import EMBEDDED
 from daari.protocol.chat import ChatRequest, Message
@@ -74,23 +74,14 @@ def test_within_one_priority_the_slot_keeps_arrival_order() -> None:
     assert order == ["first", "second", "third"]
 
 
-def test_a_ticket_ends_its_request_work_once_whether_done_early_or_at_the_end_of_its_block() -> None:
+def test_request_work_is_counted_while_held_and_released_on_an_error() -> None:
     work = RequestWork()
-    with RequestWorkTicket(work) as ticket:
-        assert work.pending() == 0  # reading the body waits on the client: not request work yet
-        ticket.start()
-        ticket.start()
+    with work.hold():
+        with work.hold():
+            assert work.pending() == 2
         assert work.pending() == 1
-        ticket.done()
-        assert work.pending() == 0
-        ticket.done()
-        assert work.pending() == 0
-        ticket.start()  # a finished ticket does not start again
-        assert work.pending() == 0
     assert work.pending() == 0
-    with pytest.raises(ValueError), RequestWorkTicket(work) as failing:
-        failing.start()
-        assert work.pending() == 1
+    with pytest.raises(ValueError), work.hold():
         raise ValueError("a bad body")
     assert work.pending() == 0
 

@@ -25,6 +25,7 @@ from daari.cpu_budget import REQUEST_WORK
 from daari.errors import InvalidRequest, ToolCallsUnsupportedLocally
 from daari.executors.base import Emit, Executor
 from daari.executors.embedded_model import (
+    CONTEXT_WINDOW,
     GenerationResult,
     GenerationSettings,
     LoadedModel,
@@ -217,6 +218,10 @@ class EmbeddedExecutor(Executor):
             stop_sequence=result.stop_sequence,
             model=self.holder.model.model_id,
         ))
+
+    def context_window(self) -> int | None:
+        """The model's window unless the tier says otherwise: the pipeline sends larger requests to other tiers."""
+        return self.config.context_window or CONTEXT_WINDOW
 
     def status(self) -> dict[str, Any]:
         return {

@@ -16,17 +16,25 @@ from typing import Any
 
 import sqlite_utils
 
+DECISIONS_FILE = "decisions.sqlite"
+
+
+def decisions_path(data_dir: str) -> Path:
+    """Where the decision log lives in a data dir."""
+    return Path(data_dir) / DECISIONS_FILE
+
 COLUMNS: dict[str, type] = {
     "request_id": str, "time": float, "protocol": str, "client": str, "model": str, "stream": int,
     "tier": str, "task_type": str, "rule_id": str, "cache": str, "cache_level": str,
     "similarity": float, "verdict": str, "escalated_from": str, "attempts": str, "agent_turn": int,
     "latency_ms": float, "ttft_ms": float, "input_tokens": int, "output_tokens": int,
     "cost_usd": float, "cost_l6_usd": float, "saved_usd": float, "status": int, "error": str,
-    "prompt_hash": str, "prompt": str,
+    "prompt_hash": str, "prompt": str, "session": str, "call_type": str, "cache_read_tokens": int,
+    "cache_write_tokens": int, "affinity": str, "lost_cache_usd": float,
 }
 
 
-# A batch goes in as multi-row INSERTs of up to 64 rows (27 columns x 64 = 1,728 parameters, far below SQLite's
+# A batch goes in as multi-row INSERTs of up to 64 rows (33 columns x 64 = 2,112 parameters, far below SQLite's
 # limit): one SQLite step per statement rather than executemany's one per row (measured when the writer was a
 # thread of daari's: ~60 us of a busy server's CPU per request); a JSON array unpacked by json_each costs 2.5x
 # the SQLite CPU (19 vs 7.7 us a row).
@@ -69,6 +77,11 @@ class DecisionLogStore:
         if not table.exists():
             table.create(COLUMNS, pk="request_id")  # type: ignore[union-attr]
             table.create_index(["time"])  # type: ignore[union-attr]
+        else:  # a log written by an older daari: the columns added since, empty for its rows
+            present = {column.name for column in table.columns}
+            for name, kind in COLUMNS.items():
+                if name not in present:
+                    table.add_column(name, kind)  # type: ignore[union-attr]
 
     def insert(self, rows: Iterable[Mapping[str, Any]]) -> int:
         return self.insert_values(batch_values(rows))
