@@ -58,7 +58,7 @@ def _content_text(message: Message) -> str:
 
 
 def prompt_messages(messages: list[Message]) -> list[ChatTurn]:
-    """The request's history as the plain system/user/assistant turns SmolLM2's template knows.
+    """The request's history as the plain system/user/assistant turns the model's chat template knows.
 
     The model has no tool format: an assistant's tool calls become text lines in its turn, and a tool
     result becomes a user turn naming the tool, so an agent's history still reads as a conversation.
