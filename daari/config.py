@@ -22,6 +22,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from daari.datadir import default_data_dir
 from daari.errors import ConfigError
+from daari.models import EMBEDDED_MODELS
 from daari.redact import redact_url
 
 TIER_NAMES = ("L3", "L4", "L5", "L6")
@@ -171,7 +172,9 @@ class BreakerConfig:
 class TierConfig:
     executor: ExecutorKind = "embedded"
     base_url: str | None = None
-    model: str | None = None  # None: the client's model name is passed through
+    # None: the client's model name is passed through; embedded: which model (daari/models.py EMBEDDED_MODELS,
+    # default qwen2.5-coder-0.5b-instruct)
+    model: str | None = None
     api_key_env: str | None = None  # name of the environment variable holding the key, never the key
     # A request crossing protocols: translate reasoning effort <-> thinking budget and strict tools
     # (docs/agents.md). Off by default: OpenAI's non-reasoning models refuse reasoning_effort, and Anthropic's
@@ -184,6 +187,9 @@ class TierConfig:
     max_queue: int = 64  # requests waiting for a slot beyond max_concurrency; past that: 503 (Anthropic 529)
     max_tokens: Annotated[int, Ge(1)] = 512  # used when the client sets none (embedded and ollama)
     keep_alive: str | None = None  # ollama keep_alive
+    # embedded: llama.cpp threads generating (None: the cores daari may use minus one, 1-4): the request path
+    # keeps a core, so an agent turn beside a side call is not slowed (docs/performance.md, "Side calls").
+    threads: Annotated[int, Ge(1)] | None = None
     # openai: which API the upstream speaks. "responses" posts to {base_url}/responses, and a Responses
     # client's body passes through untouched (custom tools, reasoning items); "chat": /chat/completions.
     wire_api: Literal["chat", "responses"] = "chat"
@@ -439,6 +445,9 @@ def config_from_dict(data: dict[str, Any]) -> Config:
             raise ConfigError(f"tiers.{name}: executor '{tier.executor}' needs base_url")
         if tier.wire_api == "responses" and tier.executor != "openai":
             raise ConfigError(f"tiers.{name}: wire_api 'responses' is for executor 'openai' only")
+        if tier.executor == "embedded" and tier.model is not None and tier.model not in EMBEDDED_MODELS:
+            raise ConfigError(f"tiers.{name}.model: unknown embedded model {tier.model!r}; "
+                              f"choose one of {', '.join(EMBEDDED_MODELS)}")
     for call in config.routing.client_calls:
         if call not in CLIENT_CALL_TYPES:
             raise ConfigError(f"unknown call type 'routing.client_calls.{call}' (known: "

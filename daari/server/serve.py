@@ -22,6 +22,7 @@ from hypercorn.trio import serve as hypercorn_serve
 from daari.config import Config
 from daari.executors.base import Executor
 from daari.heap import freeze_long_lived
+from daari.models import embedded_model
 from daari.pipeline.shortcuts import ShortcutTier
 from daari.redact import redact_url
 from daari.server.app import DaariApp
@@ -60,7 +61,8 @@ def tier_table(config: Config, executors: Mapping[str, Executor]) -> str:
             lines.append(f"{tier:<5} -          -        (not configured)")
             continue
         where = redact_url(tc.base_url) if tc.base_url else "in-process"
-        model = tc.model or ("SmolLM2-135M-Instruct" if tc.executor == "embedded" else "(client's model)")
+        model = (embedded_model(tc.model).name if tc.executor == "embedded"
+                 else tc.model or "(client's model)")
         executor = executors.get(tier)
         window = executor.context_window() if executor is not None else tc.context_window
         state = "" if executor is not None else "  [disabled: frontier.enabled is false]"
