@@ -104,7 +104,7 @@ class L1Config:
     enabled: bool = True
     # cosine (all-MiniLM-L6-v2) a candidate must reach to be verified; measured: docs/caching.md
     similarity_threshold: Annotated[float, Ge(0), Le(1)] = 0.80
-    verify: Literal["none", "lexical", "model"] = "lexical"
+    verify: Literal["none", "lexical", "pair_model", "model"] = "lexical"
     verify_tier: Literal["L3", "L4", "L5", "L6"] | None = None  # verify: model asks it (None: the first tier)
     max_entries: Annotated[int, Ge(1)] = 100_000  # oldest entries are evicted past this
     max_age_s: Annotated[float, Gt(0)] = 30 * 24 * 3600.0  # older entries are never served and are evicted
