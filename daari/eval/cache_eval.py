@@ -307,9 +307,10 @@ def _model_judge() -> Callable[[str, str], Verdict]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="daari eval cache", description=__doc__)
     parser.add_argument("--set", type=Path, default=DEFAULT_SET, help="labeled pairs (JSONL)")
-    parser.add_argument("--verify", choices=(*MODES, "all"), default=None,
-                        help="verify mode to report beside cosine only (default: the configured one; 'all' is "
-                             "none, lexical and pair_model, and model on the corpus only)")
+    parser.add_argument("--verify", default=None,
+                        help="verify modes to report beside cosine only, comma-separated (none, lexical, "
+                             "pair_model, model; default: the configured one; 'all' is every mode, model on the "
+                             "corpus only: it asks the embedded model once per pair)")
     parser.add_argument("--threshold", type=float, default=None,
                         help="similarity threshold (default: cache.l1.similarity_threshold)")
     parser.add_argument("--config", default=None, help="daari.yaml (default ./daari.yaml if present)")
@@ -327,8 +328,13 @@ def main(argv: list[str] | None = None) -> int:
     l1 = load_config(config_path).cache.l1
     threshold = args.threshold if args.threshold is not None else l1.similarity_threshold
     verify = args.verify or l1.verify
-    modes = ["none", *([m for m in MODES if m != "none"] if verify == "all" else ([verify] if verify != "none"
-                                                                                     else []))]
+    asked = list(MODES) if verify == "all" else verify.split(",")
+    unknown = [m for m in asked if m not in MODES]
+    if unknown:
+        print(f"daari: unknown verify mode {', '.join(unknown)} (choose from {', '.join(MODES)}, all)",
+              file=sys.stderr)
+        return 2
+    modes = ["none", *[m for m in MODES if m != "none" and m in asked]]
     if not args.set.exists():
         print(f"daari: no labeled set at {args.set}", file=sys.stderr)
         return 2
