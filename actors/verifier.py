@@ -48,12 +48,15 @@ class VerifierActor(Actor):
         self.ask_model = ask_model
         self.model_wait_s = model_wait_s
         self.pair_model: PairModel | None = None
+        self.loaded = trio.Event()  # set once the pair model's load ended, either way (at once for other modes)
 
     @asynccontextmanager
     async def lifespan(self) -> AsyncIterator[None]:
         async with trio.open_nursery() as nursery:
             if self.mode == "pair_model" and self.pair_model is None:
                 nursery.start_soon(self._load)
+            else:
+                self.loaded.set()
             yield
             nursery.cancel_scope.cancel()
 
@@ -63,6 +66,7 @@ class VerifierActor(Actor):
         except Exception as exc:  # a broken weights file leaves the lexical rules in charge, never the server down
             log.error("L1 verify=pair_model: the pair model did not load (%s); verifying with the lexical rules",
                       exc)
+        self.loaded.set()
 
     @handles(Verify)
     async def verify(self, request: Verify) -> Verdict:

@@ -12,7 +12,7 @@ import time
 
 import trio
 
-from actors.verifier import Verify, VerifierActor
+from actors.verifier import VerifierActor, Verify
 from bench.report import Table, machine, print_tables, ratio
 from daari.eval.cache_eval import DEFAULT_SET, load_pairs, similarities
 from daari.semantic.minilm import load_minilm
@@ -58,8 +58,7 @@ async def main() -> None:
 
 async def _run_lifespan(actor: VerifierActor, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
     async with actor.lifespan():
-        while actor.mode == "pair_model" and actor.pair_model is None:
-            await trio.sleep(0.01)  # loaded in the background: measure the loaded model
+        await actor.loaded.wait()  # loaded in the background: measure the loaded model
         task_status.started()
         await trio.sleep_forever()
 

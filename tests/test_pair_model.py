@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from actors.verifier import Verify, VerifierActor
+from actors.verifier import VerifierActor, Verify
 from daari.semantic.pair_features import FEATURE_NAMES, order_features, pair_features, veto, words
 from daari.semantic.pair_model import (
     WEIGHTS,
@@ -102,8 +102,8 @@ async def test_verifier_actor_loads_the_trees_in_the_background_and_uses_the_cos
     assert (await actor.verify(Verify(a, "user: How do I drop a column in pandas?", 0.9))).rule == "content_word"
     async with actor.lifespan():
         with trio.fail_after(30):
-            while actor.pair_model is None:
-                await trio.sleep(0.01)
+            await actor.loaded.wait()
+        assert actor.pair_model is not None
         verdict = await actor.verify(Verify(a, b, 0.93))
         assert verdict.same and verdict.detail.startswith("pair_model")
         no_cosine = await actor.verify(Verify(a, b))  # a caller that sends no cosine gets the lexical rules

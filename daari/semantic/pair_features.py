@@ -15,7 +15,9 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from daari.semantic.lexical import Features, Verdict, features, lexical_verdict
+from daari.semantic.lexical import ANTONYM_STEMS as LEXICAL_OPPOSITES
+from daari.semantic.lexical import Features, Verdict, canonical_word, features, lexical_verdict
+from daari.semantic.vocabulary import STOPWORDS
 
 # The lexical rules kept as hard vetoes: where they reject, the pair model is not asked. Each is right
 # wherever it fires on daari's corpus (a different number, flag, path, negation... changes the answer).
@@ -43,7 +45,8 @@ FEATURE_NAMES = (
     "bigram_dice", "trigram_dice", "word_discordant_share", "word_discordant_pairs", "word_context_changed_share",
     "word_context_changed", "word_position_shift", "content_jaccard", "content_lcs_of_longer",
     "content_lcs_of_shorter", "content_discordant_share", "content_context_changed_share", "content_only_one_side",
-    "content_only_one_side_share", "lexical_same", "asking_word_differs",
+    "content_only_one_side_share", "lexical_same", "asking_word_differs", "content_count_difference",
+    "number_context_changed",
 )
 
 Vector = npt.NDArray[np.float64]
@@ -75,24 +78,32 @@ def _dice(x: set[tuple[str, ...]], y: set[tuple[str, ...]]) -> float:
     return 2 * len(x & y) / (len(x) + len(y)) if x or y else 1.0
 
 
-def _coordinated(items: Sequence[str]) -> set[frozenset[str]]:
-    """Pairs joined by or/and/vs ("x or y", "between x and y"): trading their places keeps the meaning."""
-    pairs = set()
-    for i, item in enumerate(items):
-        if item in _COORDINATORS and 0 < i < len(items) - 1:
-            pairs.add(frozenset((items[i - 1], items[i + 1])))
+def coordinated(raw: Sequence[str]) -> set[frozenset[str]]:
+    """Pairs joined by or/and/vs ("tabs or spaces", "a list or a dict"): trading their places keeps the
+    meaning. Each side is the nearest word that is not a function word, in raw and in canonical form."""
+    pairs: set[frozenset[str]] = set()
+    for i, item in enumerate(raw):
+        if item not in _COORDINATORS:
+            continue
+        before = next((w for w in reversed(raw[:i]) if w not in STOPWORDS), None)
+        after = next((w for w in raw[i + 1:] if w not in STOPWORDS), None)
+        if before and after:
+            pairs.add(frozenset((before, after)))
+            pairs.add(frozenset((canonical_word(before), canonical_word(after))))
     return pairs
 
 
-def order_features(a: Sequence[str], b: Sequence[str]) -> tuple[float, int, float, int, float]:
+def order_features(a: Sequence[str], b: Sequence[str],
+                   symmetric: set[frozenset[str]] | None = None) -> tuple[float, int, float, int, float]:
     """How the items found once in each text moved: (share of pairs in opposite order, that count, share
     whose both neighbours changed, that count, mean shift of relative position). A swap ("A to B" / "B to
-    A") reverses a pair and changes both neighbours of each; a clause moved whole keeps most neighbours."""
+    A") reverses a pair and changes both neighbours of each; a clause moved whole keeps most neighbours.
+    Pairs in `symmetric` (coordinated in both texts) may trade places."""
     count_a, count_b = Counter(a), Counter(b)
     shared = [x for x in count_a if count_a[x] == 1 and count_b.get(x) == 1]
     place_a = {x: a.index(x) for x in shared}
     place_b = {x: b.index(x) for x in shared}
-    symmetric = _coordinated(a) & _coordinated(b)
+    symmetric = (coordinated(a) & coordinated(b)) if symmetric is None else symmetric
     discordant = 0
     for i, x in enumerate(shared):
         for y in shared[i + 1:]:
@@ -119,17 +130,20 @@ def _content(f: Features) -> list[str]:
 
 
 def particle_opposite(a: str, b: str) -> str:
-    """The opposite pair the two texts differ by, if that is all of a difference ("on" / "off"), else ""."""
-    only_a, only_b = set(words(a)) - set(words(b)), set(words(b)) - set(words(a))
-    for x in sorted(only_a):
-        for y in sorted(only_b):
-            if frozenset((x, y)) in _OPPOSITES:
-                return f"{x} / {y}"
+    """An opposite pair the two texts differ by ("on" / "off", "left" / "right"), else "". Counted with
+    repeats: "keep the rows of the left table" / "... of the right table" when both say "left" elsewhere."""
+    wa, wb = Counter(words(a)), Counter(words(b))
+    ca, cb = Counter(_content(features(a))), Counter(_content(features(b)))
+    for more_a, more_b, opposites in ((wa - wb, wb - wa, _OPPOSITES), (ca - cb, cb - ca, LEXICAL_OPPOSITES)):
+        for x in sorted(more_a):
+            for y in sorted(more_b):
+                if frozenset((x, y)) in opposites:
+                    return f"{x} / {y}"
     return ""
 
 
 def veto(a: str, b: str) -> Verdict | None:
-    """A rejection that needs no model: a lexical rule in VETO_RULES, or opposite particles."""
+    """A rejection that needs no model: a lexical rule in VETO_RULES, or opposite words."""
     lexical = lexical_verdict(a, b)
     if not lexical.same and lexical.rule in VETO_RULES:
         return lexical
@@ -139,18 +153,34 @@ def veto(a: str, b: str) -> Verdict | None:
     return None
 
 
+def _number_context_changed(a: Sequence[str], b: Sequence[str]) -> int:
+    """Numbers found once in each text whose neighbours both changed: the number now counts something
+    else ("chunks of 3" / "3 chunks")."""
+    count_a, count_b = Counter(a), Counter(b)
+    changed = 0
+    for x in count_a:
+        if any(c.isdigit() for c in x) and count_a[x] == 1 and count_b.get(x) == 1:
+            i, j = a.index(x), b.index(x)
+            left = (a[i - 1] if i else "<s>") != (b[j - 1] if j else "<s>")
+            right = (a[i + 1] if i + 1 < len(a) else "</s>") != (b[j + 1] if j + 1 < len(b) else "</s>")
+            changed += left and right
+    return changed
+
+
 def pair_features(a: str, b: str, cosine: float) -> Vector:
     """The feature vector (FEATURE_NAMES order) of two embed texts and the cosine of their embeddings."""
     wa, wb = words(a), words(b)
     la, lb = max(1, len(wa)), max(1, len(wb))
     set_a, set_b = set(wa), set(wb)
     common = lcs_length(wa, wb)
-    w_disc_share, w_disc, w_ctx_share, w_ctx, w_shift = order_features(wa, wb)
+    symmetric = coordinated(wa) & coordinated(wb)
+    w_disc_share, w_disc, w_ctx_share, w_ctx, w_shift = order_features(wa, wb, symmetric)
     fa, fb = features(a), features(b)
     ca, cb = _content(fa), _content(fb)
     lca, lcb = max(1, len(ca)), max(1, len(cb))
     c_common = lcs_length(ca, cb)
-    c_disc_share, _, c_ctx_share, _, _ = order_features(ca, cb)
+    c_disc_share, _, c_ctx_share, _, _ = order_features(ca, cb, symmetric)
+    count_a, count_b = Counter(ca), Counter(cb)
     only = fa.words ^ fb.words
     asking_a, asking_b = set_a & _ASKING, set_b & _ASKING
     lexical = lexical_verdict(a, b)
@@ -161,4 +191,5 @@ def pair_features(a: str, b: str, cosine: float) -> Vector:
         len(set(ca) & set(cb)) / max(1, len(set(ca) | set(cb))), c_common / max(lca, lcb), c_common / min(lca, lcb),
         c_disc_share, c_ctx_share, float(len(only)), len(only) / max(1, len(fa.words | fb.words)),
         float(lexical.same), float(len(asking_a ^ asking_b)),
+        float(sum(((count_a - count_b) + (count_b - count_a)).values())), float(_number_context_changed(ca, cb)),
     ], dtype=np.float64)

@@ -8,7 +8,7 @@ never read here: they are what `daari eval cache` reports. Pairs a hard veto rej
 contexts differ and pairs below cosine FLOOR never reach the model, so they are left out of its training.
 
 The serving threshold is chosen on out-of-fold predictions (5 folds of the tune data): the lowest
-probability at which the corpus tune part keeps served-hit precision >= 99% and PAWS tune >= 96%, both at
+probability at which the corpus tune part keeps served-hit precision >= 99% and PAWS tune >= 95%, both at
 the default similarity threshold. QQP is printed, not constrained (its labels disagree with themselves
 around 5% of the time even on near-identical questions: docs/caching.md).
 """
@@ -46,7 +46,7 @@ FLOOR = 0.60  # pairs below this cosine are not trained on (the lowest threshold
 CORPUS_WEIGHT = 20.0  # daari's own prompt pairs are few beside PAWS and QQP, and they are the traffic L1 sees
 SETTINGS = Settings(trees=150, depth=3, learning_rate=0.1, min_hessian=5.0)
 FOLDS = 5
-MIN_PRECISION = {"corpus": 0.99, "paws": 0.96}
+MIN_PRECISION = {"corpus": 0.99, "paws": 0.95}  # the targets themselves, out of fold
 
 
 def tune_pairs(data: Path) -> list[Pair]:
@@ -118,10 +118,11 @@ def main(argv: list[str] | None = None) -> int:
     model = fit(x[rows], y[rows], weight[rows], SETTINGS)
     info = {"trained_on": "verification.jsonl split=tune, PAWS-Wiki odd ids, QQP odd lines",
             "pairs": int(len(rows)), "corpus_weight": CORPUS_WEIGHT, "floor": FLOOR, "settings": vars(SETTINGS),
-            "threshold_rule": "lowest out-of-fold threshold with corpus tune precision >= 99% and PAWS tune >= 96%"}
+            "threshold_rule": "lowest out-of-fold threshold with corpus tune precision >= 99% and PAWS tune >= 95%"}
     data = {"kind": "gradient_boosted_trees", "features": list(FEATURE_NAMES), "base": model["base"],
-            "threshold": chosen, "trees": [[[j, round(t, 6), left, right, round(v, 6)] for j, t, left, right, v in nodes]
-                                           for nodes in model["trees"]], "info": info}
+            "threshold": chosen, "info": info,
+            "trees": [[[j, round(t, 6), left, right, round(v, 6)] for j, t, left, right, v in nodes]
+                      for nodes in model["trees"]]}
     pair_model_from_json(data)  # the file daari will read must load
     import json
 
