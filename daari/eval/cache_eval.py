@@ -255,9 +255,24 @@ def figures(scored: Iterable[Scored], mode: str, threshold: float) -> Figures:
                    len(served) - true_hits)
 
 
+def mistakes(scored: Sequence[Scored], mode: str, threshold: float, limit: int) -> dict[str, list[list[Any]]]:
+    """Up to `limit` pairs the mode served wrongly and pairs it missed: [a, b, similarity, verdict rule]."""
+    wrong, missed = [], []
+    for s in scored:
+        served = s.pair.same_context and s.similarity >= threshold and s.verdicts[mode].same
+        row = [s.pair.a.removeprefix("user: "), s.pair.b.removeprefix("user: "), round(s.similarity, 3),
+               s.verdicts[mode].rule]
+        if served and s.pair.label == 0 and len(wrong) < limit:
+            wrong.append(row)
+        elif not served and s.pair.label == 1 and len(missed) < limit:
+            missed.append(row)
+    return {"wrong": wrong, "missed": missed}
+
+
 def table(scored: Sequence[Scored], modes: Sequence[str], threshold: float,
-          sets: Sequence[EvalSet] = TABLE_SETS) -> list[dict[str, Any]]:
-    """One row per set and mode: the figures and whether the set's target is met (JSON-able)."""
+          sets: Sequence[EvalSet] = TABLE_SETS, examples: int = 0) -> list[dict[str, Any]]:
+    """One row per set and mode: the figures and whether the set's target is met (JSON-able); with
+    `examples`, up to that many pairs it served wrongly and missed."""
     rows = []
     for s in sets:
         part = members(s.key, scored)
@@ -269,7 +284,8 @@ def table(scored: Sequence[Scored], modes: Sequence[str], threshold: float,
             f = figures(part, mode, threshold)
             rows.append({"set": s.key, "title": s.title, "rule": s.rule, "mode": mode, **asdict(f),
                          "precision": f.precision, "recall": f.recall, "target": s.target.text(),
-                         "met": s.target.met(f) if s.target.text() else None})
+                         "met": s.target.met(f) if s.target.text() else None,
+                         **({"examples": mistakes(part, mode, threshold, examples)} if examples else {})})
     return rows
 
 
@@ -286,6 +302,10 @@ def print_table(rows: Sequence[dict[str, Any]], threshold: float, out: Callable[
         out(f"{head:<58} {r['mode']:<11} {r['precision']:>9.1%} {r['recall']:>7.1%} "
             f"{r['served']:>8} ({r['false_hits']:>3})  {target}")
     out(f"(threshold {threshold:.2f}; served = same lookup context, cosine >= threshold, verifier agrees)")
+    for r in rows:
+        for kind, pairs in r.get("examples", {}).items():
+            for a, b, similarity, rule in pairs:
+                out(f"  {r['title']}, {r['mode']} {kind}: {a!r} / {b!r} (cosine {similarity}, rule {rule})")
 
 
 def sweep(title: str, scored: Sequence[Scored], modes: Sequence[str], out: Callable[[str], None] = print) -> None:
@@ -320,6 +340,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=None, help="directory of the public files (default: "
                                                                 "shared/data beside the checkout)")
     parser.add_argument("--json", action="store_true", help="print the table as JSON, nothing else")
+    parser.add_argument("--examples", type=int, default=0, metavar="N",
+                        help="list up to N pairs each mode served wrongly and N it missed, per set")
     args = parser.parse_args(argv)
     from daari.config import load_config
     from daari.semantic.minilm import load_minilm
@@ -358,7 +380,7 @@ def main(argv: list[str] | None = None) -> int:
     public_modes = [m for m in modes if m != "model"]  # the model mode is slow: own corpus only
     if public:
         scored += score(public, model.embed, public_modes, None, threshold)
-    rows = table(scored, modes, threshold, TABLE_SETS + (TUNE_SETS if args.tune else ()))
+    rows = table(scored, modes, threshold, TABLE_SETS + (TUNE_SETS if args.tune else ()), args.examples)
     if args.json:
         print(json.dumps({"threshold": threshold, "modes": modes, "rows": rows}, indent=1))
         return 0
