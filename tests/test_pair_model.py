@@ -34,7 +34,8 @@ def test_a_swap_reverses_order_and_changes_both_neighbours_a_moved_clause_does_n
 def test_items_joined_by_or_may_trade_places() -> None:
     a, b = "Should I use SQLite or Postgres for a small app?", "Should I use Postgres or SQLite for a small app?"
     assert feature(a, b, "word_discordant_share") == 0
-    assert order_features(words("convert JSON to YAML"), words("convert YAML to JSON"))[1] == 1
+    # json/yaml traded places around "to": json-to, to-yaml and json-yaml are each in the other order
+    assert order_features(words("convert JSON to YAML"), words("convert YAML to JSON"))[1] == 3
 
 
 def test_a_paraphrase_keeps_its_content_words_and_the_same_text_is_identical_everywhere() -> None:
@@ -73,8 +74,8 @@ def test_a_paraphrase_passes_the_vetoes() -> None:
 def test_committed_weights_load_and_decide() -> None:
     model = load_pair_model()
     assert model.feature_names == FEATURE_NAMES and 0.5 <= model.threshold < 1 and len(model.trees) >= 50
-    served = pair_model_verdict(model, "user: How do I list all the branches in a git repo?",
-                                "user: Show all git branches", 0.86)
+    served = pair_model_verdict(model, "user: How do I upgrade pip itself?", "user: Update pip to the newest version",
+                                0.85)
     assert served.same, served
     rejected = pair_model_verdict(model, "user: Which is the best book to learn about physics?",
                                   "user: Which is the best book to learn physics from scratch?", 0.5)
@@ -97,16 +98,16 @@ def test_weights_for_other_features_are_refused_with_a_clear_error(tmp_path: Pat
 
 async def test_verifier_actor_loads_the_trees_in_the_background_and_uses_the_cosine() -> None:
     actor = VerifierActor("pair_model")
-    a, b = "user: How do I rename a column in a pandas DataFrame?", "user: How do I rename a column in pandas?"
+    a, b = "user: How do I clear the terminal screen?", "user: Clear my terminal"
     # Before the trees are loaded: the lexical rules answer (never less strict than the old default).
-    assert (await actor.verify(Verify(a, "user: How do I drop a column in pandas?", 0.9))).rule == "content_word"
+    assert (await actor.verify(Verify(a, b, 0.89))).rule == "content_word"
     async with actor.lifespan():
         with trio.fail_after(30):
             await actor.loaded.wait()
         assert actor.pair_model is not None
-        verdict = await actor.verify(Verify(a, b, 0.93))
+        verdict = await actor.verify(Verify(a, b, 0.89))
         assert verdict.same and verdict.detail.startswith("pair_model")
         no_cosine = await actor.verify(Verify(a, b))  # a caller that sends no cosine gets the lexical rules
-        assert no_cosine.rule == "content_word" or no_cosine.same
+        assert no_cosine.rule == "content_word"
         swapped = await actor.verify(Verify("user: Convert this JSON to YAML", "user: Convert this YAML to JSON", 0.99))
         assert not swapped.same and swapped.rule == "swap"

@@ -100,10 +100,11 @@ def order_features(a: Sequence[str], b: Sequence[str],
     A") reverses a pair and changes both neighbours of each; a clause moved whole keeps most neighbours.
     Pairs in `symmetric` (coordinated in both texts) may trade places."""
     count_a, count_b = Counter(a), Counter(b)
-    shared = [x for x in count_a if count_a[x] == 1 and count_b.get(x) == 1]
+    shared = [x for x in count_a if count_a[x] == 1 and count_b.get(x) == 1 and x not in _COORDINATORS]
     place_a = {x: a.index(x) for x in shared}
     place_b = {x: b.index(x) for x in shared}
     symmetric = (coordinated(a) & coordinated(b)) if symmetric is None else symmetric
+    coordinated_items = {x for pair in symmetric for x in pair}
     discordant = 0
     for i, x in enumerate(shared):
         for y in shared[i + 1:]:
@@ -116,7 +117,7 @@ def order_features(a: Sequence[str], b: Sequence[str],
         left_a, left_b = (a[i - 1] if i else "<s>"), (b[j - 1] if j else "<s>")
         right_a = a[i + 1] if i + 1 < len(a) else "</s>"
         right_b = b[j + 1] if j + 1 < len(b) else "</s>"
-        if left_a != left_b and right_a != right_b and frozenset((left_a, left_b)) not in symmetric:
+        if left_a != left_b and right_a != right_b and x not in coordinated_items:
             changed += 1
     shift = (sum(abs(place_a[x] / max(1, len(a) - 1) - place_b[x] / max(1, len(b) - 1)) for x in shared)
              / len(shared)) if shared else 0.0
