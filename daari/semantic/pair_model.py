@@ -4,7 +4,7 @@ The lexical rules that are right wherever they fire stay hard vetoes (numbers, n
 swaps, opposites: daari/semantic/pair_features.py); for the rest, small trees over the pair's features and
 its cosine give the probability that one answer serves both prompts, served at or above the trained
 threshold. The weights are daari/semantic/pair_model.json, written by evals/cache/train_verifier.py from the
-tune halves only (docs/caching.md, "pair_model"). Pure numpy-free Python at run time: about 0.1 ms a pair.
+tune halves only (docs/caching.md, "pair_model"). No model call: about a millisecond a pair (bench.verifier).
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ def pair_model_from_json(data: dict[str, Any]) -> PairModel:
 
 
 def load_pair_model(path: Path = WEIGHTS) -> PairModel:
-    """The committed weights (a few hundred KB of JSON; milliseconds). Blocking: run on a worker thread."""
+    """The committed weights (about 50 KB of JSON; milliseconds). Blocking: run on a worker thread."""
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError) as exc:
