@@ -257,7 +257,8 @@ def figures(scored: Iterable[Scored], mode: str, threshold: float) -> Figures:
 
 def mistakes(scored: Sequence[Scored], mode: str, threshold: float, limit: int) -> dict[str, list[list[Any]]]:
     """Up to `limit` pairs the mode served wrongly and pairs it missed: [a, b, similarity, verdict rule]."""
-    wrong, missed = [], []
+    wrong: list[list[Any]] = []
+    missed: list[list[Any]] = []
     for s in scored:
         served = s.pair.same_context and s.similarity >= threshold and s.verdicts[mode].same
         row = [s.pair.a.removeprefix("user: "), s.pair.b.removeprefix("user: "), round(s.similarity, 3),
