@@ -22,9 +22,12 @@ from pydantic import TypeAdapter, ValidationError
 
 from daari.datadir import default_data_dir
 from daari.errors import ConfigError
+from daari.models import EMBEDDED_MODELS
 from daari.redact import redact_url
 
 TIER_NAMES = ("L3", "L4", "L5", "L6")
+TierName = Literal["L3", "L4", "L5", "L6"]
+CLIENT_CALL_TYPES = ("main", "subagent", "background", "long_context")
 DEFAULT_CONCURRENCY = {"embedded": 1, "ollama": 4, "openai": 32, "anthropic": 32}
 ExecutorKind = Literal["embedded", "openai", "ollama", "anthropic"]
 
@@ -33,7 +36,17 @@ ExecutorKind = Literal["embedded", "openai", "ollama", "anthropic"]
 class ServerConfig:
     host: str = "127.0.0.1"
     port: Annotated[int, Ge(0), Le(65535)] = 8787  # 0: any free port
+    # A request body (decompressed, when it comes compressed) past this is refused with 413 as it is read.
     max_body_bytes: Annotated[int, Ge(1)] = 8 * 1024 * 1024
+    # A compressed body may grow at most this many times its size on the wire (past 1 MiB): 413 past it.
+    max_expansion_ratio: Annotated[float, Ge(1)] = 10_000.0
+    # Slow or oversized clients (docs/operations.md, "Limits"): a connection that has not sent a whole request
+    # head this long after it opened, or after its previous answer, is closed (also the keep-alive idle time);
+    # a body not received whole this long after its head is answered 408.
+    header_timeout_s: Annotated[float, Gt(0)] = 30.0
+    body_timeout_s: Annotated[float, Gt(0)] = 60.0
+    max_header_bytes: Annotated[int, Ge(1024)] = 32 * 1024  # names and values of all fields together; 431 past it
+    max_headers: Annotated[int, Ge(8)] = 100  # header fields in one request; 431 past it
     grace_period_s: float = 10.0  # SIGINT/SIGTERM: in-flight requests get this long, then are cancelled
     # Request bodies at least this large are decoded, validated and hashed on a worker thread (0: never).
     thread_parse_bytes: int = 256 * 1024
@@ -74,6 +87,10 @@ class TailConfig:
 class PriceConfig:
     input_per_mtok: Annotated[float, Ge(0)] = 0.0  # USD per million prompt tokens
     output_per_mtok: Annotated[float, Ge(0)] = 0.0  # USD per million completion tokens
+    # The provider's prompt cache: a cached prompt token costs input x read, a token written to the cache input x
+    # write. Anthropic's list prices (5-minute cache); OpenAI has no write premium (write 1.0) and reads at 0.1-0.5.
+    cache_read_multiplier: Annotated[float, Ge(0)] = 0.1
+    cache_write_multiplier: Annotated[float, Ge(0)] = 1.25
 
 
 @dataclass
@@ -158,7 +175,9 @@ class BreakerConfig:
 class TierConfig:
     executor: ExecutorKind = "embedded"
     base_url: str | None = None
-    model: str | None = None  # None: the client's model name is passed through
+    # None: the client's model name is passed through; embedded: which model (daari/models.py EMBEDDED_MODELS,
+    # default qwen2.5-coder-0.5b-instruct)
+    model: str | None = None
     api_key_env: str | None = None  # name of the environment variable holding the key, never the key
     # A request crossing protocols: translate reasoning effort <-> thinking budget and strict tools
     # (docs/agents.md). Off by default: OpenAI's non-reasoning models refuse reasoning_effort, and Anthropic's
@@ -171,9 +190,31 @@ class TierConfig:
     max_queue: int = 64  # requests waiting for a slot beyond max_concurrency; past that: 503 (Anthropic 529)
     max_tokens: Annotated[int, Ge(1)] = 512  # used when the client sets none (embedded and ollama)
     keep_alive: str | None = None  # ollama keep_alive
+    # embedded: llama.cpp threads generating (None: the cores daari may use minus one, 1-4): the request path
+    # keeps a core, so an agent turn beside a side call is not slowed (docs/performance.md, "Side calls").
+    threads: Annotated[int, Ge(1)] | None = None
     # openai: which API the upstream speaks. "responses" posts to {base_url}/responses, and a Responses
     # client's body passes through untouched (custom tools, reasoning items); "chat": /chat/completions.
     wire_api: Literal["chat", "responses"] = "chat"
+    # Hosted tools a Responses client offers (web_search, file_search, code_interpreter, image_generation,
+    # remote MCP) that this tier cannot run: "drop" answers without them (said in daari_meta.dropped_tools),
+    # "refuse" leaves such requests to a tier that can (a Responses upstream), else a 400.
+    hosted_tools: Literal["drop", "refuse"] = "drop"
+    # With no `model`: the client model names (fnmatch globs) this upstream serves; a request naming another is
+    # not sent here. Empty: any name (Ollama: the models /api/tags lists).
+    models: list[str] = field(default_factory=list)
+    # The model's context window in tokens (prompt and answer). None: Ollama's /api/show says, else unknown. A
+    # request that does not fit is sent to the next tier, never cut (docs/agents.md, "Context windows").
+    context_window: Annotated[int, Ge(256)] | None = None
+    # Tool calls a model writes as text made real (local/tool_repair.py): "auto" for Ollama and OpenAI-compatible
+    # servers on this machine or a private network; "on" / "off" for any tier.
+    tool_repair: Literal["auto", "on", "off"] = "auto"
+    # anthropic: Claude Code's per-request billing system block. "auto" keeps it for Anthropic's own API (which
+    # leaves it out of its cache) and strips it elsewhere (it would make every turn a cache miss).
+    billing_block: Literal["auto", "keep", "strip"] = "auto"
+    # anthropic: `cache_control.ttl` as the client sent it. "auto" keeps it and, once the upstream refuses a ttl,
+    # leaves it out from then on; "strip" always leaves it out.
+    cache_ttl: Literal["auto", "keep", "strip"] = "auto"
     timeouts: TimeoutsConfig = field(default_factory=TimeoutsConfig)
     retry: RetryConfig = field(default_factory=RetryConfig)
     breaker: BreakerConfig = field(default_factory=BreakerConfig)
@@ -210,6 +251,14 @@ class RoutingConfig:
     # the accepted answer (escalation on low confidence works, first token comes late); "live" streams
     # from the first tier that answers (first token early; escalation only on faults before the first byte).
     stream_escalation: Literal["buffered", "live"] = "buffered"
+    # Coding agents' call types -> the tier each starts at (docs/routing.md, "Client call types"): main,
+    # subagent, background (titles, topics, summaries, quota probes), long_context. Unlisted: classified as usual.
+    client_calls: dict[str, TierName] = field(default_factory=dict)
+    # Client model names (fnmatch globs, first match wins) -> the tier they start at, e.g. {"claude-haiku-*": L3}.
+    models: dict[str, TierName] = field(default_factory=dict)
+    # A session stays on the tier holding its provider prompt cache unless moving saves more than rebuilding the
+    # cache costs (docs/routing.md, "Session affinity").
+    session_affinity: bool = True
 
 
 @dataclass
@@ -248,6 +297,10 @@ class ToolsConfig:
     max_queue: int = 16  # commands waiting beyond that; past it the request goes on to the model tiers
     answer_max_chars: int = 6000  # output shown in the answer; the full log is saved in <data_dir>/tools/logs
     log_max_bytes: int = 16 * 1024 * 1024  # per command log; output past it is dropped (and said so)
+    # All command logs together (<data_dir>/tools/logs), the oldest deleted first, at start and after each command.
+    logs_max_files: Annotated[int, Ge(1)] = 1000
+    logs_max_total_bytes: Annotated[int, Ge(1)] = 512 * 1024 * 1024
+    logs_max_age_days: Annotated[float, Gt(0)] = 14.0
     git: str = "git"  # the git executable
     eslint: ToolCommandConfig = field(default_factory=ToolCommandConfig)
     prettier: ToolCommandConfig = field(default_factory=ToolCommandConfig)
@@ -263,7 +316,10 @@ class ToolsConfig:
 
 @dataclass
 class ResponsesConfig:
-    keep: Annotated[int, Ge(1)] = 10_000  # stored responses (store: true) kept for previous_response_id; oldest pruned
+    # Stored responses (store: true) kept for previous_response_id, per credential partition: past `keep` in one,
+    # its oldest are pruned; past `keep_total` in all, the oldest of the partition holding the most.
+    keep: Annotated[int, Ge(1)] = 10_000
+    keep_total: Annotated[int, Ge(1)] = 100_000
 
 
 def _default_tiers() -> dict[str, TierConfig]:
@@ -392,6 +448,13 @@ def config_from_dict(data: dict[str, Any]) -> Config:
             raise ConfigError(f"tiers.{name}: executor '{tier.executor}' needs base_url")
         if tier.wire_api == "responses" and tier.executor != "openai":
             raise ConfigError(f"tiers.{name}: wire_api 'responses' is for executor 'openai' only")
+        if tier.executor == "embedded" and tier.model is not None and tier.model not in EMBEDDED_MODELS:
+            raise ConfigError(f"tiers.{name}.model: unknown embedded model {tier.model!r}; "
+                              f"choose one of {', '.join(EMBEDDED_MODELS)}")
+    for call in config.routing.client_calls:
+        if call not in CLIENT_CALL_TYPES:
+            raise ConfigError(f"unknown call type 'routing.client_calls.{call}' (known: "
+                              f"{', '.join(CLIENT_CALL_TYPES)})")
     return config
 
 

@@ -53,7 +53,8 @@ def sse_events(text: str) -> list[tuple[str, dict[str, Any]]]:
 def native(tmp_path: Path) -> Iterator[tuple[str, FakeAnthropic]]:
     fake = FakeAnthropic()
     with serve_app_in_thread(fake) as upstream:
-        config = make_config(tmp_path, tiers={"L3": upstream_tier("anthropic", upstream)})
+        # billing_block keep: the fake stands for Anthropic's own API (elsewhere daari strips the block)
+        config = make_config(tmp_path, tiers={"L3": upstream_tier("anthropic", upstream, billing_block="keep")})
         with daari_in_thread(config) as server:
             yield server.url, fake
 

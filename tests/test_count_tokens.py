@@ -49,7 +49,9 @@ def anthropic_tier(**extra: Any) -> dict[str, Any]:
 
 
 async def test_the_anthropic_upstream_counts_with_the_clients_headers(tmp_path: Path) -> None:
-    async with running(tmp_path, {"L3": anthropic_tier(forward_client_key=True)}) as (client, fake):
+    # billing_block keep: the fake stands for Anthropic's own API here (elsewhere daari strips the block)
+    async with running(tmp_path, {"L3": anthropic_tier(forward_client_key=True, billing_block="keep")}) as (
+            client, fake):
         answer = await client.post("/v1/messages/count_tokens?beta=true", json=BODY,
                                    headers={**CLAUDE_HEADERS, "x-api-key": CLIENT_KEY})
     assert answer.status_code == 200

@@ -11,7 +11,7 @@ import httpx
 import trio
 
 from actors.semantic_cache import L1Count
-from daari.pipeline.l1_tier import SemanticTier
+from daari.pipeline.steps.l1 import SemanticTier
 from tests.fakes.openai_upstream import FakeOpenAI
 from tests.fakes.serving import serve_app
 from tests.support import daari_server, make_config, upstream_tier
@@ -26,7 +26,7 @@ def chat(text: str, **extra: Any) -> dict[str, Any]:
 
 
 async def ready(server: Any) -> SemanticTier:
-    tier = server.runtime.shortcuts["L1"]
+    tier = server.parts.shortcuts["L1"]
     assert isinstance(tier, SemanticTier)
     with trio.fail_after(60):
         await tier.status.started.wait()
@@ -172,7 +172,7 @@ async def test_entries_and_index_survive_a_restart(tmp_path: Path) -> None:
             with trio.fail_after(10):
                 while tier.index_stats.rebuilds < 1:
                     await trio.sleep(0.01)
-        assert (tmp_path / "data" / "l1.annoy").exists()
+        assert (tmp_path / "data" / "l1.index").exists()
         async with daari_server(config(tmp_path, upstream)) as server, \
                 httpx.AsyncClient(base_url=server.url) as client:
             tier = await ready(server)

@@ -15,7 +15,7 @@ from daari.executors.ollama import OllamaExecutor, chat_body, ollama_messages
 from daari.executors.resilience import ResilientExecutor
 from daari.protocol.chat import ChatRequest, Message, Tool, ToolCall, Usage
 from daari.protocol.events import Event, Finish, KeepAlive, TextDelta, ToolCallDelta, ToolCallStart, assemble
-from tests.fakes.ollama_upstream import FakeOllama
+from tests.fakes.ollama_upstream import MODELS, FakeOllama
 from tests.fakes.serving import serve_app
 
 WEATHER = Tool("get_weather", "Current weather for a city",
@@ -112,8 +112,9 @@ async def test_request_body_maps_model_options_and_keep_alive(fake: tuple[FakeOl
     body = app.requests[0]
     assert body["model"] == "good:latest"  # the tier's model wins over the client's
     assert body["keep_alive"] == "10m"
+    # num_ctx: the prompt's need plus the answer's 64 tokens, a multiple of 1024 within the model's window
     assert body["options"] == {"temperature": 0.2, "top_p": 0.9, "top_k": 40, "seed": 7, "num_predict": 64,
-                               "stop": ["END", "###"]}
+                               "stop": ["END", "###"], "num_ctx": 1024}
     assert body["messages"] == [{"role": "user", "content": "hi"}]
 
 
@@ -122,7 +123,7 @@ async def test_client_model_and_default_num_predict(fake: tuple[FakeOllama, str]
     await run(OllamaExecutor("L4", config(base_url, max_tokens=321)), ask("good"))
     body = app.requests[0]
     assert body["model"] == "good"
-    assert body["options"] == {"num_predict": 321}
+    assert body["options"] == {"num_predict": 321, "num_ctx": 1024}
     assert "keep_alive" not in body and "tools" not in body and "format" not in body
 
 
@@ -223,7 +224,7 @@ async def test_connection_refused_is_unavailable_and_retryable() -> None:
 async def test_list_models(fake: tuple[FakeOllama, str]) -> None:
     _, base_url = fake
     executor = OllamaExecutor("L4", config(base_url, model="good:latest"))
-    assert await executor.list_models() == ["good:latest", "tools:latest"]
+    assert await executor.list_models() == MODELS
     assert executor.model_names() == ["good:latest"]
     await executor.aclose()
     assert OllamaExecutor("L4", config(base_url)).model_names() == []

@@ -17,6 +17,8 @@ from tests.support import daari_in_thread, make_config, upstream_tier
 
 WEATHER = {"name": "get_weather", "description": "Weather for a city",
            "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}
+# The fake's "tools" model also calls list_files (with empty input): a request that defines it gets a valid answer.
+LIST_FILES = {"name": "list_files", "description": "The files here", "input_schema": {"type": "object"}}
 
 
 @pytest.fixture
@@ -142,7 +144,7 @@ def test_unknown_beta_header_is_never_a_400_and_count_tokens_and_models(via_open
 
 def test_native_stream_passes_thinking_and_tool_input_through(tmp_path: Path) -> None:
     with native_daari(tmp_path) as (client, fake):
-        ask = {"model": "tools", "max_tokens": 2048, "tools": [WEATHER],
+        ask = {"model": "tools", "max_tokens": 2048, "tools": [WEATHER, LIST_FILES],
                "thinking": {"type": "enabled", "budget_tokens": 1024},
                "messages": [{"role": "user", "content": "weather?"}]}
         with client.messages.stream(**ask, extra_headers={"anthropic-beta": "fine-grained-tool-streaming-2025-05-14"}) \

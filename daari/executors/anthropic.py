@@ -7,6 +7,12 @@
   never logged.
 - An Anthropic client's allowlisted headers (`anthropic_wire.PASSTHROUGH_HEADERS`: betas, version, x-app,
   user-agent, session id) and its query string (Claude Code's `?beta=true`) reach the upstream unchanged.
+- The prompt prefix stays cacheable (sessions/prefix.py): Claude Code's per-request billing block is left out for
+  upstreams that are not Anthropic's own (`billing_block`); `cache_control.ttl` is kept unless the tier says
+  `cache_ttl: strip`, or the upstream once refused it (a 400 naming `ttl`: sent again without, and from then on).
+- An upstream that refuses a thinking block's signature (a 400 naming `signature`) gets the request once more
+  without the thinking blocks daari cannot attribute to it (sessions/hygiene.py): a session that moved
+  between providers outside daari's memory (a restart, an evicted record) keeps working.
 - For a client that speaks Anthropic, every upstream stream event is emitted first as
   `NativeEvent("anthropic", name, data)` and then as the neutral events it stands for (pings are not
   emitted). A non-stream answer emits `NativeEvent("anthropic", "message", body)` before its neutral
@@ -15,9 +21,12 @@
 
 from __future__ import annotations
 
+import logging
+from typing import Any
+
 import httpx
 
-from daari.errors import Unauthorized, UpstreamError, UpstreamUnavailable
+from daari.errors import Unauthorized, UpstreamError, UpstreamRejected, UpstreamUnavailable
 from daari.executors.base import Emit
 from daari.executors.http_upstream import (
     HttpUpstream,
@@ -37,8 +46,11 @@ from daari.protocol.chat import ChatRequest
 from daari.protocol.events import NativeEvent
 from daari.protocol.sse import SSEDecoder, SSEError
 from daari.redact import scrub, url_secrets
+from daari.sessions.hygiene import THINKING_BLOCKS, for_anthropic_upstream
+from daari.sessions.prefix import has_cache_ttl, is_first_party, strip_billing_block, strip_cache_ttl
 
 DEFAULT_ANTHROPIC_VERSION = "2023-06-01"
+log = logging.getLogger("daari.upstream")
 
 
 def messages_url(base_url: str, path: str = "/messages") -> str:
@@ -46,9 +58,34 @@ def messages_url(base_url: str, path: str = "/messages") -> str:
     return endpoint(base_url, path if httpx.URL(base_url).path.rstrip("/").endswith("/v1") else "/v1" + path)
 
 
+def _never_signed(key: str) -> str | None:
+    return None
+
+
+def refuses(err: UpstreamError, word: str) -> bool:
+    """A 400 from the upstream whose message names `word` (its refusal of one field of the body)."""
+    return isinstance(err, UpstreamRejected) and err.status == 400 and word in err.message.lower()
+
+
+def has_thinking(body: dict[str, Any]) -> bool:
+    return any(isinstance(m, dict) and isinstance(m.get("content"), list) and any(
+        isinstance(b, dict) and b.get("type") in THINKING_BLOCKS for b in m["content"])
+        for m in body.get("messages") or [])
+
+
 class AnthropicExecutor(HttpUpstream):
     kind = "anthropic"
     supports_tools = True
+    ttl_refused = False  # the upstream once answered 400 to a cache_control ttl: sent without from then on
+
+    def shaped(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The body with the prefix rewrites this upstream needs (billing block, ttl); the same object if none."""
+        config = self.config
+        if config.billing_block == "strip" or (config.billing_block == "auto" and not is_first_party(config.base_url)):
+            body = strip_billing_block(body)
+        if config.cache_ttl == "strip" or (config.cache_ttl == "auto" and self.ttl_refused):
+            body = strip_cache_ttl(body)
+        return body
 
     def headers(self, request: ChatRequest) -> dict[str, str]:
         """Upstream request headers. Holds a credential: never log the result."""
@@ -78,8 +115,30 @@ class AnthropicExecutor(HttpUpstream):
         return url
 
     async def generate(self, request: ChatRequest, emit: Emit) -> None:
-        body = to_upstream_body(request, self.config.model or request.model, request.stream,
-                                translate_options=self.config.translate_options)
+        body = self.shaped(to_upstream_body(request, self.config.model or request.model, request.stream,
+                                            translate_options=self.config.translate_options))
+        retried: set[str] = set()
+        while True:
+            try:
+                await self._generate(request, body, emit)
+                return
+            except UpstreamRejected as err:
+                if "ttl" not in retried and refuses(err, "ttl") and has_cache_ttl(body) and \
+                        self.config.cache_ttl == "auto":
+                    log.warning("upstream %s refused cache_control.ttl: sending it without ttl from now on",
+                                self.name)
+                    self.ttl_refused = True
+                    body, retried = strip_cache_ttl(body), retried | {"ttl"}
+                    continue
+                if "signature" not in retried and refuses(err, "signature") and has_thinking(body):
+                    log.warning("upstream %s refused a thinking block's signature: sending the request again "
+                                "without the thinking blocks it did not sign", self.name)
+                    body = for_anthropic_upstream(body, "", _never_signed, drop_unknown=True).body
+                    retried |= {"signature"}
+                    continue
+                raise
+
+    async def _generate(self, request: ChatRequest, body: dict[str, Any], emit: Emit) -> None:
         headers = self.headers(request)
         url = self.url(request)
         native = request.protocol == "anthropic"
@@ -116,7 +175,7 @@ class AnthropicExecutor(HttpUpstream):
         upstream's /v1/messages/count_tokens with the same headers and key rules as messages; the upstream's
         JSON answer, byte for byte. A non-200 answer raises as for messages (`_http_error`), a transport
         failure `UpstreamUnavailable`."""
-        body = dict(request.raw)
+        body = self.shaped(dict(request.raw))  # counted as it would be sent
         body["model"] = self.config.model or body.get("model") or request.model
         headers = self.headers(request)  # Unauthorized for a keyless request to a forwarding tier
         try:

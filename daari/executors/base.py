@@ -57,9 +57,25 @@ class Executor(ABC):
         Executors without one raise `UpstreamUnavailable`; the caller then answers with daari's estimate."""
         raise UpstreamUnavailable(f"{self.name} has no count_tokens endpoint", upstream=self.name)
 
+    async def forward(self, path: str, request: ChatRequest) -> tuple[int, bytes]:
+        """A Responses client's body POSTed to `path` of the upstream as sent (its status and JSON answer),
+        for endpoints beside /responses (/responses/compact, /responses/input_tokens). Only a Responses
+        upstream has them; other executors raise `UpstreamUnavailable`."""
+        raise UpstreamUnavailable(f"{self.name} has no {path} endpoint", upstream=self.name)
+
     def status(self) -> dict[str, Any]:
         """State for /healthz and metrics (model loaded, circuit breaker state...)."""
         return {}
+
+    def context_window(self) -> int | None:
+        """The model's context window in tokens: the tier's `context_window`, else what the upstream said (Ollama's
+        /api/show), else None (unknown: requests are not held to one)."""
+        return self.config.context_window
+
+    def listed_models(self) -> frozenset[str] | None:
+        """The model names the upstream said it serves when last asked (Ollama's /api/tags, an OpenAI-compatible
+        /v1/models); None when it was not asked or could not say. No I/O."""
+        return None
 
     def model_names(self) -> list[str]:
         """Model ids this executor is configured for (no I/O)."""

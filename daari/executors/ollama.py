@@ -11,14 +11,18 @@ import secrets
 from typing import Any
 
 import httpx
+import trio
 
 from daari.config import TierConfig
 from daari.errors import InvalidRequest, UpstreamError, UpstreamRateLimited, UpstreamUnavailable
 from daari.executors.base import Emit
 from daari.executors.http_upstream import HttpUpstream, endpoint, request_never_arrived, response_started
 from daari.jsonio import loads
+from daari.local.context_fit import num_ctx
+from daari.local.tool_repair import repairing, repairs_tools
 from daari.protocol.chat import ChatRequest, FinishReason, Message, Tool, Usage
 from daari.protocol.events import Finish, KeepAlive, TextDelta, ToolCallDelta, ToolCallStart
+from daari.protocol.tokens import estimate_request_tokens
 
 log = logging.getLogger("daari.upstream")
 
@@ -35,9 +39,46 @@ class OllamaExecutor(HttpUpstream):
         if not config.base_url:
             raise ValueError(f"{tier}: the ollama executor needs base_url")
         self.base_url = config.base_url.rstrip("/")
+        self.repairs = repairs_tools(config)
+        self._windows: dict[str, int | None] = {}  # model -> context length from /api/show (None: it could not say)
+        self._listed: frozenset[str] | None = None
 
     def status(self) -> dict[str, Any]:
-        return {"model": self.config.model, "started": self.started}
+        return {"model": self.config.model, "started": self.started, "context_window": self.context_window()}
+
+    async def start(self, nursery: trio.Nursery | None = None) -> None:
+        """Open the pool, then ask Ollama (briefly) which models it has and the tier model's context window."""
+        await super().start(nursery)
+        with trio.move_on_after(min(5.0, self.config.timeouts.connect_s)):
+            await self.list_models()
+            if self.config.model and self.config.context_window is None:
+                await self.model_window(self.config.model)
+
+    def context_window(self) -> int | None:
+        if self.config.context_window is not None:
+            return self.config.context_window
+        return self._windows.get(self.config.model) if self.config.model else None
+
+    def listed_models(self) -> frozenset[str] | None:
+        return self._listed
+
+    async def model_window(self, model: str) -> int | None:
+        """The model's trained context length from POST /api/show (`model_info["<arch>.context_length"]`),
+        remembered; None when Ollama cannot say."""
+        if model in self._windows:
+            return self._windows[model]
+        timeout = httpx.Timeout(self.config.timeouts.first_byte_s, connect=self.config.timeouts.connect_s)
+        try:
+            response = await self.http().post(endpoint(self.base_url, "/api/show"), json={"model": model},
+                                              timeout=timeout)
+            response.raise_for_status()
+            window = context_length(response.json())
+        except (httpx.HTTPError, ValueError, TypeError, AttributeError) as exc:
+            log.warning("upstream %s: /api/show for %s failed (%s): its context window is unknown", self.name,
+                        model, type(exc).__name__)
+            window = None
+        self._windows[model] = window  # asked once per model (a restart of daari asks again)
+        return window
 
     async def list_models(self) -> list[str]:
         """Model names from GET /api/tags, for GET /v1/models; any failure gives []."""
@@ -46,14 +87,19 @@ class OllamaExecutor(HttpUpstream):
             response = await self.http().get(endpoint(self.base_url, "/api/tags"), timeout=timeout)
             response.raise_for_status()
             models = response.json().get("models") or []
-            return [m.get("name") or m["model"] for m in models]
+            names = [m.get("name") or m["model"] for m in models]
         except (httpx.HTTPError, ValueError, KeyError, TypeError, AttributeError) as exc:
             log.warning("upstream %s: listing models failed (%s)", self.name, type(exc).__name__)
             return []
+        # "qwen3" names "qwen3:latest": both are names a client may send
+        self._listed = frozenset([*names, *(n.removesuffix(":latest") for n in names)])
+        return names
 
     async def generate(self, request: ChatRequest, emit: Emit) -> None:
         model = self.config.model or request.model
-        body = chat_body(request, self.config)
+        window = self.config.context_window or await self.model_window(model)
+        body = chat_body(request, self.config, window)
+        emit = repairing(request, emit, self.repairs)
         try:
             async with self.http().stream("POST", endpoint(self.base_url, "/api/chat"), json=body) as response:
                 if response.status_code >= 400:
@@ -129,13 +175,16 @@ class OllamaExecutor(HttpUpstream):
 
 
 
-def chat_body(request: ChatRequest, config: TierConfig) -> dict[str, Any]:
-    """The /api/chat body for `request`: always streamed; logprobs asked for, they feed confidence."""
+def chat_body(request: ChatRequest, config: TierConfig, window: int | None = None) -> dict[str, Any]:
+    """The /api/chat body for `request`: always streamed; logprobs asked for, they feed confidence; `num_ctx`
+    sized to the request (local/context_fit.py), so Ollama never cuts the start of the prompt."""
+    options = ollama_options(request, config)
+    options["num_ctx"] = num_ctx(estimate_request_tokens(request), options.get("num_predict"), window)
     body: dict[str, Any] = {
         "model": config.model or request.model,
         "messages": ollama_messages(request.messages),
         "stream": True,
-        "options": ollama_options(request, config),
+        "options": options,
         # Ollama servers older than logprobs support ignore the unknown field.
         "logprobs": True,
     }
@@ -149,6 +198,18 @@ def chat_body(request: ChatRequest, config: TierConfig) -> dict[str, Any]:
     if config.keep_alive:
         body["keep_alive"] = config.keep_alive
     return body
+
+
+def context_length(show: Any) -> int | None:
+    """The context length in an /api/show answer: `model_info["<general.architecture>.context_length"]`."""
+    info = show.get("model_info") if isinstance(show, dict) else None
+    if not isinstance(info, dict):
+        return None
+    arch = info.get("general.architecture")
+    value = info.get(f"{arch}.context_length") if isinstance(arch, str) else None
+    if not isinstance(value, int):
+        value = next((v for k, v in info.items() if k.endswith(".context_length") and isinstance(v, int)), None)
+    return value if isinstance(value, int) and value > 0 else None
 
 
 def ollama_options(request: ChatRequest, config: TierConfig) -> dict[str, Any]:

@@ -38,6 +38,7 @@ from daari.executors.http_upstream import (
     retry_after_seconds,
 )
 from daari.jsonio import dumps, loads
+from daari.local.tool_repair import repairing, repairs_tools
 from daari.protocol.anthropic_wire import SecretStr, system_role_refusal
 from daari.protocol.chat import ChatRequest
 from daari.protocol.openai_headers import forwarded_headers
@@ -78,6 +79,10 @@ def upstream_message(body: bytes) -> str:
 class OpenAIExecutor(HttpUpstream):
     kind = "openai"
     supports_tools = True
+
+    @property
+    def repairs(self) -> bool:
+        return repairs_tools(self.config)
 
     @property
     def url(self) -> httpx.URL:
@@ -148,6 +153,7 @@ class OpenAIExecutor(HttpUpstream):
         body = to_upstream_body(request, self.config.model or request.model, request.stream,
                                 translate_options=self.config.translate_options)
         headers = self._headers(request)
+        emit = repairing(request, emit, self.repairs)  # a local server's model writing tool calls as text
         try:
             if request.stream:
                 await self._generate_stream(body, headers, emit)

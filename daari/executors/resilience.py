@@ -79,6 +79,12 @@ class ResilientExecutor(Executor):
     def model_names(self) -> list[str]:
         return self.inner.model_names()
 
+    def context_window(self) -> int | None:
+        return self.inner.context_window()
+
+    def listed_models(self) -> frozenset[str] | None:
+        return self.inner.listed_models()
+
     async def list_models(self) -> list[str]:
         """The inner executor's live model list where it has one (Ollama's /api/tags), else model_names()."""
         lister = getattr(self.inner, "list_models", None)
@@ -95,6 +101,15 @@ class ResilientExecutor(Executor):
         with trio.move_on_after(self.config.timeouts.first_byte_s):
             return await self.inner.count_tokens(request)
         raise self._timeout("first_byte", self.config.timeouts.first_byte_s, retryable=False)
+
+    async def forward(self, path: str, request: ChatRequest) -> tuple[int, bytes]:
+        """The inner executor's forward (a compaction can take as long as a generation: the total timeout).
+        Not retried (a compaction is not idempotent in cost), refused while the circuit is open."""
+        if self.breaker.state == "open":
+            raise UpstreamUnavailable(f"circuit open for {self.name}", upstream=self.name)
+        with trio.move_on_after(self.config.timeouts.total_s):
+            return await self.inner.forward(path, request)
+        raise self._timeout("total", self.config.timeouts.total_s, retryable=False)
 
     async def generate(self, request: ChatRequest, emit: Emit) -> None:
         retry = self.config.retry

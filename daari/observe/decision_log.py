@@ -6,15 +6,24 @@ in daari's own process; daari reads through `read_rows`.
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import sqlite_utils
+
+from daari.datadir import private_file
+
+DECISIONS_FILE = "decisions.sqlite"
+
+
+def decisions_path(data_dir: str) -> Path:
+    """Where the decision log lives in a data dir."""
+    return Path(data_dir) / DECISIONS_FILE
 
 COLUMNS: dict[str, type] = {
     "request_id": str, "time": float, "protocol": str, "client": str, "model": str, "stream": int,
@@ -22,11 +31,12 @@ COLUMNS: dict[str, type] = {
     "similarity": float, "verdict": str, "escalated_from": str, "attempts": str, "agent_turn": int,
     "latency_ms": float, "ttft_ms": float, "input_tokens": int, "output_tokens": int,
     "cost_usd": float, "cost_l6_usd": float, "saved_usd": float, "status": int, "error": str,
-    "prompt_hash": str, "prompt": str,
+    "prompt_hash": str, "prompt": str, "session": str, "call_type": str, "cache_read_tokens": int,
+    "cache_write_tokens": int, "affinity": str, "lost_cache_usd": float,
 }
 
 
-# A batch goes in as multi-row INSERTs of up to 64 rows (27 columns x 64 = 1,728 parameters, far below SQLite's
+# A batch goes in as multi-row INSERTs of up to 64 rows (33 columns x 64 = 2,112 parameters, far below SQLite's
 # limit): one SQLite step per statement rather than executemany's one per row (measured when the writer was a
 # thread of daari's: ~60 us of a busy server's CPU per request); a JSON array unpacked by json_each costs 2.5x
 # the SQLite CPU (19 vs 7.7 us a row).
@@ -57,11 +67,8 @@ def _statements(values: list[Values]) -> Iterator[tuple[str, list[Any]]]:
 class DecisionLogStore:
     def __init__(self, path: Path) -> None:
         self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        existed = path.exists()
+        private_file(path)  # created 0600 in a 0700 directory before SQLite opens it (its -wal and -shm follow)
         self.conn = sqlite3.connect(path, check_same_thread=False)
-        if not existed:
-            os.chmod(path, 0o600)
         self.db = sqlite_utils.Database(self.conn)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
@@ -69,6 +76,11 @@ class DecisionLogStore:
         if not table.exists():
             table.create(COLUMNS, pk="request_id")  # type: ignore[union-attr]
             table.create_index(["time"])  # type: ignore[union-attr]
+        else:  # a log written by an older daari: the columns added since, empty for its rows
+            present = {column.name for column in table.columns}
+            for name, kind in COLUMNS.items():
+                if name not in present:
+                    table.add_column(name, kind)  # type: ignore[union-attr]
 
     def insert(self, rows: Iterable[Mapping[str, Any]]) -> int:
         return self.insert_values(batch_values(rows))
@@ -107,11 +119,17 @@ class DecisionLogStore:
         self.conn.close()
 
 
+def read_only_uri(path: Path) -> str:
+    """A `file:` URI opening `path` read-only; `?`, `#` and `%` in the path are percent-encoded (SQLite would read
+    them as the start of the query, the fragment, or an escape)."""
+    return f"file:{quote(str(path.absolute()))}?mode=ro"
+
+
 def read_rows(path: Path, since_ts: float) -> list[dict[str, Any]]:
     """Rows since `since_ts` through a read-only connection (WAL: readers never block the writer)."""
     if not path.exists():
         return []
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    conn = sqlite3.connect(read_only_uri(path), uri=True)
     try:
         cursor = conn.execute("SELECT * FROM decisions WHERE time >= ? ORDER BY time", (since_ts,))
         names = [d[0] for d in cursor.description]

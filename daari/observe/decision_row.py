@@ -9,6 +9,7 @@ from daari.config import PricingConfig
 from daari.observe.decision_log import COLUMNS, Values
 from daari.pipeline.decision import AttemptRecord, RoutingDecision
 from daari.pricing import AnswerCosts
+from daari.sessions.economics import lost_cache_cost, rates_for
 
 
 def l1_verdict(details: dict[str, Any]) -> str | None:
@@ -29,6 +30,7 @@ class DecisionRows:
     the costs of recent (tier, model, tokens) are remembered (`AnswerCosts`)."""
 
     def __init__(self, pricing: PricingConfig) -> None:
+        self.pricing = pricing
         self.costs = AnswerCosts(pricing)
 
     def values(self, decision: RoutingDecision) -> Values:
@@ -55,8 +57,17 @@ class DecisionRows:
             ",".join(decision.escalated_from) or None,
             attempts_json(decision.attempts) if decision.attempts else "[]",
             int(decision.agent_turn), decision.latency_ms, decision.ttft_ms, prompt_tokens, completion_tokens,
-            *priced, decision.status, decision.error, decision.prompt_hash, decision.prompt,
+            *priced, decision.status, decision.error, decision.prompt_hash, decision.prompt, decision.session,
+            decision.call_type, decision.cache_read_tokens, decision.cache_write_tokens, decision.affinity,
+            self._lost(decision),
         )
+
+    def _lost(self, decision: RoutingDecision) -> float:
+        """The price of the prompt tokens another tier held warm that this answer paid for in full."""
+        if not decision.lost_cache_tokens or decision.tier is None:
+            return 0.0
+        return round(lost_cache_cost(rates_for(self.pricing, decision.tier, decision.model),
+                                     decision.lost_cache_tokens), 8)
 
 
 _UNPRICED = (0.0, 0.0, 0.0)  # refused, failed or abandoned: nothing was answered

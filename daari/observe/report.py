@@ -39,6 +39,36 @@ def _share(part: int, whole: int) -> float:
     return round(part / whole, 4) if whole else 0.0
 
 
+MODEL_TIERS = ("L3", "L4", "L5", "L6")
+TOP_SESSIONS = 10
+
+
+def _cache_figures(rows: Sequence[Row]) -> dict[str, Any]:
+    """Input tokens answered by model tiers, how many were read from a provider cache, what was lost."""
+    prompt = sum(int(r.get("input_tokens") or 0) for r in rows)
+    read = sum(int(r.get("cache_read_tokens") or 0) for r in rows)
+    return {"requests": len(rows), "input_tokens": prompt, "cache_read_tokens": read,
+            "cache_read_share": _share(read, prompt),
+            "lost_cache_usd": round(sum(float(r.get("lost_cache_usd") or 0) for r in rows), 6)}
+
+
+def session_summary(answered: Sequence[Row]) -> dict[str, Any]:
+    """Provider prompt caches, overall and per session (docs/observability.md, "Sessions and provider caches"):
+    the cache-read share of the input tokens model tiers answered, and what answers that left a warm cache cost
+    (all of them, and those that were escalations)."""
+    model_rows = [r for r in answered if r.get("tier") in MODEL_TIERS]
+    by_session: dict[str, list[Row]] = {}
+    for row in model_rows:
+        if row.get("session"):
+            by_session.setdefault(str(row["session"]), []).append(row)
+    sessions = sorted(((key, _cache_figures(group)) for key, group in by_session.items()),
+                      key=lambda item: -item[1]["input_tokens"])
+    escalated = [r for r in model_rows if r.get("escalated_from")]
+    return {**_cache_figures(model_rows),
+            "escalation_lost_cache_usd": round(sum(float(r.get("lost_cache_usd") or 0) for r in escalated), 6),
+            "sessions": len(by_session), "top": dict(sessions[:TOP_SESSIONS])}
+
+
 def summarize(rows: Sequence[Row], *, false_hits_avoided: int | None = None) -> dict[str, Any]:
     """The report's figures. `false_hits_avoided` from metrics when given, else counted from the rows."""
     answered = [r for r in rows if r.get("tier") and not r.get("error")]
@@ -75,6 +105,7 @@ def summarize(rows: Sequence[Row], *, false_hits_avoided: int | None = None) -> 
         "escalation_rate": _share(escalated, len(answered)),
         "cost": {"actual_usd": round(cost, 6), "all_l6_usd": round(all_l6, 6),
                  "saved_usd": round(all_l6 - cost, 6)},
+        "provider_cache": session_summary(answered),
         "top_task_types": Counter(str(r.get("task_type")) for r in answered if r.get("task_type")).most_common(5),
         "top_clients": Counter(str(r.get("client") or "unknown") for r in rows).most_common(5),
     }
@@ -102,4 +133,14 @@ def render_text(report: Mapping[str, Any], since: str) -> str:
               f"saved ${cost['saved_usd']:.4f})",
               "top task types   " + (", ".join(f"{k} {v}" for k, v in report["top_task_types"]) or "-"),
               "top clients      " + (", ".join(f"{k} {v}" for k, v in report["top_clients"]) or "-")]
+    provider = report.get("provider_cache")
+    if provider and provider["input_tokens"]:
+        lines += ["",
+                  f"provider cache   {provider['cache_read_share'] * 100:.1f}% of {provider['input_tokens']} input "
+                  f"tokens read from cache; lost cache ${provider['lost_cache_usd']:.4f} "
+                  f"(escalations ${provider['escalation_lost_cache_usd']:.4f})",
+                  f"{'session':<17} {'requests':>8} {'input':>10} {'cached':>7} {'lost $':>9}"]
+        for key, figures in provider["top"].items():
+            lines.append(f"{key:<17} {figures['requests']:>8} {figures['input_tokens']:>10} "
+                         f"{figures['cache_read_share'] * 100:>6.1f}% {figures['lost_cache_usd']:>9.4f}")
     return "\n".join(lines)

@@ -96,6 +96,15 @@ class RoutingDecision:
     details: dict[str, Any] = field(default_factory=dict)  # what a shortcut tier reported
     prompt_hash: str | None = None  # log.prompts hash|full: keyed hash of the last user message
     prompt: str | None = None  # log.prompts full only; never in to_json (the tail and metrics never see it)
+    # Agent sessions (docs/observability.md, "Sessions and provider caches"): the session (a hash), the call type,
+    # prompt tokens read from / written to the provider's cache, what session affinity did, and the prompt tokens
+    # another tier held warm that this answer paid for in full.
+    session: str | None = None
+    call_type: str | None = None
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    affinity: str | None = None
+    lost_cache_tokens: int = 0
     _json_text: str | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
@@ -123,7 +132,9 @@ class RoutingDecision:
             "warning": self.warning, "error": self.error, "latency_ms": self.latency_ms,
             "ttft_ms": self.ttft_ms, "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens, "details": dict(self.details),
-            "prompt_hash": self.prompt_hash,
+            "prompt_hash": self.prompt_hash, "session": self.session, "call_type": self.call_type,
+            "cache_read_tokens": self.cache_read_tokens, "cache_write_tokens": self.cache_write_tokens,
+            "affinity": self.affinity, "lost_cache_tokens": self.lost_cache_tokens,
         }
 
 
@@ -160,5 +171,7 @@ def decide(facts: RequestFacts, meta: Meta, *, status: int, latency_ms: float, t
         tuple([AttemptRecord(a.tier, a.outcome, a.confidence, a.error) for a in attempts]) if attempts else _NONE,
         meta.warning, meta.error or error, latency_ms, ttft_ms,
         usage.prompt_tokens if usage is not None else None, usage.completion_tokens if usage is not None else None,
-        dict(details) if details else {}, facts.prompt_hash, facts.prompt,
+        dict(details) if details else {}, facts.prompt_hash, facts.prompt, meta.session, meta.call_type,
+        usage.cached_tokens if usage is not None else None, usage.cache_write_tokens if usage is not None else None,
+        meta.affinity, meta.lost_cache_tokens,
     )

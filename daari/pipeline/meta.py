@@ -39,6 +39,14 @@ class Meta:
     usage: Usage | None = None  # of the answer served; for the decision record, not rendered
     # What a shortcut tier reported (similarity, verified_by, tool, confirmation_required...), merged as-is.
     details: dict[str, Any] = field(default_factory=dict)
+    # Hosted tools the client offered that the answering tier could not run (pipeline/hosted_tools.py).
+    dropped_tools: list[str] | None = None
+    # Agent sessions (daari/sessions/): the session (hashed), Claude Code's call type, what session affinity did
+    # ("home", "stay", "move", "cold", "new"), and prompt tokens another tier held warm that this answer paid for.
+    session: str | None = None
+    call_type: str | None = None
+    affinity: str | None = None
+    lost_cache_tokens: int = 0
 
     def to_json(self) -> dict[str, Any]:
         # Written out rather than dataclasses.asdict: this runs on every response, hits included.
@@ -53,10 +61,17 @@ class Meta:
             "attempts": [{"tier": a.tier, "outcome": a.outcome, "confidence": a.confidence, "error": a.error}
                          for a in self.attempts],
         }
+        if self.session is not None:
+            data["session"] = self.session
+            data["affinity"] = self.affinity
+        if self.call_type is not None:
+            data["call_type"] = self.call_type
         if self.warning is not None:
             data["warning"] = self.warning
         if self.error is not None:
             data["error"] = self.error
+        if self.dropped_tools:
+            data["dropped_tools"] = self.dropped_tools
         if self.details:
             data.update(self.details)
         return data
@@ -66,4 +81,7 @@ class Meta:
             cache = "bypassed"  # the cache failed and was routed around
         else:
             cache = "bypass" if cache_bypassed else ("hit" if self.cache_hit else "miss")
-        return {"x-daari-tier": self.tier or "none", "x-daari-cache": cache}
+        headers = {"x-daari-tier": self.tier or "none", "x-daari-cache": cache}
+        if self.dropped_tools:
+            headers["x-daari-dropped-tools"] = ",".join(self.dropped_tools)
+        return headers

@@ -1,7 +1,11 @@
 """A fake Ollama server (ASGI): POST /api/chat as NDJSON (stream or one object) and GET /api/tags.
 
 The behaviour is picked by the request's model name: good, refuse, short, tools, hang, error500, drop,
-malformed, stream_error, missing, flaky (500 on its first request, then good). Shapes follow Ollama's
+malformed, stream_error, missing, flaky (500 on its first request, then good), and the tool calls local models
+write as text, streamed one character a line so every split point is crossed: hermes (`<tool_call>{json}`),
+qwen (`<function=..><parameter=..>`), bare (a JSON object), fenced (```json), mistral (`[TOOL_CALLS]`),
+badargs (a Hermes call whose arguments break the tool's schema). POST /api/show answers `model_info` with
+`<arch>.context_length` from `windows` (model name -> tokens; 32768 when not set). Shapes follow Ollama's
 docs/api.md: `message.content` pieces, `message.tool_calls[].function.arguments` as an object, a final
 line with `done: true`, `done_reason`, `prompt_eval_count`, `eval_count`; `logprobs` per chunk when the
 request asked for them. `token_delay_s` (default 0) waits that long before each content line (and once per
@@ -20,7 +24,10 @@ from daari.server.asgi_io import answer_lifespan, read_all
 
 Scope = dict[str, Any]
 
-MODELS = ["good:latest", "tools:latest"]
+# What /api/tags lists: every behaviour but "missing" (a model that was never pulled).
+BEHAVIOURS = ("good", "tools", "refuse", "short", "hang", "error500", "drop", "malformed", "stream_error", "flaky",
+              "hermes", "qwen", "bare", "fenced", "mistral", "badargs")
+MODELS = [f"{name}:latest" for name in BEHAVIOURS]
 CREATED_AT = "2025-01-01T00:00:00.000000Z"
 
 
@@ -33,6 +40,8 @@ class FakeOllama:
         self.client_closed = trio.Event()  # set when a client first cuts a stream
         self._seen: dict[str, int] = {}
         self.token_delay_s = 0.0  # before each streamed content line
+        self.windows: dict[str, int] = {}  # model -> context length reported by /api/show
+        self.shows: list[str] = []  # models /api/show was asked about
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
@@ -45,6 +54,12 @@ class FakeOllama:
             await _json(send, 200, {"models": [_tag(name) for name in MODELS]})
         elif path == "/api/chat" and method == "POST":
             await self._chat(json.loads(body), receive, send)
+        elif path == "/api/show" and method == "POST":
+            model = str(json.loads(body).get("model"))
+            self.shows.append(model)
+            info = {"general.architecture": "llama", "llama.context_length": self.windows.get(model, 32768)}
+            await _json(send, 200, {"modelfile": "", "parameters": "", "details": {"family": "llama"},
+                                    "model_info": info})
         else:
             await _json(send, 404, {"error": "404 page not found"}, content_type="text/plain")
 
@@ -143,6 +158,8 @@ def _script(behaviour: str, model: str, logprobs: bool) -> list[dict[str, Any] |
     if behaviour == "tools":
         call = {"function": {"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}}}
         return [_chunk(model, "", logprobs, tool_calls=[call]), _done(model, "stop", completion=20)]
+    if behaviour in TEXT_TOOL_CALLS:
+        return [_chunk(model, char, logprobs) for char in TEXT_TOOL_CALLS[behaviour]] + [_done(model, "stop")]
     if behaviour == "drop":
         return [_chunk(model, "Hel", logprobs)]
     if behaviour == "malformed":
@@ -150,6 +167,19 @@ def _script(behaviour: str, model: str, logprobs: bool) -> list[dict[str, Any] |
     if behaviour == "stream_error":
         return [_chunk(model, "Hel", logprobs), {"error": "an error was encountered while running the model"}]
     raise ValueError(f"fake ollama has no behaviour for model {model!r}")
+
+
+# Tool calls as local models print them (to a `get_weather(city, days)` tool), when a server has no tool parser.
+TEXT_TOOL_CALLS = {
+    "hermes": 'I will check.\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris", "days": 2}}\n'
+              '</tool_call>',
+    "qwen": "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n<parameter=days>\n2\n"
+            "</parameter>\n</function>\n</tool_call>",
+    "bare": '{"name": "get_weather", "arguments": {"city": "Paris", "days": 2}}',
+    "fenced": 'Sure.\n```json\n{"name": "get_weather", "arguments": {"city": "Paris", "days": 2}}\n```\n',
+    "mistral": '[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Paris", "days": 2}}]',
+    "badargs": '<tool_call>{"name": "get_weather", "arguments": {"city": 7}}</tool_call>',
+}
 
 
 def _merge(lines: list[dict[str, Any] | bytes]) -> dict[str, Any]:

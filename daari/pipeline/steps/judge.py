@@ -1,0 +1,108 @@
+"""Routing spec step 11, judging an attempt's answer: how confident, and whether that is enough.
+
+Reads: the request, the tier and its answer. Decides: a `Judgement` (score, method, passed, and a gate that
+keeps an answer out of the cache); the execute step escalates on a failed one.
+
+Scores are on one 0-1 scale so attempts can be compared: heuristic and logprob confidence are 0-1 already,
+a 1-5 self-evaluation is divided by 5. Which method applies: tool calls are judged by their validity;
+L6 is trusted; otherwise the gates (empty, too short, refusal, acknowledgement, echo: 0 and never cached),
+then logprobs when the executor gave them, else (L4/L5) a self-evaluation asked of the same tier.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass
+
+from daari.config import ConfidenceConfig
+from daari.local.tool_schema import call_problem
+from daari.pipeline.side_query import SideQuestions
+from daari.protocol.chat import ChatRequest, Completion
+from daari.routing import task_types
+from daari.routing.classifier import last_user_text
+from daari.routing.client_shapes import PROBE_MAX_TOKENS
+from daari.routing.confidence import (
+    MIN_ANSWER_CHARS,
+    answer_gate,
+    logprob_confidence,
+    parse_self_eval,
+    passing_score,
+    self_eval_messages,
+)
+
+
+@dataclass(frozen=True)
+class Judgement:
+    score: float  # 0-1
+    method: str  # "tool_calls", "frontier", "heuristic", "logprob", "self_eval"
+    passed: bool
+    gate: str | None = None  # why the answer is no answer ("empty", "acknowledgement", "echo", ...)
+
+    @property
+    def cacheable(self) -> bool:
+        """A gated answer is never stored, even when no other tier could be asked."""
+        return self.gate is None
+
+
+NEVER_CACHED_AT_L6 = ("empty", "acknowledgement", "echo")
+
+
+def min_answer_chars(request: ChatRequest, task_type: str | None) -> int:
+    """The spec's "> 10 characters", except where a right answer is shorter: a yes/no classification, and a
+    probe whose max_tokens cannot reach 10 characters."""
+    max_tokens = request.max_tokens
+    if task_type == task_types.CLASSIFY or (max_tokens is not None and max_tokens <= PROBE_MAX_TOKENS):
+        return 0
+    return MIN_ANSWER_CHARS
+
+
+def gate(request: ChatRequest, completion: Completion, task_type: str | None) -> str | None:
+    last_user = last_user_text(request)
+    history = [m.text() for m in request.messages if m.role in ("user", "assistant", "system")]
+    if history and history[-1] == last_user:
+        history.pop()
+    return answer_gate(completion.text, last_user, history, min_answer_chars(request, task_type))
+
+
+def _valid_tool_calls(request: ChatRequest, completion: Completion, *, schema: bool) -> bool:
+    """Every call names a defined tool with a JSON object of arguments, valid against the tool's schema when
+    `schema` (local/tool_schema.py): local models, whose text tool calls daari repairs, are checked; a hosted
+    model's arguments are trusted (a client's
+    own tool runner reports a bad one back to the model)."""
+    return all(call_problem(request.tools, call, schema=schema) is None for call in completion.tool_calls)
+
+
+class Judge:
+    def __init__(self, config: ConfidenceConfig, questions: SideQuestions,
+                 schema_checked: Collection[str] = ()) -> None:
+        self.config = config
+        self.questions = questions  # a self-evaluation asks the same tier a side question
+        self.schema_checked = frozenset(schema_checked)  # tiers whose tool-call arguments must match the schema
+
+    async def __call__(self, tier: str, request: ChatRequest, completion: Completion, *, allow_self_eval: bool,
+                       task_type: str | None = None) -> Judgement:
+        def verdict(score: float, method: str, why: str | None = None) -> Judgement:
+            return Judgement(round(score, 4), method, score >= passing_score(tier, method, self.config), why)
+
+        if completion.tool_calls:
+            schema = tier in self.schema_checked
+            return verdict(1.0 if _valid_tool_calls(request, completion, schema=schema) else 0.0, "tool_calls")
+        gated = gate(request, completion, task_type)
+        if tier == "L6":
+            # Trusted (nothing to escalate to), but an empty, acknowledging or echoing answer is still not stored.
+            return Judgement(1.0, "frontier", True, gated if gated in NEVER_CACHED_AT_L6 else None)
+        if gated is not None:
+            return verdict(0.0, "heuristic", gated)
+        probe = request.max_tokens is not None and request.max_tokens <= PROBE_MAX_TOKENS
+        if completion.mean_logprob is not None and not probe:  # nobody reads a probe's answer: no grading it
+            return verdict(logprob_confidence(completion.mean_logprob, self.config.logprob_floor), "logprob")
+        if tier == "L3" or not allow_self_eval:
+            return verdict(1.0, "heuristic")
+        return verdict(await self._self_eval(tier, request, completion), "self_eval")
+
+    async def _self_eval(self, tier: str, request: ChatRequest, completion: Completion) -> float:
+        question = last_user_text(request)  # the task, not a tool result that may close an agent turn
+        reply = await self.questions.ask(tier, self_eval_messages(question, completion.text), request.model,
+                                         max_tokens=4)
+        rating = parse_self_eval(reply) if reply is not None else None
+        return (rating or 0) / 5.0
