@@ -218,10 +218,10 @@ class ChatTurn:
                 continue
             # A self-evaluation costs a second call: run it only where its verdict can still change the route.
             verdict = await judge(self.rt, tier, self.request, completion, allow_self_eval=not (live or final),
-                                  task_type=meta.task_type)
+                                  task_type=meta.task_type, rule_id=meta.rule_id)
             if verdict.passed or final or self.sink.stream_opened:
                 meta.attempts.append(Attempt(tier, "accepted" if verdict.passed else "low_confidence",
-                                             verdict.score))
+                                             verdict.score, violations=verdict.reasons))
                 if not verdict.passed:
                     meta.warning = "below_confidence_threshold"
                     if best is not None and best[0].score > verdict.score and not self.sink.stream_opened:
@@ -230,7 +230,7 @@ class ChatTurn:
                 await self._answer(key, tier, completion, events, verdict,
                                    store=verdict.cacheable and (verdict.passed or len(chain) == 1))
                 return
-            meta.attempts.append(Attempt(tier, "low_confidence", verdict.score))
+            meta.attempts.append(Attempt(tier, "low_confidence", verdict.score, violations=verdict.reasons))
             self.rt.metrics.inc("escalations_total", tier=tier)
             if best is None or verdict.score > best[0].score:
                 best = (verdict, tier, completion, events)

@@ -57,6 +57,14 @@ class AttemptRecord:
     outcome: str
     confidence: float | None = None
     error: str | None = None
+    violations: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"tier": self.tier, "outcome": self.outcome, "confidence": self.confidence,
+                                "error": self.error}
+        if self.violations:
+            data["violations"] = list(self.violations)
+        return data
 
 
 @dataclass(slots=True)
@@ -118,8 +126,7 @@ class RoutingDecision:
             "task_type": self.task_type, "rule_id": self.rule_id, "ceiling": self.ceiling,
             "classifier": self.classifier, "agent_turn": self.agent_turn, "confidence": self.confidence,
             "escalated_from": list(self.escalated_from),
-            "attempts": [{"tier": a.tier, "outcome": a.outcome, "confidence": a.confidence, "error": a.error}
-                         for a in self.attempts],
+            "attempts": [a.to_json() for a in self.attempts],
             "warning": self.warning, "error": self.error, "latency_ms": self.latency_ms,
             "ttft_ms": self.ttft_ms, "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens, "details": dict(self.details),
@@ -157,7 +164,8 @@ def decide(facts: RequestFacts, meta: Meta, *, status: int, latency_ms: float, t
         meta.tier, meta.executor, meta.model, meta.cache, meta.task_type, meta.rule_id, meta.ceiling,
         meta.classifier, meta.agent_turn, meta.confidence,
         tuple(meta.escalated_from) if meta.escalated_from else _NONE,
-        tuple([AttemptRecord(a.tier, a.outcome, a.confidence, a.error) for a in attempts]) if attempts else _NONE,
+        tuple([AttemptRecord(a.tier, a.outcome, a.confidence, a.error, a.violations) for a in attempts])
+        if attempts else _NONE,
         meta.warning, meta.error or error, latency_ms, ttft_ms,
         usage.prompt_tokens if usage is not None else None, usage.completion_tokens if usage is not None else None,
         dict(details) if details else {}, facts.prompt_hash, facts.prompt,

@@ -3,7 +3,9 @@
 Scores are on one 0-1 scale so attempts can be compared: heuristic and logprob confidence are 0-1 already,
 a 1-5 self-evaluation is divided by 5. Which method applies: tool calls are judged by their validity;
 L6 is trusted; otherwise the gates (empty, too short, refusal, acknowledgement, echo: 0 and never cached),
-then logprobs when the executor gave them, else (L4/L5) a self-evaluation asked of the same tier.
+then the answer checks (`daari/trust/answer_check.py`: a broken stated format, truncation of a short-form
+answer, repetition, a copied prompt: 0, failed at every local tier, never cached), then logprobs when the
+executor gave them, else (L4/L5) a self-evaluation asked of the same tier.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from daari.routing.confidence import (
     passing_score,
     self_eval_messages,
 )
+from daari.trust.answer_check import answer_violations
 
 
 @dataclass(frozen=True)
@@ -33,11 +36,18 @@ class Judgement:
     method: str  # "tool_calls", "frontier", "heuristic", "logprob", "self_eval"
     passed: bool
     gate: str | None = None  # why the answer is no answer ("empty", "acknowledgement", "echo", ...)
+    violations: tuple[str, ...] = ()  # what the answer breaks ("word_count", "prefix", "truncated", ...)
 
     @property
     def cacheable(self) -> bool:
-        """A gated answer is never stored, even when no other tier could be asked."""
-        return self.gate is None
+        """A gated answer, or one that breaks what its prompt stated, is never stored, even when no other tier
+        could be asked."""
+        return self.gate is None and not self.violations
+
+    @property
+    def reasons(self) -> tuple[str, ...]:
+        """Why the answer was held back, for daari_meta's attempts: the gate, then the violations."""
+        return ((self.gate,) if self.gate else ()) + self.violations
 
 
 NEVER_CACHED_AT_L6 = ("empty", "acknowledgement", "echo")
@@ -80,18 +90,22 @@ async def _self_eval(rt: Runtime, tier: str, request: ChatRequest, completion: C
 
 
 async def judge(rt: Runtime, tier: str, request: ChatRequest, completion: Completion, *,
-                allow_self_eval: bool, task_type: str | None = None) -> Judgement:
+                allow_self_eval: bool, task_type: str | None = None, rule_id: str | None = None) -> Judgement:
     def verdict(score: float, method: str, why: str | None = None) -> Judgement:
         return Judgement(round(score, 4), method, score >= passing_score(tier, method, rt.config.confidence), why)
 
     if completion.tool_calls:
         return verdict(1.0 if _valid_tool_calls(request, completion) else 0.0, "tool_calls")
     gated = gate(request, completion, task_type)
+    broken = answer_violations(request, completion, task_type, rule_id) if gated is None else ()
     if tier == "L6":
-        # Trusted (nothing to escalate to), but an empty, acknowledging or echoing answer is still not stored.
-        return Judgement(1.0, "frontier", True, gated if gated in NEVER_CACHED_AT_L6 else None)
+        # Trusted (nothing to escalate to), but an empty, acknowledging, echoing or format-breaking answer is
+        # still not stored.
+        return Judgement(1.0, "frontier", True, gated if gated in NEVER_CACHED_AT_L6 else None, broken)
     if gated is not None:
         return verdict(0.0, "heuristic", gated)
+    if broken:  # below any pass mark, whatever the configured one
+        return Judgement(0.0, "answer_check", False, None, broken)
     probe = request.max_tokens is not None and request.max_tokens <= PROBE_MAX_TOKENS
     if completion.mean_logprob is not None and not probe:  # nobody reads a probe's answer: no grading it
         return verdict(logprob_confidence(completion.mean_logprob, rt.config.confidence.logprob_floor), "logprob")
