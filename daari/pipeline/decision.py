@@ -7,49 +7,26 @@ It never holds content (prompts, answers) or headers: only what daari_meta says,
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any
 
 from daari.jsonio import dumps
+from daari.pipeline.client_family import client_family
 from daari.pipeline.meta import Meta
+
+__all__ = ["CLIENT_CLOSED", "CLIENT_DISCONNECTED", "AttemptRecord", "RequestFacts", "RoutingDecision",
+           "client_family", "decide", "outcome"]
 
 # Status recorded for a request whose client went away before it was answered (nginx's convention).
 CLIENT_CLOSED = 499
-
-# User-agent substrings (lower-case) -> client family, first match wins. Versions are not kept.
-_CLIENT_FAMILIES: tuple[tuple[str, str], ...] = (
-    ("claude-cli", "claude-code"),
-    ("claude-code", "claude-code"),
-    ("codex", "codex"),
-    ("aider", "aider"),
-    ("opencode", "opencode"),
-    ("continue", "continue"),
-    ("cursor", "cursor"),
-    ("cline", "cline"),
-    ("goose", "goose"),
-    ("openai/python", "openai-python"),
-    ("openai/js", "openai-node"),
-    ("anthropic/python", "anthropic-python"),
-    ("anthropic/js", "anthropic-node"),
-    ("ollama", "ollama"),
-    ("curl/", "curl"),
-    ("python-httpx", "httpx"),
-    ("python-requests", "requests"),
-    ("mozilla/", "browser"),
-)
+CLIENT_DISCONNECTED = "client_disconnected"  # its error code
 
 
-@lru_cache(maxsize=512)  # a client sends the same User-Agent every time: one scan per distinct value
-def client_family(user_agent: str | None) -> str:
-    """The kind of client from its User-Agent ("claude-code", "openai-python", "curl", ...; else "other")."""
-    if not user_agent:
-        return "unknown"
-    agent = user_agent.lower()
-    for needle, family in _CLIENT_FAMILIES:
-        if needle in agent:
-            return family
-    return "other"
-
+def outcome(error: str | None, status: int | None) -> str:
+    """"answered", "abandoned" (the client left first: `claude -p` exits before its title call ends; not
+    daari's fault, so not an error) or "error"."""
+    if error == CLIENT_DISCONNECTED or status == CLIENT_CLOSED:
+        return "abandoned"
+    return "error" if error is not None else "answered"
 
 @dataclass(frozen=True)
 class AttemptRecord:
@@ -116,6 +93,11 @@ class RoutingDecision:
     @property
     def cache_hit(self) -> bool:
         return self.cache == "hit"
+
+    @property
+    def outcome(self) -> str:
+        """"answered", "abandoned" or "error" (see `outcome`)."""
+        return outcome(self.error, self.status)
 
     def to_json(self) -> dict[str, Any]:
         """A flat JSON-ready dict (the decision log's row, the live tail's message)."""

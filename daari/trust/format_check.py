@@ -1,8 +1,8 @@
 """An answer against the format its prompt stated: the names of the constraints it breaks (pure).
 
 Violation names (docs/routing.md, "The stated format"): one_line, max_lines, word_count, char_count,
-sentence_count, extra_text, json, json_keys, prefix, starts_with, language, code_fence_missing,
-code_fence_forbidden.
+sentence_count, extra_text, quoted, json, json_keys, prefix, imperative, sentence_case, starts_with, language,
+code_fence_missing, code_fence_forbidden.
 """
 
 from __future__ import annotations
@@ -19,14 +19,24 @@ _I = re.IGNORECASE
 LEAD_IN = re.compile(
     r"^\W*(?:sure|certainly|of\s+course|okay|ok|absolutely|great|here(?:'s|\s+is|\s+are)|below\s+is|i\s+(?:would|'d)"
     r"\s+suggest|the\s+(?:commit\s+message|title|summary|answer|result|name)\s+(?:is|would\s+be|could\s+be)"
-    r"|(?:commit\s+message|title|summary|answer|subject|name)\s*:)", _I)
-# Commentary after the thing itself.
-TRAILING = re.compile(r"\n\s*(?:\(|\*+)?(?:note|explanation|this\s+(?:commit|title|message|change|summary|name)"
-                      r"|i\s+hope|let\s+me\s+know|feel\s+free|alternatively|the\s+above)\b", _I)
+    r"|(?:commit\s+message|title|summary|answer|subject|name|translation)\s*:|you\s+can\s+use|use\s+(?:this|the\s+"
+    r"following)|the\s+following)", _I)
+# Commentary after the thing itself: a paragraph or a parenthesis that talks about it.
+TRAILING = re.compile(r"(?:\n\s*|\s\()(?:\(|\*+)?(?:note|explanation|this\s+(?:commit|title|message|change|summary|"
+                      r"name|regex|is|translation|matches)|it\s+matches|i\s+hope|let\s+me\s+know|feel\s+free"
+                      r"|alternatively|the\s+above)\b", _I)
+# The description of a commit message in the past tense, a gerund, or the third person ("Added", "Adding", "Adds").
+_NOT_ED = frozenset(("embed", "need", "feed", "seed", "speed", "shed", "proceed", "succeed", "exceed", "bed", "red"))
+_NOT_ING = frozenset(("bring", "string", "ping", "ring", "sing", "thing", "spring", "swing", "king", "wing"))
+_THIRD_PERSON = frozenset((
+    "adds", "fixes", "updates", "removes", "renames", "refactors", "improves", "implements", "introduces",
+    "changes", "makes", "moves", "bumps", "uses", "handles", "supports", "allows", "creates", "deletes",
+    "replaces", "cleans", "extracts", "enables", "disables", "converts", "ensures", "prevents", "returns"))
 PREFIX = re.compile(r"^([A-Za-z][\w-]*)(?:\([^)\n]*\))?!?:\s+\S")
 FENCE = re.compile(r"```|~~~")
 _FENCED_BLOCK = re.compile(r"^\s*(?:```|~~~)[\w+-]*[ \t]*\n(.*?)\n\s*(?:```|~~~)\s*$", re.DOTALL)
 _CODE = re.compile(r"```.*?(?:```|$)|`[^`\n]*`", re.DOTALL)
+_WORDISH = re.compile(r"[A-Za-z][\w'-]*")
 _SENTENCE_END = re.compile(r"(\S*?)[.!?]+(?=[\"')\]]*(?:\s|$))")
 _ABBREVIATIONS = frozenset(("e.g", "i.e", "etc", "vs", "mr", "dr", "no", "fig", "cf", "approx"))
 _TITLE_FIELDS = ("title", "name", "summary", "message", "subject", "label", "description")
@@ -48,7 +58,7 @@ def parse_json(text: str, fmt: StatedFormat) -> Any:
     text = text.strip()
     candidates = [text]
     fenced = _FENCED_BLOCK.match(text)
-    if fenced and fmt.fence != "forbidden":
+    if fenced and fmt.fence != "forbidden" and not fmt.only:  # "no other text": the fence is other text
         candidates.append(fenced.group(1))
     for candidate in candidates:
         try:
@@ -109,11 +119,32 @@ def count_words(text: str) -> int:
 
 
 def count_sentences(text: str) -> int:
-    prose = _CODE.sub(" ", text).strip()
-    if not prose:
-        return 0
-    ends = sum(1 for m in _SENTENCE_END.finditer(prose) if m.group(1).lower().lstrip("(\"'") not in _ABBREVIATIONS)
-    return ends + (0 if re.search(r"[.!?][\"')\]]*\s*$", prose) else 1)
+    """Sentences of prose (code left out): each line has at least one, a list item or a heading is one."""
+    total = 0
+    for line in _CODE.sub(" ", text).splitlines():
+        line = line.strip()
+        if not any(c.isalnum() for c in line):
+            continue
+        ends = sum(1 for m in _SENTENCE_END.finditer(line) if m.group(1).lower().lstrip("(\"'") not in _ABBREVIATIONS)
+        total += ends + (0 if re.search(r"[.!?][\"')\]]*$", line) else 1)
+    return total
+
+
+def not_imperative(description: str) -> bool:
+    words = _WORDISH.findall(description)
+    if not words:
+        return False
+    word = words[0].lower()
+    return ((word.endswith("ed") and len(word) >= 5 and word not in _NOT_ED)
+            or (word.endswith("ing") and len(word) >= 6 and word not in _NOT_ING) or word in _THIRD_PERSON)
+
+
+def title_cased(text: str) -> bool:
+    """Every Word Capitalized where sentence case was asked (short words and the first word aside)."""
+    words = [w for w in _WORDISH.findall(text)[1:] if len(w) > 3]
+    if len(words) < 2:
+        return False
+    return sum(1 for w in words if w[0].isupper()) / len(words) >= 0.8
 
 
 def format_violations(answer: str, fmt: StatedFormat, user_text: str = "") -> tuple[str, ...]:
@@ -137,6 +168,8 @@ def format_violations(answer: str, fmt: StatedFormat, user_text: str = "") -> tu
         out.append("sentence_count")
     if fmt.only and _extra_text(text, fmt):
         out.append("extra_text")
+    if fmt.no_quotes and unquoted(text) != text:
+        out.append("quoted")
     if fmt.language is not None and _wrong_language(text, value, fmt.language, user_text):
         out.append("language")
     if fmt.fence == "required" and not FENCE.search(text):
@@ -155,11 +188,18 @@ def _shape(subject: str, fmt: StatedFormat) -> list[str]:
         out.append("word_count")
     if fmt.max_chars is not None and len(subject) > fmt.max_chars:
         out.append("char_count")
-    first_line = subject.strip().splitlines()[0] if subject.strip() else ""
+    first_line = unquoted(subject.strip().splitlines()[0]) if subject.strip() else ""
+    description = first_line
     if fmt.prefix_shape:
-        match = PREFIX.match(unquoted(first_line))
+        match = PREFIX.match(first_line)
         if match is None or (fmt.prefixes and match.group(1).lower() not in fmt.prefixes):
             out.append("prefix")
+        else:
+            description = first_line[first_line.index(":") + 1:]
+    if fmt.imperative and not_imperative(description):
+        out.append("imperative")
+    if fmt.sentence_case and title_cased(first_line):
+        out.append("sentence_case")
     if fmt.starts_with and not unquoted(subject).lstrip("*_#> ").lower().startswith(fmt.starts_with.lower()):
         out.append("starts_with")
     return out
@@ -177,6 +217,8 @@ def _extra_text(text: str, fmt: StatedFormat) -> bool:
 
 def _wrong_language(text: str, value: Any, required: str, user_text: str) -> bool:
     subject = subject_of(text, value) or text
+    if prefix := PREFIX.match(unquoted(subject)):  # a commit type ("fix:") is English in every language
+        subject = unquoted(subject)[prefix.end(1):].lstrip("()!: ")
     if required == "same":
         return same_language_broken(subject, user_text)
     return breaks_language(subject, required)

@@ -21,13 +21,14 @@ LANGUAGES = tuple(LANGUAGE_SCRIPT)
 # A few very common function words each; enough to tell a sentence's language, never a single word's.
 STOPWORDS: dict[str, frozenset[str]] = {
     "english": frozenset("the and of to is in for with on that this it are be as by from an or was your you "
-                         "how what when which not can will".split()),
+                         "how what when which not can will but into when add fix update remove use make run using "
+                         "after before without".split()),
     "german": frozenset("der die das und ist nicht ein eine mit für auf den dem des zu im von wie ich sie "
                         "wird oder auch bei nach".split()),
-    "french": frozenset("le la les et est une des du pour dans avec sur pas que qui au aux ce cette sont "
-                        "par ou mais".split()),
-    "spanish": frozenset("el la los las y es una un del para con por que en no se al lo como más pero "
-                         "sus está".split()),
+    "french": frozenset("le la les et est une des du de pour dans avec sur pas que qui au aux ce cette sont "
+                        "par ou mais je vous".split()),
+    "spanish": frozenset("el la los las y es una un de del para con por que en no se al lo como más pero "
+                         "sus está mi cómo qué".split()),
     "italian": frozenset("il lo la gli le e è una un del della per con che non di da nel sono come più "
                          "anche".split()),
     "portuguese": frozenset("o a os as e é um uma do da para com que não em no na por se dos das mais "
@@ -93,6 +94,15 @@ def language_of(text: str) -> str | None:
     return latin_language(text) if script == "latin" else script
 
 
+# English words that are words of other languages too ("in" is German, "die" is German, "on" French...).
+_SHARED = frozenset(("in", "a", "an", "on", "die", "so", "also", "is", "be", "was", "will", "an", "or"))
+ENGLISH_ONLY = STOPWORDS["english"] - _SHARED - frozenset().union(*(w for k, w in STOPWORDS.items() if k != "english"))
+
+
+def _hits(text: str, words: frozenset[str]) -> int:
+    return sum(1 for w in _WORD.findall(_FENCE.sub(" ", text)) if w.lower() in words)
+
+
 def breaks_language(answer: str, required: str) -> bool:
     """The answer is plainly not in `required` (a name of LANGUAGE_SCRIPT, or a script name)."""
     script = LANGUAGE_SCRIPT.get(required, required)
@@ -108,6 +118,11 @@ def breaks_language(answer: str, required: str) -> bool:
         return True  # a Latin language was asked for and another script answered
     if required not in STOPWORDS:
         return False
+    if required != "english":
+        # A few words are all a title has: an English function word and none of the required language's says
+        # English; no function word at all says nothing.
+        return _hits(answer, ENGLISH_ONLY) >= 1 and _hits(answer, STOPWORDS[required]) == 0 \
+            and len(_WORD.findall(answer)) >= 3
     found = latin_language(answer)
     return found is not None and found != required
 

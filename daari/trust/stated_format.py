@@ -49,6 +49,9 @@ class StatedFormat:
     starts_with: str | None = None  # 'Start the summary with "I asked you..."'
     language: str | None = None  # a name of language.LANGUAGES, or "same" (as the user's message)
     fence: Fence | None = None
+    imperative: bool = False  # "imperative mood": the description starts with a verb's base form
+    sentence_case: bool = False  # "use sentence case": not Every Word Capitalized
+    no_quotes: bool = False  # "without quotes"
     found: tuple[str, ...] = field(default=(), compare=False)  # the phrases read, for docs and debugging
 
     @property
@@ -80,7 +83,9 @@ class StatedFormat:
             json_exact_keys=self.json_exact_keys or other.json_exact_keys,
             prefixes=self.prefixes or other.prefixes, prefix_shape=self.prefix_shape or other.prefix_shape,
             starts_with=self.starts_with or other.starts_with, language=self.language or other.language,
-            fence=self.fence or other.fence, found=self.found + other.found)
+            fence=self.fence or other.fence, imperative=self.imperative or other.imperative,
+            sentence_case=self.sentence_case or other.sentence_case, no_quotes=self.no_quotes or other.no_quotes,
+            found=self.found + other.found)
 
 
 # ---- numbers -------------------------------------------------------------------------------------------
@@ -102,7 +107,7 @@ def _int(text: str) -> int:
 # ---- the phrases ---------------------------------------------------------------------------------------
 _I = re.IGNORECASE
 OUTPUT_NOUN = (r"(?:title|name|message|summary|answer|reply|response|output|description|subject|headline|label"
-               r"|caption|tagline|sentence|result|text|topic|slug)")
+               r"|caption|tagline|sentence|result|text|topic|slug|translation)")
 CODE_NOUN = r"(?:command|function|script|regex|expression|lambda|program|code|snippet|query|shell|bash|liner)"
 WORD_RANGE = re.compile(rf"\b{NUM}{DASH}{NUM}[\s-]+words?\b|\bbetween\s+{NUM}\s+and\s+{NUM}\s+words\b", _I)
 WORD_MAX = re.compile(rf"(?:{UPPER})\s*{NUM}\s+words?\b|\b{NUM}\s+words?\s+or\s+(?:less|fewer)\b"
@@ -146,8 +151,10 @@ JSON_SINGLE = re.compile(r"\b(?:a\s+single|one|only\s+(?:a|one))\s+[\"'`]?\w*[\"
 TYPE_PLACEHOLDER = re.compile(r"<type>\s*(?:\[[^\]]*\]|\([^)]*\))?\s*!?:\s*<(?:description|subject|summary)>", _I)
 TYPE_LIST = re.compile(r"(?:use\s+these\s+for\s+<type>\s*:|<type>\s+(?:is|must\s+be)\s+one\s+of\s*:?|\btypes\s*:)\s*"
                        r"((?:[a-z]+(?:\s*,\s*|\s+or\s+|\s*$|\s*\n))+)", _I)
+# "Start the summary with "I asked you..."", not "avoid always starting with "Analyzing"".
 STARTS_WITH = re.compile(
-    rf"\bstart\w*\s+(?:the\s+|your\s+)?(?:{OUTPUT_NOUN}\s+)?with\s+[\"“']([^\"”'\n]{{2,60}})[\"”']", _I)
+    rf"(?:^[\s*>-]*|\b(?:must|should|always|please)\s+)(?:start|begin)s?\s+(?:the\s+|your\s+)?(?:{OUTPUT_NOUN}\s+)?"
+    rf"with\s+[\"“']([^\"”'\n]{{2,60}})[\"”']", _I)
 LANGUAGE = re.compile(
     r"\b(?:is\s+written|written|write|writes|reply|respond|answer|output|generate|use)\w*\s+(?:\w+\s+){0,4}?in\s+"
     rf"({'|'.join(LANGUAGES)})\b|\breply\s+in\s+({'|'.join(LANGUAGES)})\b", _I)
@@ -162,18 +169,25 @@ FENCE_FORBIDDEN = re.compile(
     r"(?:markdown|code\s+(?:fences?|blocks?)|backticks)\b|\b(?:no|without)\s+(?:code\s+(?:fences?|blocks?)|backticks)\b"
     r"|\bmust\s+not\s+include\s+```|\bplain\s+text\s+only\b|\bnot\s+in\s+a\s+code\s+block\b", _I)
 
+IMPERATIVE = re.compile(r"\bimperative\s+(?:mood|tense|form|voice)\b", _I)
+SENTENCE_CASE = re.compile(r"\bsentence[\s-]case\b", _I)
+NO_QUOTES = re.compile(r"\bwithout\s+(?:any\s+)?(?:surrounding\s+)?quotes\b|\bno\s+(?:surrounding\s+)?quotes\b"
+                       r"|\b(?:do\s+not|don'?t|never)\s+(?:use|add|wrap\s+\w+\s+in)\s+(?:any\s+)?quotes\b", _I)
+
 # Material the instructions frame, never instructions themselves.
 _FENCED = re.compile(r"```.*?(?:```|\Z)|~~~.*?(?:~~~|\Z)", re.DOTALL)
+_INLINE_FENCE = re.compile(r"```[^`\n]*```")  # "```...```" named in a sentence: kept as a word, not material
 _TAGGED = re.compile(r"<(examples?|conversation|transcript|context|diff|code|file|document|input|history"
                      r"|system-reminder)\b[^>]*>.*?(?:</\1>|\Z)", re.DOTALL | re.IGNORECASE)
-_ROLE_LINE = re.compile(r"^\s*(?:user|human|assistant|claude|ai|system|bot|model)\s*:", re.IGNORECASE)
+_ROLE_LINE = re.compile(r"^\s*(?:(?:user|human|assistant|claude|ai|system|bot|model)\s*:|#\s*(?:user|assistant)\s*$)",
+                        re.IGNORECASE)
 _DIFF_START = re.compile(r"^(?:diff --git |# Diffs:|--- a/|@@ -\d)", re.MULTILINE)
 
 
 def strip_material(text: str) -> str:
     """The text without what it quotes: fenced code, tagged blocks, a diff (to the end: aider and `git diff`
     put it last), and a transcript (from its first `User:`/`Assistant:` line to the last paragraph)."""
-    text = _TAGGED.sub("\n", _FENCED.sub("\n", text)).replace("*", "")
+    text = _TAGGED.sub("\n", _FENCED.sub("\n", _INLINE_FENCE.sub(" code-fence ", text))).replace("*", "")
     if diff := _DIFF_START.search(text):
         text = text[:diff.start()]
     lines = text.splitlines()
@@ -272,6 +286,11 @@ def parse_instructions(text: str, source: Literal["system", "user"] = "user") ->
         elif m := SAME_LANGUAGE.search(sentence):
             changes["language"] = "same"
             note("language", m)
+        for name, pattern in (("imperative", IMPERATIVE), ("sentence_case", SENTENCE_CASE),
+                              ("no_quotes", NO_QUOTES)):
+            if m := pattern.search(sentence):
+                changes[name] = True
+                note(name, m)
         if m := FENCE_FORBIDDEN.search(sentence):
             changes["fence"] = "forbidden"
             note("fence", m)
@@ -332,7 +351,7 @@ def _json_keys(sentence: str) -> tuple[JsonKey, ...]:
 # ---- structured output fields --------------------------------------------------------------------------
 def _schema_format(schema: Any) -> StatedFormat:
     if not isinstance(schema, dict):
-        return StatedFormat(json="bare", found=("json: schema",))
+        return StatedFormat(json="bare", fence="forbidden", found=("json: schema",))
     found_properties = schema.get("properties")
     properties: dict[str, Any] = found_properties if isinstance(found_properties, dict) else {}
     required = [k for k in schema.get("required") or [] if isinstance(k, str)]
@@ -342,7 +361,8 @@ def _schema_format(schema: Any) -> StatedFormat:
         kind = spec.get("type") if isinstance(spec, dict) else None
         kinds = tuple(kind) if isinstance(kind, list) else (kind,) if isinstance(kind, str) else ()
         keys.append(JsonKey(name, tuple(k for k in kinds if k in _JSON_TYPES.values())))
-    return StatedFormat(json="bare", json_keys=tuple(keys),
+    # The API returns the JSON itself: a client parses the text as it comes, a fence around it breaks that.
+    return StatedFormat(json="bare", fence="forbidden", json_keys=tuple(keys),
                         json_exact_keys=schema.get("additionalProperties") is False and bool(properties)
                         and set(properties) == set(required), found=("json: schema",))
 
@@ -353,7 +373,7 @@ def structured_output(request: ChatRequest) -> StatedFormat:
     if isinstance(response_format, dict):
         kind = response_format.get("type")
         if kind == "json_object":
-            return StatedFormat(json="bare", found=("json: response_format",))
+            return StatedFormat(json="bare", fence="forbidden", found=("json: response_format",))
         if kind == "json_schema":
             inner = response_format.get("json_schema")
             schema = inner.get("schema") if isinstance(inner, dict) else response_format.get("schema")
