@@ -68,12 +68,20 @@ def script_shares(text: str) -> dict[str, float]:
     return {script: n / total for script, n in counts.items()}
 
 
+NON_LATIN_SHARE = 0.25  # one Han character is a word, a Latin word is several letters: a quarter is plenty
+
+
 def main_script(text: str) -> str | None:
+    """The script a text is written in: a non-Latin one with a quarter of the letters (technical terms stay
+    Latin in any language), else Latin when it has most of them."""
     shares = script_shares(text)
     if not shares:
         return None
-    script, share = max(shares.items(), key=lambda item: item[1])
-    return script if share >= 0.6 else None
+    script, share = max(((s, v) for s, v in shares.items() if s != "latin"), key=lambda item: item[1],
+                        default=("latin", 0.0))
+    if share >= NON_LATIN_SHARE:
+        return script
+    return "latin" if shares.get("latin", 0.0) >= 0.6 else None
 
 
 def latin_language(text: str) -> str | None:

@@ -79,13 +79,22 @@ class StatedFormat:
             min_words=high(self.min_words, other.min_words), max_words=low(self.max_words, other.max_words),
             max_chars=low(self.max_chars, other.max_chars),
             max_sentences=low(self.max_sentences, other.max_sentences), only=self.only or other.only,
-            json=json_need, json_keys=self.json_keys or other.json_keys,
+            json=json_need, json_keys=_merge_keys(self.json_keys, other.json_keys),
             json_exact_keys=self.json_exact_keys or other.json_exact_keys,
             prefixes=self.prefixes or other.prefixes, prefix_shape=self.prefix_shape or other.prefix_shape,
             starts_with=self.starts_with or other.starts_with, language=self.language or other.language,
             fence=self.fence or other.fence, imperative=self.imperative or other.imperative,
             sentence_case=self.sentence_case or other.sentence_case, no_quotes=self.no_quotes or other.no_quotes,
             found=self.found + other.found)
+
+
+def _merge_keys(first: tuple[JsonKey, ...], second: tuple[JsonKey, ...]) -> tuple[JsonKey, ...]:
+    """Keys named by both, once each; a key's types from whichever names them (a schema does, prose may not)."""
+    merged: dict[str, JsonKey] = {}
+    for key in (*first, *second):
+        if key.name not in merged or (key.types and not merged[key.name].types):
+            merged[key.name] = key
+    return tuple(merged.values())
 
 
 # ---- numbers -------------------------------------------------------------------------------------------
@@ -128,6 +137,7 @@ ONLY = re.compile(
     rf"(?:only|just|solely|exclusively)\s+(?:with\s+)?(?:the\s+|a\s+|an\s+|your\s+|one\s+|valid\s+|raw\s+)?"
     rf"(?:[\w-]+\s+){{0,3}}?(?:{OUTPUT_NOUN}|json|code|command|word|number|list|object|value|line|commit|diff|sql"
     r"|digit|letter|yes|no|these\s+fields|the\s+json)s?\b"
+    r"|\b(?:reply|respond|answer)\w*\s+(?:only|just|solely)\s+with\s+(?:the|a|an|your|one)\s+[\w-]+"
     r"|\bnothing\s+else\b|\bno\s+other\s+(?:text|output|words|content|commentary)\b"
     r"|\bwithout\s+(?:any\s+)?(?:additional|extra|other|further)\s+(?:text|commentary|explanations?|words|output)"
     r"|\bno\s+(?:explanations?|preamble|commentary|extra\s+text|additional\s+text)\b"
@@ -218,11 +228,13 @@ def user_instructions(request: ChatRequest) -> str:
     return lead[:USER_FRAME_CHARS] + "\n\n" + tail[-USER_FRAME_CHARS:]
 
 
-def system_instructions(request: ChatRequest) -> str:
+def _system_text(request: ChatRequest) -> str:
     system = "\n".join(m.text() for m in request.messages if m.role == "system")
-    if not system or len(system) > SYSTEM_SCAN_CHARS:
-        return ""
-    return strip_material(system)
+    return "" if len(system) > SYSTEM_SCAN_CHARS else system
+
+
+def system_instructions(request: ChatRequest) -> str:
+    return strip_material(_system_text(request))
 
 
 def _sentences(text: str) -> list[str]:
@@ -301,11 +313,14 @@ def parse_instructions(text: str, source: Literal["system", "user"] = "user") ->
         changes["prefix_shape"] = True
         note("prefix", m)
         if types := TYPE_LIST.search(text):
-            changes["prefixes"] = tuple(t.lower() for t in re.findall(r"[a-z]+", types.group(1), _I)
-                                        if t.lower() not in ("or", "and", "etc"))
+            changes["prefixes"] = _type_names(types.group(1))
     if changes.get("json") and changes.get("only"):
         changes["json"] = "bare"  # "Only include these fields, no other text": the answer is the JSON
     return replace(StatedFormat(**changes), found=tuple(found))
+
+
+def _type_names(listed: str) -> tuple[str, ...]:
+    return tuple(t.lower() for t in re.findall(r"[a-z]+", listed, _I) if t.lower() not in ("or", "and", "etc"))
 
 
 def _words(sentence: str, changes: dict[str, Any], note: Any) -> None:
@@ -388,6 +403,11 @@ def structured_output(request: ChatRequest) -> StatedFormat:
 
 def read_stated_format(request: ChatRequest) -> StatedFormat:
     """Everything the request states about its answer: system prompt, last user message, structured output."""
-    stated = parse_instructions(system_instructions(request), "system").merge(
-        parse_instructions(user_instructions(request)))
+    system = _system_text(request)
+    stated = parse_instructions(strip_material(system), "system").merge(parse_instructions(user_instructions(request)))
+    if not stated.prefix_shape and (m := TYPE_PLACEHOLDER.search(system)):
+        # A system prompt may show the message's structure in a fence (aider's earlier commit prompt).
+        types = TYPE_LIST.search(system)
+        stated = replace(stated, prefix_shape=True, found=(*stated.found, f"prefix: {m.group(0)}"),
+                         prefixes=_type_names(types.group(1)) if types else ())
     return stated.merge(structured_output(request))
