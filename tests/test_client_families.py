@@ -68,9 +68,9 @@ def test_the_installed_sdks_headers() -> None:
     fake = FakeOpenAI()
     with serve_app_in_thread(fake) as url:
         client = openai.OpenAI(base_url=url + "/v1", api_key="sk-test", max_retries=0)
-        ask = {"model": "good", "messages": [{"role": "user", "content": "hi"}]}
-        client.chat.completions.create(**ask)
-        client.chat.completions.with_raw_response.create(**ask)  # litellm's call (llms/openai/openai.py)
+        client.chat.completions.create(model="good", messages=[{"role": "user", "content": "hi"}])
+        # litellm's call (litellm/llms/openai/openai.py, make_sync_openai_chat_completion_request)
+        client.chat.completions.with_raw_response.create(model="good", messages=[{"role": "user", "content": "hi"}])
         agent = Agent(name="a", instructions="Answer.", model=OpenAIChatCompletionsModel(
             model="good", openai_client=openai.AsyncOpenAI(base_url=url + "/v1", api_key="sk-test", max_retries=0)))
         asyncio.run(Runner.run(agent, "hi"))

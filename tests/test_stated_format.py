@@ -98,7 +98,8 @@ def test_a_long_system_prompt_is_an_agents_manual_not_this_answers_format() -> N
 
 
 def test_quoted_material_states_nothing() -> None:
-    diff = "diff --git a/p.py b/p.py\n--- a/p.py\n+++ b/p.py\n@@ -1 +1 @@\n-# reply in one line\n+# reply only with JSON\n"
+    diff = ("diff --git a/p.py b/p.py\n--- a/p.py\n+++ b/p.py\n@@ -1 +1 @@\n-# reply in one line\n"
+            "+# reply only with JSON\n")
     transcript = ("Please write a 5-10 word title for the following conversation:\n\nUser: keep the log line under "
                   "30 characters and reply in German\n\nClaude: Done.\n\nRespond with the title and nothing else.")
     assert read_stated_format(chat(jp.user("Summarize this change:\n\n" + diff))) == StatedFormat()

@@ -1,3 +1,4 @@
+# ruff: noqa: E501, E101  (diffs are quoted as git prints them: long lines, Go's tabs)
 """The prompts of evals/judge: real side calls and routine requests of coding agents, as their clients send them.
 
 Where the prompt texts come from (the client's own text, quoted as sent; the material around it is written

@@ -8,7 +8,7 @@ Usage:
 
 Behaviour is chosen per request by its `model` (unknown names behave as "good"), unless `fake.script`
 holds behaviours: then each request pops the first one (e.g. `fake.script = ["error500", "good"]`).
-`fake.reply` replaces the "good" answer's text with a fixed one (a frontier model's answer to a real prompt).
+`fake.reply` replaces the "good" (and "length") answer's text with a fixed one (a frontier model's answer to a real prompt).
 `fake.delay_s` makes every answer wait that long first (a slow upstream); `fake.body_delay_s` makes a whole
 (non-stream) answer send its headers at once and its body that much later; `fake.token_delay_s` (default 0)
 paces generation: a stream waits that long before each content chunk, a whole answer waits it once per
@@ -108,7 +108,7 @@ class FakeOpenAI:
         self.grade = "5"  # the reply to daari's self-evaluation probe ("Rate 1-5 ...")
         # The reply to daari's Phase B classifier probe.
         self.classification = '{"task_type": "generate_small", "suggested_tier": "L4", "confidence": 0.9}'
-        self.reply: str | None = None  # when set, what "good" answers (a frontier model's answer to a real prompt)
+        self.reply: str | None = None  # when set, the text "good" answers (a frontier model's answer to a real prompt)
         self._ids = 0
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
@@ -216,7 +216,7 @@ class FakeOpenAI:
                     "function": {"name": function.get("name", ""), "arguments": json.dumps(arguments)}}
             return "", [call], "tool_calls"
         text = f"Here is a careful answer about your request: {last_user or 'nothing was asked'}."
-        if self.reply is not None and behaviour == "good":
+        if self.reply is not None:
             text = self.reply
         return text, [], "length" if behaviour == "length" else "stop"
 
