@@ -26,6 +26,7 @@ from daari.routing.classifier import classify
 from daari.routing.confidence import heuristic_confidence, logprob_confidence, passing_score
 from daari.trust.answer_check import answer_violations
 from daari.trust.rates import wilson_interval
+from daari.trust.stated_format import read_stated_format
 
 GOAL = 0.02  # at most this share of accepted answers may break their prompt's stated format
 
@@ -45,8 +46,10 @@ def judge_all(answers: Sequence[LabeledAnswer], confidence: ConfidenceConfig) ->
     for row in answers:
         classification = classify(row.request)
         completion = row.completion()
-        gated = gate(row.request, completion, classification.task_type)
-        violations = answer_violations(row.request, completion, classification.task_type, classification.rule_id)
+        stated = read_stated_format(row.request)
+        gated = gate(row.request, completion, classification.task_type, stated)
+        violations = () if gated is not None else answer_violations(
+            row.request, completion, classification.task_type, classification.rule_id, stated)
         score = None if row.mean_logprob is None else logprob_confidence(row.mean_logprob, confidence.logprob_floor)
         judged.append(Judged(row, gated, violations, score))
     return judged
@@ -125,9 +128,9 @@ def report(judged: Sequence[Judged], confidence: ConfidenceConfig, out: Callable
         f"{sum(not j.answer.format_ok for j in stored)}, good not cached "
         f"{sum(j.answer.good and not cacheable(j) for j in judged)}")
     local = rule_sets(confidence)[2].accepts
-    out("\nL3 by source and by kind:")
-    keys: tuple[tuple[str, Callable[[LabeledAnswer], str]], ...] = (("source", lambda a: a.source),
-                                                                     ("kind", lambda a: a.kind))
+    out("\nL3 by split (tune: written beside the rules; holdout: never tuned on), by source and by kind:")
+    keys: tuple[tuple[str, Callable[[LabeledAnswer], str]], ...] = (
+        ("split", lambda a: a.split), ("source", lambda a: a.source), ("kind", lambda a: a.kind))
     for label, key in keys:
         for value in sorted({key(j.answer) for j in judged}):
             group = [j for j in judged if key(j.answer) == value]

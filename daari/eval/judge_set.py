@@ -30,6 +30,7 @@ class LabeledAnswer:
     client: str
     kind: str  # commit_message, title, topic, summary, structured, routine_stated, routine
     source: str  # "embedded" (SmolLM2, generated), "strong" (a strong model's kind of answer, written by hand)
+    split: str  # "tune" (written beside the rules), "embedded", "holdout" (never tuned on)
     answer: str
     finish_reason: str
     mean_logprob: float | None
@@ -64,7 +65,8 @@ def load_answers(directory: Path = DEFAULT_DIR) -> list[LabeledAnswer]:
             raise ValueError(f"answer {row['id']}: label must be good or bad, got {row['label']!r}")
         answers.append(LabeledAnswer(
             id=row["id"], prompt_id=row["prompt_id"], client=prompt["client"], kind=prompt["kind"],
-            source=row["source"], answer=row["answer"], finish_reason=row.get("finish_reason", "stop"),
+            source=row["source"], split=row.get("split", "tune"), answer=row["answer"],
+            finish_reason=row.get("finish_reason", "stop"),
             mean_logprob=row.get("mean_logprob"), good=row["label"] == "good", format_ok=bool(row["format_ok"]),
             why=row.get("why", ""), request=parsed[row["prompt_id"]]))
     return answers

@@ -28,6 +28,7 @@ from daari.routing.confidence import (
     self_eval_messages,
 )
 from daari.trust.answer_check import answer_violations
+from daari.trust.stated_format import StatedFormat, read_stated_format
 
 
 @dataclass(frozen=True)
@@ -53,21 +54,24 @@ class Judgement:
 NEVER_CACHED_AT_L6 = ("empty", "acknowledgement", "echo")
 
 
-def min_answer_chars(request: ChatRequest, task_type: str | None) -> int:
+def min_answer_chars(request: ChatRequest, task_type: str | None, stated: StatedFormat | None = None) -> int:
     """The spec's "> 10 characters", except where a right answer is shorter: a yes/no classification, and a
-    probe whose max_tokens cannot reach 10 characters."""
+    probe whose max_tokens cannot reach 10 characters (0: no floor); and an answer whose prompt states a short
+    form ("Greeting" is a right opencode title): 1, so the stated format judges its length and an answer that
+    only acknowledges is still caught."""
     max_tokens = request.max_tokens
     if task_type == task_types.CLASSIFY or (max_tokens is not None and max_tokens <= PROBE_MAX_TOKENS):
         return 0
-    return MIN_ANSWER_CHARS
+    return 1 if stated is not None and stated.short_form else MIN_ANSWER_CHARS
 
 
-def gate(request: ChatRequest, completion: Completion, task_type: str | None) -> str | None:
+def gate(request: ChatRequest, completion: Completion, task_type: str | None,
+         stated: StatedFormat | None = None) -> str | None:
     last_user = last_user_text(request)
     history = [m.text() for m in request.messages if m.role in ("user", "assistant", "system")]
     if history and history[-1] == last_user:
         history.pop()
-    return answer_gate(completion.text, last_user, history, min_answer_chars(request, task_type))
+    return answer_gate(completion.text, last_user, history, min_answer_chars(request, task_type, stated))
 
 
 def _valid_tool_calls(request: ChatRequest, completion: Completion) -> bool:
@@ -96,8 +100,9 @@ async def judge(rt: Runtime, tier: str, request: ChatRequest, completion: Comple
 
     if completion.tool_calls:
         return verdict(1.0 if _valid_tool_calls(request, completion) else 0.0, "tool_calls")
-    gated = gate(request, completion, task_type)
-    broken = answer_violations(request, completion, task_type, rule_id) if gated is None else ()
+    stated = read_stated_format(request)
+    gated = gate(request, completion, task_type, stated)
+    broken = answer_violations(request, completion, task_type, rule_id, stated) if gated is None else ()
     if tier == "L6":
         # Trusted (nothing to escalate to), but an empty, acknowledging, echoing or format-breaking answer is
         # still not stored.

@@ -2,7 +2,7 @@
 
 Violation names (docs/routing.md, "The stated format"): one_line, max_lines, word_count, char_count,
 sentence_count, extra_text, quoted, json, json_keys, prefix, imperative, sentence_case, starts_with, language,
-code_fence_missing, code_fence_forbidden.
+code_fence_missing, code_fence_forbidden, name_case.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import json
 import re
 from typing import Any
 
-from daari.trust.language import breaks_language, same_language_broken
+from daari.trust.language import ENGLISH_ONLY, LANGUAGE_SCRIPT, breaks_language, same_language_broken
 from daari.trust.stated_format import JsonKey, StatedFormat
 
 _I = re.IGNORECASE
@@ -32,13 +32,23 @@ _THIRD_PERSON = frozenset((
     "adds", "fixes", "updates", "removes", "renames", "refactors", "improves", "implements", "introduces",
     "changes", "makes", "moves", "bumps", "uses", "handles", "supports", "allows", "creates", "deletes",
     "replaces", "cleans", "extracts", "enables", "disables", "converts", "ensures", "prevents", "returns"))
+MARKUP = re.compile(r"^(\*\*|__|\*|_)\S.*\S\1$", re.DOTALL)
 PREFIX = re.compile(r"^([A-Za-z][\w-]*)(?:\([^)\n]*\))?!?:\s+\S")
 FENCE = re.compile(r"```|~~~")
 _FENCED_BLOCK = re.compile(r"^\s*(?:```|~~~)[\w+-]*[ \t]*\n(.*?)\n\s*(?:```|~~~)\s*$", re.DOTALL)
 _CODE = re.compile(r"```.*?(?:```|$)|`[^`\n]*`", re.DOTALL)
+ENGLISH_VERBS = frozenset(("add", "fix", "update", "remove", "rename", "refactor", "bump", "improve", "handle",
+                           "support", "allow", "create", "delete", "replace", "extract", "enable", "disable",
+                           "implement", "introduce", "change", "move", "clean", "convert", "ensure", "prevent",
+                           "return", "log", "use", "drop", "correct"))
 _WORDISH = re.compile(r"[A-Za-z][\w'-]*")
 _SENTENCE_END = re.compile(r"(\S*?)[.!?]+(?=[\"')\]]*(?:\s|$))")
 _ABBREVIATIONS = frozenset(("e.g", "i.e", "etc", "vs", "mr", "dr", "no", "fig", "cf", "approx"))
+# One name in the asked style; a branch may carry a "fix/" or "feature/" folder.
+NAME_STYLES = {"kebab": re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*(?:/[a-z0-9]+(?:-[a-z0-9]+)*)*$"),
+               "snake": re.compile(r"^[a-z0-9]+(?:_[a-z0-9]+)*$"),
+               "camel": re.compile(r"^[a-z][A-Za-z0-9]*$"),
+               "pascal": re.compile(r"^[A-Z][A-Za-z0-9]*$")}
 _TITLE_FIELDS = ("title", "name", "summary", "message", "subject", "label", "description")
 _MISSING = object()
 
@@ -92,6 +102,10 @@ def keys_broken(value: Any, keys: tuple[JsonKey, ...], exact: bool) -> bool:
     if not isinstance(value, dict):
         return True
     if any(k.name not in value or not _type_ok(value[k.name], k.types) for k in keys):
+        return True
+    if any(k.enum and value[k.name] not in k.enum for k in keys):
+        return True
+    if any(k.null_unless and value.get(k.null_unless) is False and value[k.name] is not None for k in keys):
         return True
     return exact and bool(keys) and set(value) != {k.name for k in keys}
 
@@ -170,6 +184,8 @@ def format_violations(answer: str, fmt: StatedFormat, user_text: str = "") -> tu
         out.append("extra_text")
     if fmt.no_quotes and unquoted(text) != text:
         out.append("quoted")
+    if fmt.name_case is not None and not NAME_STYLES[fmt.name_case].match(unquoted(text)):
+        out.append("name_case")
     if fmt.language is not None and _wrong_language(text, value, fmt.language, user_text):
         out.append("language")
     if fmt.fence == "required" and not FENCE.search(text):
@@ -212,13 +228,24 @@ def _extra_text(text: str, fmt: StatedFormat) -> bool:
     if LEAD_IN.match(text) or TRAILING.search(text):
         return True
     short_text = fmt.one_line or fmt.max_words is not None or fmt.prefix_shape or fmt.max_chars is not None
-    return short_text and text.startswith(("```", "~~~"))
+    # A fence, emphasis or a heading around a short plain-text answer shows as its characters in a title,
+    # a commit message or a name.
+    return short_text and (text.startswith(("```", "~~~", "# ", "## ")) or MARKUP.match(text) is not None)
+
+
+def english_verb(description: str, required: str) -> bool:
+    """A commit description in another Latin language that still opens with an English verb ("add ... für")."""
+    words = _WORDISH.findall(description)
+    return (bool(words) and required not in ("english", "same") and LANGUAGE_SCRIPT.get(required) == "latin"
+            and words[0].lower() in ENGLISH_ONLY | ENGLISH_VERBS)
 
 
 def _wrong_language(text: str, value: Any, required: str, user_text: str) -> bool:
     subject = subject_of(text, value) or text
     if prefix := PREFIX.match(unquoted(subject)):  # a commit type ("fix:") is English in every language
         subject = unquoted(subject)[prefix.end(1):].lstrip("()!: ")
+        if english_verb(subject, required):
+            return True
     if required == "same":
         return same_language_broken(subject, user_text)
     return breaks_language(subject, required)

@@ -22,12 +22,15 @@ USER_FRAME_CHARS = 600  # a longer one: instructions lead or trail the material 
 
 JsonNeed = Literal["bare", "contains"]
 Fence = Literal["required", "forbidden"]
+NameCase = Literal["kebab", "snake", "camel", "pascal"]
 
 
 @dataclass(frozen=True)
 class JsonKey:
     name: str
     types: tuple[str, ...] = ()  # JSON types it may have ("string", "boolean", "null"...); empty: any
+    enum: tuple[Any, ...] = ()  # the values it may have (a schema's `enum`); empty: any
+    null_unless: str | None = None  # "(string, or null if isNewTopic is false)": null when that flag is false
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,7 @@ class StatedFormat:
     imperative: bool = False  # "imperative mood": the description starts with a verb's base form
     sentence_case: bool = False  # "use sentence case": not Every Word Capitalized
     no_quotes: bool = False  # "without quotes"
+    name_case: NameCase | None = None  # "in kebab-case": the answer is one name written that way
     found: tuple[str, ...] = field(default=(), compare=False)  # the phrases read, for docs and debugging
 
     @property
@@ -61,7 +65,7 @@ class StatedFormat:
     @property
     def short_form(self) -> bool:
         """The answer is meant to be short: a line, a few words or sentences, a bounded length, a JSON value."""
-        return (self.one_line or self.max_chars is not None or self.max_words is not None
+        return (self.one_line or self.max_chars is not None or self.max_words is not None or self.name_case is not None
                 or self.prefix_shape or (self.max_lines is not None and self.max_lines <= 5)
                 or (self.max_sentences is not None and self.max_sentences <= 3) or self.json == "bare")
 
@@ -85,6 +89,7 @@ class StatedFormat:
             starts_with=self.starts_with or other.starts_with, language=self.language or other.language,
             fence=self.fence or other.fence, imperative=self.imperative or other.imperative,
             sentence_case=self.sentence_case or other.sentence_case, no_quotes=self.no_quotes or other.no_quotes,
+            name_case=self.name_case or other.name_case,
             found=self.found + other.found)
 
 
@@ -168,6 +173,9 @@ STARTS_WITH = re.compile(
 LANGUAGE = re.compile(
     r"\b(?:is\s+written|written|write|writes|reply|respond|answer|output|generate|use)\w*\s+(?:\w+\s+){0,4}?in\s+"
     rf"({'|'.join(LANGUAGES)})\b|\breply\s+in\s+({'|'.join(LANGUAGES)})\b", _I)
+# "Translate to German": the translation is the answer, so German is its language.
+TRANSLATE_TO = re.compile(rf"\btranslat\w*\b[^.\n]{{0,60}}?\b(?:in)?to\s+({'|'.join(LANGUAGES)})\b", _I)
+NAME_CASE = re.compile(r"\b(kebab|snake|camel|pascal)[\s_-]?case\b", _I)
 SAME_LANGUAGE = re.compile(r"\bsame\s+language\s+as\s+(?:the\s+)?(?:user|conversation|input|question|original"
                            r"|message|request)|\bin\s+the\s+user'?s\s+language\b|\blanguage\s+of\s+the\s+user\b", _I)
 FENCE_REQUIRED = re.compile(r"\b(?:in|inside|within|wrap\w*[^.\n]{0,40}?\bin|fenced\s+in|enclosed\s+in)\s+(?:a\s+)?"
@@ -292,12 +300,15 @@ def parse_instructions(text: str, source: Literal["system", "user"] = "user") ->
             note("starts_with", m)
         if question:
             pass
-        elif m := LANGUAGE.search(sentence):
-            changes["language"] = (m.group(1) or m.group(2)).lower()
+        elif m := LANGUAGE.search(sentence) or TRANSLATE_TO.search(sentence):
+            changes["language"] = next(g for g in m.groups() if g).lower()
             note("language", m)
         elif m := SAME_LANGUAGE.search(sentence):
             changes["language"] = "same"
             note("language", m)
+        if (m := NAME_CASE.search(sentence)) and changes.get("only"):  # "reply only with the name in kebab-case"
+            changes["name_case"] = m.group(1).lower()
+            note("name_case", m)
         for name, pattern in (("imperative", IMPERATIVE), ("sentence_case", SENTENCE_CASE),
                               ("no_quotes", NO_QUOTES)):
             if m := pattern.search(sentence):
@@ -359,7 +370,8 @@ def _json_keys(sentence: str) -> tuple[JsonKey, ...]:
             continue  # a quoted word that is not named as a field
         types = tuple(dict.fromkeys(_JSON_TYPES[w] for w in re.findall(r"[a-z]+", detail.lower())
                                     if w in _JSON_TYPES))
-        keys.append(JsonKey(name, types))
+        flag = re.search(r"\bnull\s+if\s+[\"'`]?(\w+)[\"'`]?\s+is\s+false\b", detail, _I)
+        keys.append(JsonKey(name, types, null_unless=flag.group(1) if flag else None))
     return tuple(keys)
 
 
@@ -375,7 +387,9 @@ def _schema_format(schema: Any) -> StatedFormat:
         spec = properties.get(name)
         kind = spec.get("type") if isinstance(spec, dict) else None
         kinds = tuple(kind) if isinstance(kind, list) else (kind,) if isinstance(kind, str) else ()
-        keys.append(JsonKey(name, tuple(k for k in kinds if k in _JSON_TYPES.values())))
+        enum = spec.get("enum") if isinstance(spec, dict) else None
+        keys.append(JsonKey(name, tuple(k for k in kinds if k in _JSON_TYPES.values()),
+                            tuple(enum) if isinstance(enum, list) else ()))
     # The API returns the JSON itself: a client parses the text as it comes, a fence around it breaks that.
     return StatedFormat(json="bare", fence="forbidden", json_keys=tuple(keys),
                         json_exact_keys=schema.get("additionalProperties") is False and bool(properties)

@@ -7,6 +7,14 @@ Answers come from two places:
   models really miss a stated format (a lead-in, a body under a one-line message, one word too many, a fence
   around JSON, past tense where the imperative was asked, English where German was asked).
 
+Splits: `tune` (the strong answers written alongside the rules), `embedded` (SmolLM2's answers: the rules were
+scored on them once, then two rules were added for the two misses: "Translate to German" states the answer's
+language, "in kebab-case" its case), `holdout` (strong answers written in one pass afterwards; scored once: 5 of the 52 it accepted broke their format
+and 1 of 48 good answers was held back; then the rules were extended for those: English verbs in a commit
+message of another language, markdown around a short answer, a schema's enum, "null if ... is false", no
+10-character floor where a short form is stated), `holdout-2` (new prompts and answers written in one pass
+after that, scored once and left as they are).
+
 Labels: `good` means a person would use the answer as it is, which needs it to meet every format its prompt
 stated (`format_ok`) and to be right. An answer can meet its format and still be bad (wrong, vague,
 answering instead of titling): `format_ok` true, `good` false. Labels were written from the prompt and the
@@ -305,22 +313,272 @@ STRONG: dict[str, list[tuple[str, str, bool, str]]] = {
          "behaviour; `@timer` above `def f` is shorthand for `f = timer(f)`.", G, True, "")],
 }
 
+# Written in one pass after the rules above were settled; scored once, then the rules were extended for what it
+# found (see the docstring): split "holdout".
+HOLDOUT: dict[str, list[tuple[str, str, bool, str]]] = {
+    "aider-commit-readme-typo": [("docs: correct spelling of 'supports' in README", G, True, "")],
+    "aider-commit-http-retry": [("feat: add retry with exponential backoff to fetch_json", G, True, "")],
+    "aider-commit-pagination": [("fix: correct off-by-one error in paginate end index", G, True, "")],
+    "aider-commit-parse-date-test": [("test: add unit tests for parse_date", G, True, "")],
+    "aider-commit-bump-axios": [("chore: update axios to ^1.7.4", G, True, "")],
+    "aider-commit-verbose-flag": [("feat: Add --verbose flag to enable debug logging", G, True, "")],
+    "aider-commit-rename-fetch-user": [("refactor: rename UserService.get_user to fetch_user and update callers", G,
+                                       True, "70 characters")],
+    "aider-commit-ci-workflow": [("ci: Added GitHub Actions test workflow", B, False, "past tense")],
+    "aider-commit-go-nil": [("fix: handle missing request body in CreateOrder", G, True, "")],
+    "aider-commit-install-docs": [("docs: add installation instructions", G, True, "")],
+    "aider-commit-extract-method": [("refactor: extract validation logic into _validate method", G, True, "")],
+    "aider-commit-regex-cache": [("perf: compile TOKEN regex once at module level", G, True, "")],
+    "aider-commit-startup-log": [("feat: log listening address and version at startup.", G, True, "")],
+    "aider-commit-remove-endpoint": [("refactor: remove deprecated /v1/export endpoint and legacy_export helper", G,
+                                      True, "72 characters: the limit exactly")],
+    "aider-commit-de-readme-typo": [("docs: Rechtschreibfehler in der README behoben", B, False,
+                                     "German, but a past participle where the imperative was asked")],
+    "aider-commit-de-verbose-flag": [("feat: add --verbose Flag für Debug-Ausgabe", B, False,
+                                      "half English: the verb is English")],
+    "aider-commit-old-http-retry": [("feat(http): retry fetch_json on connection errors\n\nUse exponential backoff "
+                                     "(0.5 s, 1 s, 2 s) and re-raise after the third failure.", G, True, "")],
+    "aider-commit-old-ci-workflow": [("Sure, here's a commit message:\nci: add pytest workflow", B, False,
+                                      "a lead-in")],
+    "claude-title-blog-post": [("Guide to creating a new blog post", G, True, "")],
+    "claude-title-flaky-test": [("Stabilize flaky test_upload_retries with event sync", B, False,
+                                 "51 characters: under 50 asked")],
+    "claude-title-docker-build": [("Speeding up slow Docker builds with caching", G, True, "")],
+    "claude-title-rename-module": [("Renaming utils module to helpers", G, True, "")],
+    "claude-title-hello": [("Greeting", B, False, "one word: 5-10 asked")],
+    "claude-title-oauth": [("GitHub OAuth login and state mismatch fix", G, True, "")],
+    "claude-title-sql-slow": [("Optimizing slow orders query with index.", G, True, "")],
+    "claude-title-types": [("**Fix mypy errors in billing**", B, False, "markdown bold: the asterisks show in the title")],
+    "claude-topic-new-task": [("{\"isNewTopic\":true,\"title\":\"Rate Limiting\"}", G, True, "")],
+    "claude-topic-thanks": [("{\"isNewTopic\": false, \"title\": null}\n", G, True, "")],
+    "claude-topic-run-tests": [("{\"isNewTopic\": false, \"title\": \"Running tests\"}", B, False,
+                                "a title where null was asked (not a new topic)")],
+    "claude-topic-k8s": [("{\"isNewTopic\": true, \"title\": \"Kubernetes deployment\"} ", G, True, "")],
+    "claude-topic-html": [("{\"isNewTopic\": true, \"title\": \"HTML chat export\"}", G, True, "")],
+    "claude-session-title-agent-loop": [("{\"title\": \"Plan agentic loop with bash tool\"}", G, True, "")],
+    "claude-session-title-csv-export": [("{\"title\":\"Add CSV export button to reports page\"}", G, True, "")],
+    "claude-session-title-memory-leak": [("{\"title\": \"Worker memory leak investigation\"}", G, True, "")],
+    "claude-session-title-ts-migrate": [("{\"title\": \"Webpack to Vite migration\"}", G, True, "")],
+    "opencode-title-500s": [("Production /checkout 500 errors", G, True, "")],
+    "opencode-title-hey": [("Greeting", G, True, "")],
+    "opencode-title-postgres": [("Postgres API connection via SQLAlchemy", G, True, "")],
+    "opencode-title-spanish": [("Autenticación JWT para API Express", G, True, "")],
+    "opencode-title-german": [("CI-Build schlägt fehl, lokal funktioniert es", G, True, "")],
+    "opencode-title-app-js": [("Debugging app.js 'Cannot read properties of undefined' error", B, False,
+                               "60 characters: 50 at most")],
+    "opencode-title-long": [("Redis bottleneck causing worker timeouts at 100 jobs/s", B, False, "54 characters")],
+    "opencode-summary-retry": [("I added retry logic with exponential backoff to fetch_json in app/http.py. It now makes "
+                                "up to three attempts on connection errors before raising.", G, True, "")],
+    "opencode-summary-index": [("I created a migration adding a composite index on (customer_email, created_at DESC), "
+                                "which cut the orders query from 12 s to 3 ms. Now please run the migration on staging "
+                                "and paste the output.", G, True, "")],
+    "codex-schema-files": [("{\"files\":[\"tests/test_app.py\",\"tests/conftest.py\"]}", G, True, "")],
+    "codex-schema-risk-2": [("{\"summary\": \"The endpoint has had no traffic for 90 days, so removing it is low "
+                             "risk.\", \"risk\": \"Low\"}", B, False, "'Low' is not one of the schema's enum values")],
+    "agents-sdk-answer": [("{\"confidence\": 0.95, \"answer\": \"429 Too Many Requests\"}", G, True, "")],
+    "routine-one-sentence-stash": [("git stash takes your uncommitted changes (staged and unstaged), saves them on a "
+                                    "stack, and reverts your working directory to the last commit.", G, True, "")],
+    "routine-cli-name": [("DotSync", B, False, "one word: 3-5 asked")],
+    "routine-regex-only": [("`^\\d{4}-\\d{2}-\\d{2}$`", G, True, "")],
+    "routine-json-only": [("{\n  \"name\": \"Alice\",\n  \"age\": 30\n}", G, True, "")],
+    "routine-summarize-20": [("CI's npm 8 can't read the npm 10 lockfile (lockfileVersion 3).", G, True, "")],
+    "routine-branch-name": [("fix-login-timeout", G, True, "")],
+    "routine-translate-de": [("Die Datei wurde nicht gefunden", G, True, "")],
+    "routine-mutex-3": [("A mutex is a lock that only one thread can hold at a time. Threads acquire it before "
+                         "entering a critical section and release it when done, which serializes access to shared "
+                         "state. Other threads trying to acquire a held mutex block until it is released.", G, True,
+                         "")],
+    "routine-fenced-sql": [("Here is the query:\n\n```sql\nSELECT DATE(created_at) AS day, COUNT(*) FROM orders GROUP "
+                            "BY 1 ORDER BY 1;\n```", G, True, "")],
+    "routine-yaml-to-json": [("Here is the JSON:\n\n```json\n{\"name\": \"app\", \"port\": 8080, \"debug\": false}\n```",
+                              G, True, "")],
+    "routine-rebase": [("git rebase re-applies your branch's commits on top of another branch (e.g. main), producing a "
+                        "linear history; unlike merge it rewrites commit hashes.", G, True, "")],
+    "routine-undo-commit": [("Use `git reset --soft HEAD~1`: it undoes the commit but keeps your changes staged. Use "
+                             "`--mixed` to keep them unstaged instead.", G, True, "")],
+    "routine-valid-json": [("No. Trailing commas aren't allowed in JSON, so `{\"a\": 1,}` is invalid; remove the comma "
+                            "after 1.", G, True, "")],
+}
+
+# Second holdout: new prompts and their answers, written in one pass after the rules were tuned on HOLDOUT's
+# first run; scored once, then left as they are (split "holdout-2").
+HOLDOUT_2: dict[str, list[tuple[str, str, bool, str]]] = {
+    "h2-aider-commit-timeout-env": [
+        ("feat: add REQUEST_TIMEOUT_S setting read from the environment", G, True, ""),
+        ("feat: add configurable request timeout\n\nREQUEST_TIMEOUT_S defaults to 10 seconds.", B, False,
+         "a body under a one-line message")],
+    "h2-aider-commit-button-align": [
+        ("fix: align form action buttons on mobile", G, True, ""),
+        ("style: aligned save and cancel buttons", B, False, "past tense")],
+    "h2-aider-commit-add-column": [
+        ("feat: add last_login_at column to users with index", G, True, ""),
+        ("`feat: add last_login_at column to users`", B, False, "backticks: aider strips quotes, not these")],
+    "h2-aider-commit-type-hints": [
+        ("refactor: add type hints to parse_price", G, True, ""),
+        ("Add type hints to parse_price", B, False, "no <type>: prefix")],
+    "h2-aider-commit-fr-type-hints": [
+        ("refactor: ajouter des annotations de type à parse_price", G, True, ""),
+        ("refactor: add type hints to parse_price", B, False, "English where French was asked")],
+    "h2-claude-title-cors": [
+        ("Fix CORS errors between web app and API", G, True, ""),
+        ("Fixing CORS", B, False, "2 words: 5-10 asked")],
+    "h2-claude-title-readme": [
+        ("Write project README with install and usage", G, True, ""),
+        ("Title: README creation for the repository", B, False, "a 'Title:' lead-in")],
+    "h2-claude-title-segfault": [
+        ("Fix C extension segfault on empty input", G, True, ""),
+        ("Fix segfault in the C extension's parse() when it receives empty input", B, False,
+         "12 words, 70 characters")],
+    "h2-claude-topic-new-db": [
+        ("{\"isNewTopic\": true, \"title\": \"Postgres migration\"}", G, True, ""),
+        ("{\"isNewTopic\": true, \"title\": \"Switching database from MySQL to Postgres\"}", B, False,
+         "6 words: 2-3 asked")],
+    "h2-claude-topic-looks-good": [
+        ("{\"isNewTopic\": false, \"title\": null}", G, True, ""),
+        ("{\"isNewTopic\": false, \"title\": \"Commit changes\"}", B, False, "a title where null was asked")],
+    "h2-claude-session-title-dark-mode": [
+        ("{\"title\": \"Add dark mode toggle to settings\"}", G, True, ""),
+        ("{\"title\": \"Dark Mode Toggle Implementation\"}", B, False, "title case: sentence case asked")],
+    "h2-claude-session-title-flaky-e2e": [
+        ("{\"title\": \"Fix Playwright timeouts on CI\"}", G, True, ""),
+        ("{\"title\": \"Playwright tests\"}", B, False, "2 words: 3-7 asked")],
+    "h2-opencode-title-french": [
+        ("Configuration du cache HTTP pour images statiques", G, True, "49 characters"),
+        ("HTTP caching for static images", B, False, "English: the user wrote French")],
+    "h2-opencode-title-japanese": [
+        ("Dockerビルドの高速化", G, True, ""),
+        ("Speeding up slow Docker builds", B, False, "English: the user wrote Japanese")],
+    "h2-opencode-title-refactor": [
+        ("Payment service dependency injection refactor", G, True, ""),
+        ("Refactoring the payment service to use dependency injection", B, False, "59 characters: 50 at most")],
+    "h2-codex-schema-risk": [
+        ("{\"summary\": \"A minor axios upgrade within 1.x; it includes security fixes and no breaking changes.\", "
+         "\"risk\": \"low\"}", G, True, ""),
+        ("{\"risk\": \"low\"}", B, False, "summary is required")],
+    "h2-agents-sdk-answer": [
+        ("{\"answer\": \"6379\", \"confidence\": 0.99}", G, True, ""),
+        ("Redis listens on port 6379 by default.", B, False, "not JSON")],
+    "h2-routine-methods": [
+        ("GET\nPOST\nPUT", G, True, ""),
+        ("Here are three HTTP methods:\nGET\nPOST\nDELETE", B, False, "a lead-in")],
+    "h2-routine-kib": [
+        ("1024", G, True, ""),
+        ("A KiB is 1024 bytes.", B, False, "a sentence where just the number was asked")],
+    "h2-routine-spanish": [
+        ("Un mutex es un mecanismo de exclusión mutua: solo un hilo puede tenerlo a la vez, y los demás esperan "
+         "hasta que se libere.", G, True, ""),
+        ("A mutex is a mutual exclusion lock that only one thread can hold at a time.", B, False,
+         "English where Spanish was asked")],
+    "h2-routine-cors-2": [
+        ("CORS (Cross-Origin Resource Sharing) is a browser mechanism that lets a server say, via response headers, "
+         "which other origins may call it. Without those headers the browser blocks a page's requests to a "
+         "different origin.", G, True, ""),
+        ("CORS stands for Cross-Origin Resource Sharing. It is enforced by browsers. Servers opt in with headers "
+         "such as Access-Control-Allow-Origin.", B, False, "3 sentences: at most 2 asked")],
+    "h2-routine-sql-only": [
+        ("DELETE FROM events WHERE created_at < NOW() - INTERVAL '30 days';", G, True, ""),
+        ("```sql\nDELETE FROM events WHERE created_at < NOW() - INTERVAL '30 days';\n```", G, True,
+         "code in a fence is still only the SQL")],
+    "h2-routine-snake-name": [
+        ("get_user_age_in_years", G, True, ""),
+        ("getUserAgeInYears", B, False, "camelCase: snake_case asked")],
+}
+
 # prompt id -> (label, format_ok, why) for SmolLM2's answer in embedded_answers.jsonl (filled in by reading each).
-EMBEDDED_LABELS: dict[str, tuple[str, bool, str]] = {}
+EMBEDDED_LABELS: dict[str, tuple[str, bool, str]] = {
+    "aider-commit-readme-typo": (B, False, "a fenced runaway about installing, not a commit message"),
+    "aider-commit-http-retry": (B, False, "explains how to fetch JSON instead of writing a commit message"),
+    "aider-commit-pagination": (B, False, "restates the problem in paragraphs"),
+    "aider-commit-parse-date-test": (B, False, "'#' repeated until max_tokens"),
+    "aider-commit-bump-axios": (B, False, "'#' repeated until max_tokens"),
+    "aider-commit-verbose-flag": (B, False, "copies the code of the diff"),
+    "aider-commit-rename-fetch-user": (B, False, "'#' repeated until max_tokens"),
+    "aider-commit-ci-workflow": (B, False, "'#' repeated until max_tokens"),
+    "aider-commit-go-nil": (B, False, "paragraphs about the handler, no <type>: prefix"),
+    "aider-commit-install-docs": (B, False, "'# diffs:' and fragments of the diff"),
+    "aider-commit-extract-method": (B, False, "a list of file names"),
+    "aider-commit-regex-cache": (B, False, "copies the diff"),
+    "aider-commit-startup-log": (B, False, "copies the diff"),
+    "aider-commit-remove-endpoint": (B, False, "'#' repeated until max_tokens"),
+    "aider-commit-de-readme-typo": (B, False, "a fenced runaway, in English"),
+    "aider-commit-de-verbose-flag": (B, False, "copies the code of the diff"),
+    "aider-commit-old-http-retry": (B, False, "explains how to fetch JSON instead of writing a commit message"),
+    "aider-commit-old-remove-endpoint": (B, False, "'#' repeated until max_tokens"),
+    "aider-commit-old-ci-workflow": (B, False, "'#' repeated until max_tokens"),
+    "aider-summary-retry": (B, False, "copies the sections and invents code in a fence; not 'I asked you...'"),
+    "aider-summary-pagination": (B, False, "'The user requested...' and empty fences repeated"),
+    "claude-title-blog-post": (B, True, "not a title: an offer to help"),
+    "claude-title-flaky-test": (B, True, "a sentence about the symptom, not a title; misses the fix"),
+    "claude-title-docker-build": (B, False, "11 words: the user's question copied"),
+    "claude-title-rename-module": (B, False, "two lines inventing a task"),
+    "claude-title-hello": (B, False, "a lead-in, an invented title and commentary"),
+    "claude-title-oauth": (B, True, "meaningless: talks about the word count"),
+    "claude-title-sql-slow": (B, False, "16 words, 85 characters"),
+    "claude-title-types": (B, False, "57 characters: under 50 asked"),
+    "claude-topic-new-task": (B, False, "not JSON: explains rate limiting with curl"),
+    "claude-topic-thanks": (B, False, "fenced JSON, wrong verdict, then repeated commentary"),
+    "claude-topic-run-tests": (B, False, "not JSON"),
+    "claude-topic-k8s": (B, False, "not JSON: an invented deployment guide"),
+    "claude-topic-html": (B, False, "not JSON: repeated JavaScript"),
+    "claude-topic-continue": (B, False, "not JSON"),
+    "claude-session-title-agent-loop": (B, False, "not JSON; an invented function name"),
+    "claude-session-title-hello": (B, False, "not JSON; nonsense"),
+    "claude-session-title-csv-export": (B, False, "not JSON; nonsense"),
+    "claude-session-title-memory-leak": (B, False, "not JSON; nonsense"),
+    "claude-session-title-ts-migrate": (B, False, "not JSON; nonsense"),
+    "claude-session-title-german": (B, False, "not JSON; nonsense"),
+    "opencode-title-500s": (B, False, "71 characters: 50 at most; repeats 'production'"),
+    "opencode-title-hey": (B, False, "75 characters; answers instead of titling"),
+    "opencode-title-postgres": (B, False, "answers the question with invented code"),
+    "opencode-title-app-js": (B, False, "answers the question in paragraphs"),
+    "opencode-title-spanish": (B, False, "copies the question, then English commentary"),
+    "opencode-title-german": (B, False, "English, 96 characters, nonsense"),
+    "opencode-title-long": (B, False, "an apology and an invented explanation"),
+    "opencode-summary-retry": (B, False, "a lead-in and the same item repeated as a list"),
+    "opencode-summary-index": (B, False, "the same sentence repeated: far over 3 sentences"),
+    "opencode-summary-question": (B, False, "a lead-in and one item repeated ten times"),
+    "codex-schema-risk": (B, False, "not JSON"),
+    "codex-schema-files": (B, False, "not JSON; wrong files"),
+    "codex-schema-risk-2": (B, False, "not JSON"),
+    "agents-sdk-answer": (B, False, "not JSON; wrong status code"),
+    "agents-sdk-answer-2": (B, False, "not JSON; wrong command"),
+    "routine-one-sentence-stash": (B, True, "one sentence, but wrong: stash shelves changes, it does not merge"),
+    "routine-cli-name": (B, False, "'A:' before the name, and one hyphenated word where 3-5 were asked"),
+    "routine-regex-only": (B, False, "no regex: asks for one instead"),
+    "routine-json-only": (B, False, "Python code, not the JSON"),
+    "routine-yaml-to-json": (B, False, "invented fields, cut off: not valid JSON"),
+    "routine-summarize-20": (B, True, "20 words (under 20 read as at most 20), but says the lockfile is "
+                                      "incompatible with npm 10: the reverse of the cause"),
+    "routine-bash-one-liner": (B, True, "no command, only a comment"),
+    "routine-branch-name": (B, False, "a sentence repeated as a list"),
+    "routine-translate-de": (B, False, "English: a German translation was asked"),
+    "routine-validate-username": (B, True, "the check is inverted and alphanumeric is not checked"),
+    "routine-mutex-3": (B, True, "two sentences; the second is muddled (a mutex does not improve performance)"),
+    "routine-fenced-sql": (B, True, "in a code block, but invalid SQL: DATE(DISTINCT ...)"),
+    "routine-capital": (G, True, ""),
+    "routine-rebase": (B, True, "wrong: rebase does not switch between repositories"),
+    "routine-commit-readme": (B, True, "describes a change that was not made, then commentary"),
+    "routine-list-tuple": (B, True, "cut off mid-sentence; calls a tuple a single value"),
+    "routine-undo-commit": (B, True, "invents git-undo and git-back"),
+    "routine-postgres-port": (B, True, "5432 is right; the rest is invented (a PostgreSQL operating system)"),
+    "routine-valid-json": (B, True, "says invalid, then invented reasons and code, cut off"),
+    "routine-decorator": (B, True, "circular and cut off mid-sentence"),
+}
 
 
 def _rows() -> list[dict[str, Any]]:
     known = {p["id"] for p in prompts()}
     rows: list[dict[str, Any]] = []
-    for pid, answers in STRONG.items():
-        if pid not in known:
-            raise SystemExit(f"STRONG names unknown prompt {pid}")
-        for n, (answer, label, format_ok, why) in enumerate(answers, 1):
-            if label == G and not format_ok:
-                raise SystemExit(f"{pid} #{n}: a good answer must meet its stated format")
-            rows.append({"id": f"{pid}/strong-{n}", "prompt_id": pid, "source": "strong", "answer": answer,
-                         "finish_reason": "stop", "mean_logprob": None, "label": label, "format_ok": format_ok,
-                         "why": why})
+    for split, table in (("tune", STRONG), ("holdout", HOLDOUT), ("holdout-2", HOLDOUT_2)):
+        for pid, answers in table.items():
+            if pid not in known:
+                raise SystemExit(f"{split}: unknown prompt {pid}")
+            for n, (answer, label, format_ok, why) in enumerate(answers, 1):
+                if label == G and not format_ok:
+                    raise SystemExit(f"{pid} #{n}: a good answer must meet its stated format")
+                rows.append({"id": f"{pid}/{'strong' if split == 'tune' else split}-{n}", "prompt_id": pid,
+                             "source": "strong", "split": split, "answer": answer, "finish_reason": "stop",
+                             "mean_logprob": None, "label": label, "format_ok": format_ok, "why": why})
     generated = HERE / "embedded_answers.jsonl"
     for line in generated.read_text().splitlines() if generated.exists() else []:
         row = json.loads(line)
@@ -329,7 +587,8 @@ def _rows() -> list[dict[str, Any]]:
             print(f"unlabeled embedded answer: {pid}: {row['answer'][:80]!r}", file=sys.stderr)
             continue
         label, format_ok, why = EMBEDDED_LABELS[pid]
-        rows.append({"id": f"{pid}/embedded", "prompt_id": pid, "source": "embedded", "answer": row["answer"],
+        rows.append({"id": f"{pid}/embedded", "prompt_id": pid, "source": "embedded", "split": "embedded",
+                     "answer": row["answer"],
                      "finish_reason": row["finish_reason"], "mean_logprob": row["mean_logprob"], "label": label,
                      "format_ok": format_ok, "why": why})
     return rows

@@ -414,8 +414,55 @@ index 9c0d1e2..3f4a5b6 100644
 }
 
 
+# Diffs of the second holdout (written after the rules were tuned on the first): prompts never tuned on.
+HOLDOUT_DIFFS: dict[str, tuple[str, str]] = {
+    "timeout-env": ("", """diff --git a/app/config.py b/app/config.py
+index 2c3d4e5..6f7a8b9 100644
+--- a/app/config.py
++++ b/app/config.py
+@@ -4,6 +4,7 @@ import os
+ DATABASE_URL = os.environ["DATABASE_URL"]
+ LOG_LEVEL = os.environ.get("LOG_LEVEL", "INFO")
++REQUEST_TIMEOUT_S = float(os.environ.get("REQUEST_TIMEOUT_S", "10"))
+"""),
+    "button-align": ("\nUSER: the save button is not aligned with the cancel button on mobile\n", """diff --git a/web/src/form.css b/web/src/form.css
+index 0b1c2d3..4e5f6a7 100644
+--- a/web/src/form.css
++++ b/web/src/form.css
+@@ -18,6 +18,8 @@
+ .form-actions {
+   display: flex;
++  align-items: center;
++  gap: 0.5rem;
+ }
+"""),
+    "add-column": ("", """diff --git a/migrations/0042_add_last_login.sql b/migrations/0042_add_last_login.sql
+new file mode 100644
+index 0000000..a1b2c3d
+--- /dev/null
++++ b/migrations/0042_add_last_login.sql
+@@ -0,0 +1,2 @@
++ALTER TABLE users ADD COLUMN last_login_at TIMESTAMPTZ;
++CREATE INDEX users_last_login_at_idx ON users (last_login_at);
+"""),
+    "type-hints": ("\nUSER: add type hints to parse_price\n", """diff --git a/shop/prices.py b/shop/prices.py
+index 5d6e7f8..9a0b1c2 100644
+--- a/shop/prices.py
++++ b/shop/prices.py
+@@ -1,4 +1,7 @@
+-def parse_price(text):
++from decimal import Decimal
++
++
++def parse_price(text: str) -> Decimal:
+     return Decimal(text.replace(",", "").strip("$"))
+"""),
+}
+DIFFS_ALL = {**DIFFS, **HOLDOUT_DIFFS}
+
+
 def aider_commit(diff: str, language: str | None = None) -> dict[str, Any]:
-    context, patch = DIFFS[diff]
+    context, patch = DIFFS_ALL[diff]
     instruction = f"\n- Is written in {language}." if language else ""
     content = (context + "\n" if context else "") + "# Diffs:\n" + patch
     return openai([system(AIDER_COMMIT_SYSTEM.format(language_instruction=instruction)), user(content)])
@@ -615,6 +662,44 @@ def prompts() -> list[dict[str, Any]]:
     }
     for pid, text in routine_stated.items():
         add(f"routine-{pid}", "openai-python", "routine_stated", openai([user(text)], max_tokens=160))
+    for name in HOLDOUT_DIFFS:
+        add(f"h2-aider-commit-{name}", "aider", "commit_message", aider_commit(name), "second holdout")
+    add("h2-aider-commit-fr-type-hints", "aider", "commit_message", aider_commit("type-hints", "French"),
+        "second holdout; aider --commit-language French")
+    for name, conversation in (
+            ("cors", "User: the browser says CORS error when the web app calls the API\n\nClaude: The API did not "
+                     "send Access-Control-Allow-Origin. I added the flask-cors middleware allowing the web app's "
+                     "origin, and the calls succeed now."),
+            ("readme", "User: write a README for this repo\n\nClaude: I wrote README.md with an overview, install "
+                       "steps, a usage example and the test command."),
+            ("segfault", "User: the C extension segfaults on empty input\n\nClaude: `parse()` read `buf[0]` before "
+                         "checking the length. I added the check and a test with an empty string.")):
+        add(f"h2-claude-title-{name}", "claude-code", "title", claude_title(conversation), "second holdout")
+    for pid, message in (("new-db", "let's switch the database from MySQL to Postgres"),
+                         ("looks-good", "looks good, commit it")):
+        add(f"h2-claude-topic-{pid}", "claude-code", "topic", claude_topic(message), "second holdout")
+    for pid, message in (("dark-mode", "add a dark mode toggle to the settings page"),
+                         ("flaky-e2e", "the playwright tests time out on CI but pass locally")):
+        add(f"h2-claude-session-title-{pid}", "claude-code", "title", claude_session_title(message), "second holdout")
+    for pid, message in (("french", "Comment configurer le cache HTTP pour les images statiques ?"),
+                         ("japanese", "Dockerのビルドが遅いので速くしたいです"),
+                         ("refactor", "refactor the payment service to use dependency injection")):
+        add(f"h2-opencode-title-{pid}", "opencode", "title", opencode_title(message), "second holdout")
+    add("h2-codex-schema-risk", "codex", "structured", json_schema_request(
+        "Assess the risk of bumping axios from 1.6.2 to 1.7.4.", RISK_SCHEMA, "review"), "second holdout")
+    add("h2-agents-sdk-answer", "agents-sdk", "structured", json_schema_request(
+        "Which port does Redis listen on by default?", ANSWER_SCHEMA, "final_output"), "second holdout")
+    for pid, text in {
+            "methods": "List three HTTP methods, one per line, nothing else.",
+            "kib": "How many bytes are in a KiB? Reply with just the number.",
+            "spanish": "Reply in Spanish: what is a mutex?",
+            "cors-2": "In at most 2 sentences, explain what CORS is.",
+            "sql-only": "Return only the SQL, no explanation: delete rows older than 30 days from the events table.",
+            "snake-name": ("Name a function that returns a user's age in years. Reply only with the name in "
+                           "snake_case."),
+    }.items():
+        add(f"h2-routine-{pid}", "openai-python", "routine_stated", openai([user(text)], max_tokens=160),
+            "second holdout")
     routine = {
         "capital": "What is the capital of France?",
         "rebase": "What does git rebase do?",
