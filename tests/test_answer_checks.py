@@ -27,7 +27,7 @@ SESSION_TITLE = read_stated_format(parse_request(jp.claude_session_title("add CS
     ("Fix: retry on connection errors", ()),
     ("feat!: drop python 3.8 support", ()),
     ("\"feat: retry fetch_json on connection errors\"", ()),  # aider strips the quotes itself
-X
+    ("# diffs:\n#\n#\n#", ("one_line", "prefix", "extra_text")),  # SmolLM2's answer in the issue, cut short
     ("Retry fetch_json on connection errors", ("prefix",)),
     ("feature: retry fetch_json", ("prefix",)),
     ("feat: retried fetch_json on errors", ("imperative",)),

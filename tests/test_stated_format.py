@@ -50,7 +50,8 @@ def test_claude_code_title_call_states_words_characters_and_nothing_else() -> No
 def test_claude_code_topic_check_is_json_with_typed_fields() -> None:
     stated = read_stated_format(parse_request(jp.claude_topic("thanks")))
     assert stated.json == "bare" and stated.only and (stated.min_words, stated.max_words) == (2, 3)
-    assert stated.json_keys == (JsonKey("isNewTopic", ("boolean",)), JsonKey("title", ("string", "null")))
+    assert stated.json_keys == (JsonKey("isNewTopic", ("boolean",)),
+                                JsonKey("title", ("string", "null"), null_unless="isNewTopic"))
 
 
 def test_claude_code_session_title_schema_from_output_config() -> None:
@@ -75,7 +76,8 @@ def test_opencode_summary_prompt() -> None:
 def test_structured_output_of_codex_and_the_agents_sdk() -> None:
     stated = read_stated_format(parse_request(jp.json_schema_request("review", jp.RISK_SCHEMA, "review")))
     assert stated.json == "bare" and stated.json_exact_keys and stated.fence == "forbidden"
-    assert [k.name for k in stated.json_keys] == ["summary", "risk"]
+    assert stated.json_keys == (JsonKey("summary", ("string",)),
+                                JsonKey("risk", ("string",), ("low", "medium", "high")))
     assert read_stated_format(chat(jp.user("hi"), response_format={"type": "json_object"})).json == "bare"
 
 

@@ -9,11 +9,11 @@ Answers come from two places:
 
 Splits: `tune` (the strong answers written alongside the rules), `embedded` (SmolLM2's answers: the rules were
 scored on them once, then two rules were added for the two misses: "Translate to German" states the answer's
-language, "in kebab-case" its case), `holdout` (strong answers written in one pass afterwards; scored once: 5 of the 52 it accepted broke their format
-and 1 of 48 good answers was held back; then the rules were extended for those: English verbs in a commit
-message of another language, markdown around a short answer, a schema's enum, "null if ... is false", no
-10-character floor where a short form is stated), `holdout-2` (new prompts and answers written in one pass
-after that, scored once and left as they are).
+language, "in kebab-case" its case), `holdout` (strong answers written in one pass afterwards; scored once:
+5 of the 52 it accepted broke their format and 1 of 48 good answers was held back; then the rules were
+extended for those: English verbs in a commit message of another language, markdown around a short answer,
+a schema's enum, "null if ... is false", no 10-character floor where a short form is stated), `holdout-2`
+(new prompts and answers written in one pass after that, scored once and left as they are).
 
 Labels: `good` means a person would use the answer as it is, which needs it to meet every format its prompt
 stated (`format_ok`) and to be right. An answer can meet its format and still be bad (wrong, vague,
@@ -348,7 +348,8 @@ HOLDOUT: dict[str, list[tuple[str, str, bool, str]]] = {
     "claude-title-hello": [("Greeting", B, False, "one word: 5-10 asked")],
     "claude-title-oauth": [("GitHub OAuth login and state mismatch fix", G, True, "")],
     "claude-title-sql-slow": [("Optimizing slow orders query with index.", G, True, "")],
-    "claude-title-types": [("**Fix mypy errors in billing**", B, False, "markdown bold: the asterisks show in the title")],
+    "claude-title-types": [("**Fix mypy errors in billing**", B, False,
+                            "markdown bold: the asterisks show in the title")],
     "claude-topic-new-task": [("{\"isNewTopic\":true,\"title\":\"Rate Limiting\"}", G, True, "")],
     "claude-topic-thanks": [("{\"isNewTopic\": false, \"title\": null}\n", G, True, "")],
     "claude-topic-run-tests": [("{\"isNewTopic\": false, \"title\": \"Running tests\"}", B, False,
@@ -367,8 +368,8 @@ HOLDOUT: dict[str, list[tuple[str, str, bool, str]]] = {
     "opencode-title-app-js": [("Debugging app.js 'Cannot read properties of undefined' error", B, False,
                                "60 characters: 50 at most")],
     "opencode-title-long": [("Redis bottleneck causing worker timeouts at 100 jobs/s", B, False, "54 characters")],
-    "opencode-summary-retry": [("I added retry logic with exponential backoff to fetch_json in app/http.py. It now makes "
-                                "up to three attempts on connection errors before raising.", G, True, "")],
+    "opencode-summary-retry": [("I added retry logic with exponential backoff to fetch_json in app/http.py. It now "
+                                "makes up to three attempts on connection errors before raising.", G, True, "")],
     "opencode-summary-index": [("I created a migration adding a composite index on (customer_email, created_at DESC), "
                                 "which cut the orders query from 12 s to 3 ms. Now please run the migration on staging "
                                 "and paste the output.", G, True, "")],
@@ -390,8 +391,8 @@ HOLDOUT: dict[str, list[tuple[str, str, bool, str]]] = {
                          "")],
     "routine-fenced-sql": [("Here is the query:\n\n```sql\nSELECT DATE(created_at) AS day, COUNT(*) FROM orders GROUP "
                             "BY 1 ORDER BY 1;\n```", G, True, "")],
-    "routine-yaml-to-json": [("Here is the JSON:\n\n```json\n{\"name\": \"app\", \"port\": 8080, \"debug\": false}\n```",
-                              G, True, "")],
+    "routine-yaml-to-json": [("Here is the JSON:\n\n```json\n{\"name\": \"app\", \"port\": 8080, "
+                              "\"debug\": false}\n```", G, True, "")],
     "routine-rebase": [("git rebase re-applies your branch's commits on top of another branch (e.g. main), producing a "
                         "linear history; unlike merge it rewrites commit hashes.", G, True, "")],
     "routine-undo-commit": [("Use `git reset --soft HEAD~1`: it undoes the commit but keeps your changes staged. Use "

@@ -8,7 +8,8 @@ Usage:
 
 Behaviour is chosen per request by its `model` (unknown names behave as "good"), unless `fake.script`
 holds behaviours: then each request pops the first one (e.g. `fake.script = ["error500", "good"]`).
-`fake.reply` replaces the "good" (and "length") answer's text with a fixed one (a frontier model's answer to a real prompt).
+`fake.reply` replaces the "good" (and "length") answer's text with a fixed one (a frontier model's answer to a
+real prompt).
 `fake.delay_s` makes every answer wait that long first (a slow upstream); `fake.body_delay_s` makes a whole
 (non-stream) answer send its headers at once and its body that much later; `fake.token_delay_s` (default 0)
 paces generation: a stream waits that long before each content chunk, a whole answer waits it once per
