@@ -31,17 +31,18 @@ def _longest_line_run(lines: list[str]) -> tuple[int, str]:
 
 
 def _phrase_run(tokens: list[str]) -> bool:
+    """A unit of 1-8 words repeated back to back: a unit of n words repeated r times is a stretch of (r - 1) * n
+    positions where each word equals the word n further on (one pass per n, no slicing)."""
     for size in range(1, 9):
         needed = WORD_RUN if size == 1 else PHRASE_RUN
-        for start in range(0, max(0, len(tokens) - size * needed + 1)):
-            unit = tokens[start:start + size]
-            if not any(any(c.isalpha() for c in t) for t in unit):
-                continue
-            repeats = 1
-            while tokens[start + repeats * size:start + (repeats + 1) * size] == unit:
-                repeats += 1
-            if repeats >= needed and repeats * size >= MIN_RUN_TOKENS:
-                return True
+        span = max((needed - 1) * size, MIN_RUN_TOKENS - size)
+        run = 0
+        for i in range(len(tokens) - size):
+            run = run + 1 if tokens[i] == tokens[i + size] else 0
+            if run >= span:
+                unit = tokens[i + 1 - size:i + 1]
+                if any(any(c.isalpha() for c in t) for t in unit):
+                    return True
     return False
 
 
