@@ -144,3 +144,11 @@ def test_wilson_interval() -> None:
     assert wilson_interval(0, 0) == (0.0, 1.0)
     with pytest.raises(ValueError):
         wilson_interval(3, 2)
+
+
+def test_repetition_the_prompt_has_too_is_not_a_loop() -> None:
+    code = "def f(x):\n    return x * 2\n" * 40
+    assert runaway_repetition(code) and not runaway_repetition(code, "Explain this file:\n" + code)
+    words = "lorem ipsum dolor " * 50
+    assert runaway_repetition(words) and not runaway_repetition(words, "question 1: " + words)
+    assert runaway_repetition("# diffs:\n" + "#\n" * 60, "diff --git a/x b/x\n# one comment\n")

@@ -25,8 +25,9 @@ def short_form(fmt: StatedFormat, task_type: str | None, rule_id: str | None) ->
 
 
 def prompt_material(request: ChatRequest) -> str:
-    text = "\n".join(m.text() for m in request.messages if m.role in ("user", "system"))
-    return text[:ECHO_SOURCE_MAX_CHARS]
+    """What an answer may copy from: the last user message first (what is copied most), then the rest."""
+    rest = "\n".join(m.text() for m in request.messages if m.role in ("user", "system"))
+    return (last_user_text(request) + "\n" + rest)[:ECHO_SOURCE_MAX_CHARS]
 
 
 def answer_violations(request: ChatRequest, completion: Completion, task_type: str | None = None,
@@ -40,8 +41,9 @@ def answer_violations(request: ChatRequest, completion: Completion, task_type: s
     short = short_form(stated, task_type, rule_id)
     if completion.finish_reason == "length" and short:
         found.append("truncated")
-    if runaway_repetition(text):
+    material = prompt_material(request)
+    if runaway_repetition(text, material):
         found.append("repetition")
-    if short and len(text.split()) <= ECHO_CHECK_MAX_WORDS and mostly_echo(text, prompt_material(request)):
+    if short and len(text.split()) <= ECHO_CHECK_MAX_WORDS and mostly_echo(text, material):
         found.append("copies_prompt")
     return tuple(found)

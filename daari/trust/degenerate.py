@@ -30,9 +30,10 @@ def _longest_line_run(lines: list[str]) -> tuple[int, str]:
     return best, best_line
 
 
-def _phrase_run(tokens: list[str]) -> bool:
+def _phrase_run(tokens: list[str], prompt: str) -> bool:
     """A unit of 1-8 words repeated back to back: a unit of n words repeated r times is a stretch of (r - 1) * n
-    positions where each word equals the word n further on (one pass per n, no slicing)."""
+    positions where each word equals the word n further on (one pass per n, no slicing). A run the prompt has
+    too is copied material, not a loop."""
     for size in range(1, 9):
         needed = WORD_RUN if size == 1 else PHRASE_RUN
         span = max((needed - 1) * size, MIN_RUN_TOKENS - size)
@@ -41,19 +42,25 @@ def _phrase_run(tokens: list[str]) -> bool:
             run = run + 1 if tokens[i] == tokens[i + size] else 0
             if run >= span:
                 unit = tokens[i + 1 - size:i + 1]
-                if any(any(c.isalpha() for c in t) for t in unit):
+                if any(any(c.isalpha() for c in t) for t in unit) and " ".join(unit * needed) not in prompt:
                     return True
     return False
 
 
-def runaway_repetition(text: str) -> bool:
+def runaway_repetition(text: str, prompt: str = "") -> bool:
+    """The answer loops: a line, a phrase or the whole text over and over. Repetition that the prompt has too
+    (an answer that quotes repeated data or code it was given) does not count."""
+    folded = " ".join(prompt.lower().split())
     lines = [line.rstrip() for line in text.splitlines() if line.strip()]
     run, line = _longest_line_run(lines)
-    if run >= (LINE_RUN if any(c.isalpha() for c in line) else SYMBOL_LINE_RUN):
+    needed = LINE_RUN if any(c.isalpha() for c in line) else SYMBOL_LINE_RUN
+    if run >= needed and " ".join([" ".join(line.lower().split())] * needed) not in folded:
         return True
     if len(text) >= COMPRESS_MIN_CHARS and len(zlib.compress(text.encode())) / len(text.encode()) < COMPRESS_MAX_RATIO:
-        return True
-    return _phrase_run(text.lower().split()[:2000])
+        middle = " ".join(text[len(text) // 2:len(text) // 2 + 200].lower().split()[1:-1])
+        if middle not in folded:
+            return True
+    return _phrase_run(text.lower().split()[:2000], folded)
 
 
 def copied_span(answer: str, prompt: str) -> int:
