@@ -48,8 +48,8 @@ from __future__ import annotations
 import base64
 import json
 import re
-from dataclasses import dataclass
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import trio
