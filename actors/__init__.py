@@ -1,4 +1,5 @@
 """daari's actors: the generic runtime (`actors.runtime`) and one module per actor (cache, executor, ...).
 
-`actors.table` is the one table of the actors the server starts.
+`actors.faults` is how runtime faults look to clients; the table of the actors the server starts is
+`daari/server/actor_table.py`, part of the composition root.
 """

@@ -47,6 +47,16 @@ class CountTokens(Call[bytes]):
 
 
 @dataclass(frozen=True)
+class ForwardResponses(Call[tuple[int, bytes]]):
+    """POST a Responses client's body to another path of a Responses tier's upstream (/responses/compact,
+    /responses/input_tokens); the reply is the upstream's status and body. Under the asker's scope."""
+
+    tier: str
+    path: str
+    request: ChatRequest
+
+
+@dataclass(frozen=True)
 class ListModels(Call[list[str]]):
     """The sorted model ids every tier serves (may ask upstreams: Ollama's /api/tags)."""
 
@@ -109,6 +119,19 @@ class ExecutorActor(Actor):
             raise
         except Exception as exc:
             log.exception("count_tokens on %s failed", executor.name)
+            raise UpstreamError(f"{executor.name} failed: {type(exc).__name__}", upstream=executor.name) from exc
+
+    @handles(ForwardResponses, concurrent=True)
+    async def forward(self, request: ForwardResponses) -> tuple[int, bytes]:
+        executor = self.executors.get(request.tier)
+        if executor is None:
+            raise NotFound(f"tier {request.tier} is not configured")
+        try:
+            return await executor.forward(request.path, request.request)
+        except DaariError:
+            raise
+        except Exception as exc:
+            log.exception("forwarding %s to %s failed", request.path, executor.name)
             raise UpstreamError(f"{executor.name} failed: {type(exc).__name__}", upstream=executor.name) from exc
 
     @handles(ListModels, concurrent=True)

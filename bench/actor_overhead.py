@@ -13,8 +13,8 @@ from typing import Any
 import trio
 
 from actors.executor import ExecutorActor, OpenGeneration
+from actors.faults import FAULTS
 from actors.runtime import Actor, Call, Health, Mailbox, handles, supervise
-from actors.table import FAULTS
 from bench.report import Table, print_tables
 from daari.config import TierConfig
 from daari.executors.base import Emit, Executor

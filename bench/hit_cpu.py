@@ -20,9 +20,8 @@ from typing import Any
 
 import trio
 
-from daari.pipeline.l1_tier import SemanticTier
-from daari.pipeline.runtime import Runtime
-from daari.server.app import DaariApp
+from daari.pipeline.steps.l1 import SemanticTier
+from daari.server.compose import Parts
 from tests.fakes.openai_upstream import FakeOpenAI
 from tests.fakes.serving import serve_app
 from tests.support import daari_server, make_config, upstream_tier
@@ -37,10 +36,10 @@ async def measure(extra: dict[str, Any], no_subscribers: bool, calls: int) -> li
     async with serve_app(FakeOpenAI()) as upstream:
         config = make_config(tmp, tiers={"L3": upstream_tier("openai", upstream + "/v1", "good")}, **extra)
         async with daari_server(config) as server:
-            app = DaariApp(server.runtime)
-            await _l1_settled(server.runtime)
+            app = server.parts.app
+            await _l1_settled(server.parts)
             if no_subscribers:
-                server.runtime.decisions.close()
+                server.parts.decisions.close()
             scope = {"type": "http", "method": "POST", "path": "/v1/chat/completions", "query_string": b"",
                      "headers": [(b"host", server.url.removeprefix("http://").encode()),
                                  (b"content-type", b"application/json")]}
@@ -77,10 +76,10 @@ async def measure(extra: dict[str, Any], no_subscribers: bool, calls: int) -> li
             return runs
 
 
-async def _l1_settled(runtime: Runtime) -> None:
+async def _l1_settled(parts: Parts) -> None:
     """Wait until L1's embedding model has loaded (or failed): its loading thread holds the GIL for seconds,
     which would be charged to the first hits."""
-    l1 = runtime.shortcuts.get("L1")
+    l1 = parts.shortcuts.get("L1")
     if isinstance(l1, SemanticTier):
         await l1.status.started.wait()
 

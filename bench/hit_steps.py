@@ -26,7 +26,6 @@ from daari.jsonio import dumps, loads
 from daari.pipeline.meta import Attempt, Meta
 from daari.protocol.chat import Completion, Usage
 from daari.protocol.wire import OPENAI
-from daari.server.app import DaariApp
 from daari.server.serve import run_server
 
 ANSWER = ("An interactive rebase of the last three commits: git opens an editor listing them so that you can "
@@ -50,8 +49,8 @@ async def _whole_app_hit_us(raw: bytes, completion: Completion) -> float:
         async with trio.open_nursery() as nursery:
             server = await nursery.start(run_server, config)
             request = OPENAI.parse(loads(raw), {})
-            server.runtime.l0_memory.remember(l0_key(request).digest, L0Entry(completion, tier="L3"))
-            app = DaariApp(server.runtime)
+            server.parts.l0_memory.remember(l0_key(request).digest, L0Entry(completion, tier="L3"))
+            app = server.parts.app
             scope = {"type": "http", "method": "POST", "path": "/v1/chat/completions",
                      "headers": [(b"host", b"127.0.0.1"), (b"content-type", b"application/json")]}
 

@@ -28,8 +28,8 @@ from actors.verifier import VerifierActor
 from bench.report import Table, machine, print_tables, ratio
 from daari.config import L1Config
 from daari.metrics import Metrics
-from daari.pipeline.l1_tier import SemanticTier
 from daari.pipeline.shortcuts import ShortcutQuery
+from daari.pipeline.steps.l1 import SemanticTier
 from daari.protocol.chat import ChatRequest, Completion, Message
 from daari.semantic.index import VectorIndex, rebuild
 from daari.semantic.minilm import DIMENSIONS, load_minilm

@@ -27,7 +27,6 @@ from typing import Any
 import trio
 
 from bench.hit_cpu import BODY
-from daari.server.app import DaariApp
 from tests.fakes.openai_upstream import FakeOpenAI
 from tests.fakes.serving import serve_app
 from tests.support import daari_server, make_config, upstream_tier
@@ -43,8 +42,8 @@ async def measure(calls: int, rounds: int, callgrind: bool) -> dict[str, list[fl
     async with serve_app(FakeOpenAI()) as upstream:
         config = make_config(tmp, tiers={"L3": upstream_tier("openai", upstream + "/v1", "good")}, log=log)
         async with daari_server(config) as server:
-            app = DaariApp(server.runtime)
-            hub = server.runtime.decisions
+            app = server.parts.app
+            hub = server.parts.decisions
             scope = {"type": "http", "method": "POST", "path": "/v1/chat/completions", "query_string": b"",
                      "headers": [(b"host", server.url.removeprefix("http://").encode()),
                                  (b"content-type", b"application/json")]}

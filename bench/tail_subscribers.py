@@ -41,7 +41,7 @@ async def hit_latencies(subscribers: int, requests: int, data_dir: Path) -> list
                 for _ in range(subscribers):
                     ws = await trio_websocket_connect(server.url, tails)
                     tails.start_soon(_drain, ws)
-                while server.runtime.tail_subscribers < subscribers:  # noqa: ASYNC110 (a bench polls)
+                while server.parts.tail.open < subscribers:  # noqa: ASYNC110 (a bench polls)
                     await trio.sleep(0.01)
                 latencies = []
                 for _ in range(50):  # warm-up

@@ -171,6 +171,10 @@ class TierConfig:
     # openai: which API the upstream speaks. "responses" posts to {base_url}/responses, and a Responses
     # client's body passes through untouched (custom tools, reasoning items); "chat": /chat/completions.
     wire_api: Literal["chat", "responses"] = "chat"
+    # Hosted tools a Responses client offers (web_search, file_search, code_interpreter, image_generation,
+    # remote MCP) that this tier cannot run: "drop" answers without them (said in daari_meta.dropped_tools),
+    # "refuse" leaves such requests to a tier that can (a Responses upstream), else a 400.
+    hosted_tools: Literal["drop", "refuse"] = "drop"
     timeouts: TimeoutsConfig = field(default_factory=TimeoutsConfig)
     retry: RetryConfig = field(default_factory=RetryConfig)
     breaker: BreakerConfig = field(default_factory=BreakerConfig)

@@ -53,6 +53,8 @@ HELP = {
     "breaker_open": "1 while the tier's circuit breaker is open.",
     "breaker_half_open": "1 while the tier's circuit breaker lets a trial request through.",
     "breaker_consecutive_failures": "Consecutive failures the tier's circuit breaker has counted.",
+    "unknown_request_shapes_total": "Requests routed past L0 holding an input item, content part, block or role "
+                                    "type daari does not know (served as agent turns), by protocol and shape.",
 }
 
 _UPPER_BOUNDS = (*(float(b) for b in LATENCY_BUCKETS), float("inf"))

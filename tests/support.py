@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import trio
 
 from daari.config import Config, config_from_dict
+from daari.pipeline.shortcuts import ShortcutTier
 from daari.server.serve import RunningServer, run_server
 
 
@@ -32,15 +34,18 @@ def upstream_tier(kind: str, base_url: str, model: str | None = None, **extra: A
 
 
 @asynccontextmanager
-async def daari_server(config: Config) -> AsyncIterator[RunningServer]:
+async def daari_server(config: Config, shortcuts: Mapping[str, ShortcutTier] | None = None
+                       ) -> AsyncIterator[RunningServer]:
+    """`shortcuts` replaces shortcut tiers by name (a test double of L1, say), wired in at start."""
     async with trio.open_nursery() as nursery:
-        server: RunningServer = await nursery.start(run_server, config)
+        server: RunningServer = await nursery.start(partial(run_server, config, shortcuts=shortcuts))
         yield server
         nursery.cancel_scope.cancel()
 
 
 @contextmanager
-def daari_in_thread(config: Config) -> Iterator[RunningServer]:
+def daari_in_thread(config: Config, shortcuts: Mapping[str, ShortcutTier] | None = None
+                    ) -> Iterator[RunningServer]:
     """For sync clients (the openai/anthropic SDKs): daari on its own Trio loop in a thread."""
     box: dict[str, Any] = {}
     ready = threading.Event()
@@ -50,7 +55,7 @@ def daari_in_thread(config: Config) -> Iterator[RunningServer]:
             box["scope"], box["token"] = scope, trio.lowlevel.current_trio_token()
             try:
                 async with trio.open_nursery() as nursery:
-                    box["server"] = await nursery.start(run_server, config)
+                    box["server"] = await nursery.start(partial(run_server, config, shortcuts=shortcuts))
                     ready.set()
             except BaseException as exc:  # surface start-up failures to the test thread
                 box["error"] = exc

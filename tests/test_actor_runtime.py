@@ -563,3 +563,45 @@ async def test_start_actors_runs_the_table_in_order_with_its_mailbox_sizes() -> 
             await start_actors(nursery, [table[0], table[0]], Health(), FAULTS)
         gate.set()
         nursery.cancel_scope.cancel()
+
+
+class NeverStarts(Actor):
+    name = "optional"
+
+    @asynccontextmanager
+    async def lifespan(self) -> AsyncIterator[None]:
+        raise OSError("read-only data dir")
+        yield
+
+
+async def test_an_actor_that_is_not_required_cannot_hold_up_the_start_or_the_health(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    """A decision log that cannot open: the table does not wait for it, its start failures are restarted like
+    crashes up to the cap, then it is failed while the required actors keep the program healthy."""
+    mock_clock.autojump_threshold = 0
+    health = Health()
+    downs: list[str] = []
+    table = [ActorSpec("counter", Counter),
+             ActorSpec("optional", NeverStarts, policy=RestartPolicy(max_restarts=2), required=False,
+                       on_down=lambda: downs.append("optional"))]
+    async with trio.open_nursery() as nursery:
+        addresses = await start_actors(nursery, table, health, FAULTS)
+        assert await addresses["counter"].call(Inc()) == 1
+        with trio.fail_after(30):
+            while health.status("optional").state != "failed":
+                await trio.sleep(0.01)
+        assert health.status("optional").restarts == 2 and downs == ["optional"]
+        assert health.healthy  # the counter is required and running; the failed optional actor is shown, not fatal
+        nursery.cancel_scope.cancel()
+
+
+async def test_on_down_runs_when_a_required_actor_stops_with_its_runtime() -> None:
+    health = Health()
+    downs: list[str] = []
+    async with trio.open_nursery() as nursery:
+        await start_actors(nursery, [ActorSpec("counter", Counter, on_down=lambda: downs.append("counter"))],
+                           health, FAULTS)
+        assert downs == []
+        nursery.cancel_scope.cancel()
+    assert downs == ["counter"]

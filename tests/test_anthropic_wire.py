@@ -11,7 +11,7 @@ import pytest
 from daari.errors import InvalidRequest
 from daari.protocol.anthropic_wire import count_tokens, parse_messages_request, to_upstream_body
 from daari.protocol.chat import ChatRequest, Message, Tool, ToolCall
-from daari.routing.tokens import estimate_request_tokens
+from daari.protocol.tokens import estimate_request_tokens
 
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
 

@@ -19,8 +19,8 @@ import trio
 import trio.testing
 
 from actors.executor import ExecutorActor, OpenGeneration
+from actors.faults import FAULTS
 from actors.runtime import Address, Health, Mailbox, RestartPolicy, supervise
-from actors.table import FAULTS
 from daari.config import TierConfig
 from daari.errors import ActorCrashed
 from daari.executors.base import Executor
@@ -182,7 +182,7 @@ async def test_a_failing_status_or_generation_never_cuts_another_clients_stream(
                 monkeypatch.setattr(ResilientExecutor, "generate", broken_generate)
                 failed = await client.post("/v1/chat/completions", json={**CHAT, "stream": False},
                                            headers={"x-daari-tier-override": "L4"})
-            restarts = server.runtime.health.status("executor").restarts
+            restarts = server.parts.health.status("executor").restarts
     assert health.json()["tiers"]["L3"]["error"] == "status failed: RuntimeError"
     assert health.json()["actors"]["executor"]["state"] == "running"
     assert metrics.status_code == 200
@@ -201,9 +201,9 @@ async def test_an_executor_given_up_answers_actor_down_at_once_in_each_protocol(
                              actors={"max_restarts": 0})
         async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url) as client:
             with pytest.raises(ActorCrashed):
-                await server.runtime.executor.call(object())  # type: ignore[arg-type]  # nobody handles it
+                await server.parts.executor.call(object())  # type: ignore[arg-type]  # nobody handles it
             with trio.fail_after(5):
-                while server.runtime.health.status("executor").state != "failed":
+                while server.parts.health.status("executor").state != "failed":
                     await trio.sleep(0.005)
                 openai = await client.post("/v1/chat/completions", json={**CHAT, "stream": False})
                 anthropic = await client.post("/v1/messages", headers={"anthropic-version": "2023-06-01"}, json={

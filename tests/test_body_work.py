@@ -25,7 +25,7 @@ async def test_a_large_body_waits_for_a_worker_thread_while_small_requests_are_a
         async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url, timeout=30) as client:
             for body in (SMALL, LARGE):  # both stored: from here both are L0 hits
                 assert (await client.post("/v1/chat/completions", json=body)).status_code == 200
-            limiter = server.runtime.body_work.limiter
+            limiter = server.parts.body_work.limiter
             holders = [object() for _ in range(int(limiter.total_tokens))]
             for holder in holders:  # every worker thread is taken
                 await limiter.acquire_on_behalf_of(holder)
@@ -51,7 +51,7 @@ async def test_a_large_body_waits_for_a_worker_thread_while_small_requests_are_a
 async def test_a_small_body_and_bad_json_stay_inline_and_in_the_clients_shape(tmp_path: Path) -> None:
     config = make_config(tmp_path, server={"thread_parse_bytes": 1000})
     async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url, timeout=30) as client:
-        limiter = server.runtime.body_work.limiter
+        limiter = server.parts.body_work.limiter
         holders = [object() for _ in range(int(limiter.total_tokens))]
         for holder in holders:
             await limiter.acquire_on_behalf_of(holder)

@@ -30,7 +30,7 @@ def upstream_calls(fake: FakeOpenAI) -> int:
 
 async def settle(server: object) -> None:
     """Until every acknowledged put is on disk."""
-    memory = server.runtime.l0_memory  # type: ignore[attr-defined]
+    memory = server.parts.l0_memory  # type: ignore[attr-defined]
     with trio.fail_after(30):  # generous: a busy CI machine, not a slow writer, is what takes long
         while memory.pending:
             await trio.sleep(0.005)
@@ -44,7 +44,7 @@ async def test_memory_front_is_bounded_in_bytes_and_disk_still_serves(tmp_path: 
         async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url, timeout=30) as client:
             for i in range(12):
                 assert (await client.post("/v1/chat/completions", json=chat(i))).status_code == 200
-            memory = server.runtime.l0_memory
+            memory = server.parts.l0_memory
             assert 0 < memory.lru.bytes <= 0.05 * 1024 * 1024
             assert len(memory.lru) < 12
             await settle(server)

@@ -45,7 +45,7 @@ def stream_meta(text: str) -> dict[str, object]:
 
 
 async def wait_failed(server: object, name: str) -> None:
-    health = server.runtime.health  # type: ignore[attr-defined]
+    health = server.parts.health  # type: ignore[attr-defined]
     with trio.fail_after(5):
         while health.status(name).state != "failed":
             await trio.sleep(0.005)
@@ -58,7 +58,7 @@ async def test_a_crashed_cache_actor_is_bypassed(tmp_path: Path) -> None:
                              actors={"max_restarts": 0})
         async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url) as client:
             with pytest.raises(ActorCrashed):
-                await server.runtime.cache.call(object())  # type: ignore[arg-type]  # a message it cannot handle: a crash, no restart
+                await server.parts.cache.call(object())  # type: ignore[arg-type]  # a message it cannot handle: a crash, no restart
             await wait_failed(server, "cache")
             plain = await client.post("/v1/chat/completions", json=chat("what is a closure?"))
             streamed = await client.post("/v1/chat/completions", json=chat("what is a monad?", stream=True))
@@ -84,7 +84,7 @@ async def test_a_cache_whose_data_dir_is_gone_when_it_restarts_is_bypassed(tmp_p
             await trio.to_thread.run_sync(shutil.rmtree, data)
             await trio.to_thread.run_sync(data.write_text, "not a directory any more")  # no store to reopen
             with pytest.raises(ActorCrashed):
-                await server.runtime.cache.call(object())  # type: ignore[arg-type]
+                await server.parts.cache.call(object())  # type: ignore[arg-type]
             await wait_failed(server, "cache")
             fresh = await client.post("/v1/chat/completions", json=chat("explain currying", stream=True))
             health = await client.get("/healthz")

@@ -42,9 +42,8 @@ async def test_answers_paid_with_one_key_are_never_served_to_another(tmp_path: P
     async with serve_app(fake) as upstream:
         config = make_config(tmp_path, tiers={"L6": upstream_tier("anthropic", upstream, forward_client_key=True)},
                              frontier={"enabled": True})
-        async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url) as client:
-            l1 = RecordingL1()
-            server.runtime.shortcuts["L1"] = l1
+        l1 = RecordingL1()
+        async with daari_server(config, {"L1": l1}) as server, httpx.AsyncClient(base_url=server.url) as client:
 
             async def ask(headers: dict[str, str]) -> httpx.Response:
                 return await client.post("/v1/messages", json=ASK, headers=headers)

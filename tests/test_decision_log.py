@@ -4,6 +4,7 @@ the writer drops (and counts) rows rather than slowing anyone."""
 from __future__ import annotations
 
 import sqlite3
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -11,8 +12,10 @@ import httpx
 import pytest
 import trio
 
-from actors.decision_log import DecisionLogActor
+from actors.decision_log import DecisionLogActor, DecisionQueue
+from actors.faults import FAULTS
 from actors.hub import Hub
+from actors.runtime import ActorStatus, Mailbox, supervise
 from daari.observe.decision_log import read_rows
 from tests.fakes.openai_upstream import FakeOpenAI
 from tests.fakes.serving import serve_app
@@ -77,7 +80,7 @@ async def test_canary_keys_appear_in_no_output(tmp_path: Path, caplog: pytest.Lo
             async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url) as client:
                 async with open_websocket_url(server.url.replace("http", "ws") + "/v1/daari/tail") as tail:
                     with trio.fail_after(10):
-                        while server.runtime.tail_subscribers < 1:
+                        while server.parts.tail.open < 1:
                             await trio.sleep(0.01)
                     outputs = []
                     for headers in ({"authorization": f"Bearer {CANARY_KEY}"}, {"x-api-key": CANARY_KEY}):
@@ -105,10 +108,12 @@ async def test_canary_keys_appear_in_no_output(tmp_path: Path, caplog: pytest.Lo
 async def test_a_writer_that_falls_behind_drops_rows_and_counts_them(tmp_path: Path) -> None:
     hub: Hub[Row] = Hub()
     dropped: list[int] = []
-    writer = DecisionLogActor(tmp_path / "decisions.sqlite", hub, lambda d: d.row(), buffer=16, batch=8,
-                              retention_s=3600, max_rows=10_000, on_dropped=dropped.append)
+    queue = DecisionQueue(hub, 16, on_dropped=dropped.append)
+    log = DecisionLogActor(queue, tmp_path / "decisions.sqlite", lambda d: d.row(), batch=8, retention_s=3600,
+                           max_rows=10_000)
     async with trio.open_nursery() as nursery:
-        await nursery.start(writer.run)
+        await nursery.start(partial(supervise, lambda: log, Mailbox("decision_log", 16, FAULTS),
+                                    ActorStatus("decision_log")))
         for index in range(100):  # published without a checkpoint: the writer cannot keep up
             hub.publish(Row(f"r{index}"))
         await trio.sleep(0.5)
@@ -116,9 +121,12 @@ async def test_a_writer_that_falls_behind_drops_rows_and_counts_them(tmp_path: P
             hub.publish(Row(f"r{index}"))
             await trio.lowlevel.checkpoint()
         hub.close()
+        while not queue.empty or queue.written + queue.dropped < 110:
+            await trio.sleep(0.01)
+        nursery.cancel_scope.cancel()
     rows = read_rows(tmp_path / "decisions.sqlite", 0)
-    assert writer.written == len(rows) and writer.written + sum(dropped) == 110
-    assert sum(dropped) > 0 and writer.dropped == sum(dropped)
+    assert queue.written == len(rows) and queue.written + sum(dropped) == 110
+    assert sum(dropped) > 0 and queue.dropped == sum(dropped)
     assert hub.dropped["decision_log"] == 1  # one lag: the writer counted once as a dropped subscriber
     assert [r["request_id"] for r in rows][-10:] == [f"r{i}" for i in range(100, 110)]
 

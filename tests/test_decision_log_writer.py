@@ -8,6 +8,10 @@ import itertools
 import logging
 import os
 import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -15,9 +19,11 @@ import psutil
 import pytest
 import trio
 
-from actors.decision_log import DecisionLogActor
+from actors.decision_log import DecisionLogActor, DecisionQueue
 from actors.decision_log_process import WriterGone, WriterProcess
+from actors.faults import FAULTS
 from actors.hub import Hub
+from actors.runtime import ActorStatus, Mailbox, RestartPolicy, supervise
 from daari.observe.decision_log import COLUMNS, DecisionLogStore, Values, read_rows
 from daari.observe.decision_log_writer import frame, read_frame, serve
 
@@ -88,29 +94,26 @@ async def test_a_log_that_cannot_be_opened_is_off_and_daari_goes_on(tmp_path: Pa
     with pytest.raises(WriterGone):
         await WriterProcess.start(tmp_path / "decisions.sqlite", retention_s=3600, max_rows=10_000)
     hub: Hub[Item] = Hub()
-    writer = DecisionLogActor(tmp_path / "decisions.sqlite", hub, to_row, buffer=16, batch=8, retention_s=3600,
-                              max_rows=10_000)
     with caplog.at_level(logging.WARNING, logger="daari.decision_log"), trio.fail_after(30):
-        async with trio.open_nursery() as nursery:
-            await nursery.start(writer.run)
-    assert hub.subscribers == []  # nothing queues decisions that cannot be written
+        async with supervised_log(tmp_path, hub, buffer=16) as log:
+            while log.status.state != "failed":  # tried again with the supervisor's backoff, then given up
+                await trio.sleep(0.01)
+            assert log.status.restarts == FAST.max_restarts and not log.status.required
+            assert hub.subscribers == []  # nothing queues decisions that cannot be written
     assert "decision log disabled" in caplog.text
 
 
 async def test_a_writer_that_dies_loses_only_its_rows_counted_and_is_started_again(tmp_path: Path) -> None:
     hub: Hub[Item] = Hub()
     dropped: list[int] = []
-    writer = DecisionLogActor(tmp_path / "decisions.sqlite", hub, to_row, buffer=1000, batch=8, retention_s=3600,
-                              max_rows=10_000, on_dropped=dropped.append)
     first_pid = None
     with trio.fail_after(60):
-        async with trio.open_nursery() as nursery:
-            await nursery.start(writer.run)
+        async with supervised_log(tmp_path, hub, buffer=1000, on_dropped=dropped.append) as log:
             for index in range(5):
                 hub.publish(Item(f"before{index}"))
-            while writer.written < 5:
+            while log.queue.written < 5:
                 await trio.sleep(0.01)
-            first = writer_process(writer)
+            first = writer_process(log.current)
             first_pid = first.pid
             first.kill()
             await first.wait()
@@ -118,16 +121,17 @@ async def test_a_writer_that_dies_loses_only_its_rows_counted_and_is_started_aga
                 hub.publish(Item(f"lost{index}"))
             while sum(dropped) < 3:
                 await trio.sleep(0.01)
-            for index in range(4):  # a new writer takes these
+            for index in range(4):  # a new run's writer takes these
                 hub.publish(Item(f"after{index}"))
             hub.publish(Item("poison"))  # a decision without a row: dropped and counted, the writer goes on
-            while writer.written < 9:
+            while log.queue.written < 9:
                 await trio.sleep(0.01)
+            assert log.status.restarts == 1 and len(log.runs) == 2
             hub.close()
     stored = [r["request_id"] for r in read_rows(tmp_path / "decisions.sqlite", 0)]
     assert stored == [f"before{i}" for i in range(5)] + [f"after{i}" for i in range(4)]
-    assert sum(dropped) == writer.dropped == 4 and writer.written == 9
-    assert not alive(first_pid) and writer_process(writer).returncode == 0  # the new one ended with the hub
+    assert sum(dropped) == log.queue.dropped == 4 and log.queue.written == 9
+    assert not alive(first_pid) and writer_process(log.current).returncode == 0  # the new one ended with the run
 
 
 @pytest.mark.parametrize("writer_up", [True, False])
@@ -135,22 +139,53 @@ async def test_cancelled_with_a_batch_in_hand_the_batch_is_written_and_no_proces
                                                                                           writer_up: bool) -> None:
     """Cancelled (daari shutting down) while gathering a batch, or even while its writer process starts."""
     hub: Hub[Item] = Hub()
-    writer = DecisionLogActor(tmp_path / "decisions.sqlite", hub, to_row, buffer=1000, batch=8, retention_s=3600,
-                              max_rows=10_000, flush_s=3600)  # only a cancel ends the wait for more
     children_before = {p.pid for p in psutil.Process().children(recursive=True)}
     with trio.fail_after(60):
-        async with trio.open_nursery() as nursery:
-            await nursery.start(writer.run)
-            while writer_up and writer.writer is None:
+        async with supervised_log(tmp_path, hub, buffer=1000, flush_s=3600) as log:  # only a cancel ends the wait
+            while writer_up and (not log.runs or log.current.writer is None):
                 await trio.sleep(0.01)
             for index in range(20):
                 hub.publish(Item(f"r{index}"))
             await trio.lowlevel.checkpoint()
-            assert writer.written == 0  # still gathering
-            nursery.cancel_scope.cancel()
+            assert log.queue.written == 0  # still gathering
     stored = [r["request_id"] for r in read_rows(tmp_path / "decisions.sqlite", 0)]
-    assert stored == [f"r{i}" for i in range(20)] and writer.written == 20
+    assert stored == [f"r{i}" for i in range(20)] and log.queue.written == 20
     assert {p.pid for p in psutil.Process().children(recursive=True)} <= children_before
+
+
+FAST = RestartPolicy(max_restarts=3, window_s=60.0, backoff_initial_s=0.0, backoff_max_s=0.0)
+
+
+@dataclass
+class SupervisedLog:
+    queue: DecisionQueue
+    status: ActorStatus
+    runs: list[DecisionLogActor] = field(default_factory=list)
+
+    @property
+    def current(self) -> DecisionLogActor:
+        return self.runs[-1]
+
+
+@asynccontextmanager
+async def supervised_log(tmp_path: Path, hub: Hub[Item], *, buffer: int, flush_s: float = 0.0,
+                         on_dropped: Callable[[int], None] | None = None) -> AsyncIterator[SupervisedLog]:
+    """The decision log as daari runs it: its queue on the hub, the actor under a supervisor (not required);
+    leaving the block cancels it, as a shutdown does."""
+    queue = DecisionQueue(hub, buffer, on_dropped)
+    log = SupervisedLog(queue, ActorStatus("decision_log", required=False))
+
+    def run() -> DecisionLogActor:
+        actor = DecisionLogActor(queue, tmp_path / "decisions.sqlite", to_row, batch=8, retention_s=3600,
+                                 max_rows=10_000, flush_s=flush_s)
+        log.runs.append(actor)
+        return actor
+
+    async with trio.open_nursery() as nursery:
+        await nursery.start(partial(supervise, run, Mailbox("decision_log", 16, FAULTS), log.status, FAST,
+                                    required=False, on_down=queue.close))
+        yield log
+        nursery.cancel_scope.cancel()
 
 
 def writer_process(actor: DecisionLogActor) -> trio.Process:
@@ -166,24 +201,20 @@ async def test_a_stuck_writer_is_killed_after_the_write_timeout_and_replaced(tmp
     import actors.decision_log
 
     monkeypatch.setattr(actors.decision_log, "WRITE_TIMEOUT_S", 0.5)
-    monkeypatch.setattr(actors.decision_log, "RESTART_AFTER_S", 0.0)
     hub: Hub[Item] = Hub()
     dropped: list[int] = []
-    writer = DecisionLogActor(tmp_path / "decisions.sqlite", hub, to_row, buffer=1000, batch=8, retention_s=3600,
-                              max_rows=10_000, on_dropped=dropped.append)
     with trio.fail_after(60):
-        async with trio.open_nursery() as nursery:
-            await nursery.start(writer.run)
-            while writer.writer is None:
+        async with supervised_log(tmp_path, hub, buffer=1000, on_dropped=dropped.append) as log:
+            while not log.runs or log.current.writer is None:
                 await trio.sleep(0.01)
-            stuck = writer_process(writer)
+            stuck = writer_process(log.current)
             os.kill(stuck.pid, signal.SIGSTOP)
             for index in range(3):
                 hub.publish(Item(f"stuck{index}"))
             while sum(dropped) < 3:
                 await trio.sleep(0.01)
             hub.publish(Item("after"))
-            while writer.written < 1:
+            while log.queue.written < 1:
                 await trio.sleep(0.01)
             hub.close()
     assert [r["request_id"] for r in read_rows(tmp_path / "decisions.sqlite", 0)] == ["after"]

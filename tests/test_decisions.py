@@ -32,7 +32,7 @@ async def test_a_miss_then_a_hit_publish_one_decision_each(tmp_path: Path) -> No
     async with serve_app(fake) as upstream:
         config = make_config(tmp_path, tiers={"L3": upstream_tier("openai", upstream + "/v1")})
         async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url, headers=HEADERS) as client:
-            with server.runtime.decisions.subscribe("test") as sub:
+            with server.parts.decisions.subscribe("test") as sub:
                 first = await client.post("/v1/chat/completions", json=CHAT)
                 miss = await next_decision(sub)
                 second = await client.post("/v1/chat/completions", json={**CHAT, "stream": True})
@@ -59,7 +59,7 @@ async def test_a_miss_then_a_hit_publish_one_decision_each(tmp_path: Path) -> No
 async def test_refused_requests_publish_decisions_in_the_clients_status(tmp_path: Path) -> None:
     config = make_config(tmp_path, server={"max_body_bytes": 1000})
     async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url) as client:
-        with server.runtime.decisions.subscribe("test") as sub:
+        with server.parts.decisions.subscribe("test") as sub:
             bad = await client.post("/v1/messages", content=b"{not json", headers={"content-type": "application/json"})
             refused = await next_decision(sub)
             big = await client.post("/v1/chat/completions", json={**CHAT, "pad": "x" * 2000})
@@ -75,7 +75,7 @@ async def test_a_client_that_leaves_is_recorded_as_499(tmp_path: Path) -> None:
     async with serve_app(fake) as upstream:
         config = make_config(tmp_path, tiers={"L3": upstream_tier("openai", upstream + "/v1")})
         async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url) as client:
-            with server.runtime.decisions.subscribe("test") as sub:
+            with server.parts.decisions.subscribe("test") as sub:
                 with trio.move_on_after(0.3):
                     await client.post("/v1/chat/completions", json={**CHAT, "model": "hang"})
                 gone = await next_decision(sub)
@@ -87,7 +87,7 @@ async def test_log_line_and_metrics_are_subscribers(tmp_path: Path, caplog: pyte
     async with serve_app(fake) as upstream:
         config = make_config(tmp_path, tiers={"L3": upstream_tier("openai", upstream + "/v1")})
         async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url) as client:
-            assert "builtin" in server.runtime.decisions.subscribers  # the log line and the metrics
+            assert "builtin" in server.parts.decisions.subscribers  # the log line and the metrics
             with caplog.at_level(logging.INFO, logger="daari.pipeline"):
                 answered = await client.post("/v1/chat/completions", json=CHAT)
                 refused = await client.post("/v1/chat/completions", json={"model": "good"})
@@ -107,19 +107,19 @@ async def test_a_stalled_subscriber_is_dropped_and_never_slows_requests(tmp_path
     async with serve_app(fake) as upstream:
         config = make_config(tmp_path, tiers={"L3": upstream_tier("openai", upstream + "/v1")})
         async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url) as client:
-            stalled = server.runtime.decisions.subscribe("stalled", buffer=2)  # never read
+            stalled = server.parts.decisions.subscribe("stalled", buffer=2)  # never read
             with trio.fail_after(10):
                 statuses = [(await client.post("/v1/chat/completions", json=CHAT)).status_code for _ in range(4)]
             metrics = (await client.get("/metrics")).text
     assert statuses == [200] * 4
-    assert stalled.lagged and "stalled" not in server.runtime.decisions.subscribers
+    assert stalled.lagged and "stalled" not in server.parts.decisions.subscribers
     assert 'daari_decision_subscribers_dropped_total{subscriber="stalled"} 1' in metrics
 
 
 async def test_requests_refused_by_the_guard_are_decisions_too(tmp_path: Path) -> None:
     config = make_config(tmp_path)
     async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url) as client:
-        with server.runtime.decisions.subscribe("test") as sub:
+        with server.parts.decisions.subscribe("test") as sub:
             rebinding = await client.post("/v1/chat/completions", json=CHAT, headers={"host": "evil.example"})
             foreign = await next_decision(sub)
             plain = await client.post("/v1/messages", content=b"{}", headers={"content-type": "text/plain"})
@@ -153,9 +153,9 @@ async def test_a_shortcut_tiers_own_judgement_reaches_the_decision(tmp_path: Pat
     fake = FakeOpenAI()
     async with serve_app(fake) as upstream:
         config = make_config(tmp_path, tiers={"L3": upstream_tier("openai", upstream + "/v1")})
-        async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url) as client:
-            server.runtime.shortcuts["L1"] = JudgingL1()
-            with server.runtime.decisions.subscribe("test") as sub:
+        async with daari_server(config, {"L1": JudgingL1()}) as server, \
+                httpx.AsyncClient(base_url=server.url) as client:
+            with server.parts.decisions.subscribe("test") as sub:
                 await client.post("/v1/chat/completions", json={**CHAT, "messages": [{"role": "user",
                                                                                       "content": "ping"}]})
                 answered = await next_decision(sub)

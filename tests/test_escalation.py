@@ -50,6 +50,21 @@ async def test_all_local_tiers_weak_gives_best_attempt_with_warning_and_no_cache
     assert second["daari_meta"]["cache_hit"] is False  # a weak answer with a better tier untried is not stored
 
 
+async def test_a_weak_answer_from_the_only_tier_is_served_with_its_warning_and_never_replayed(tmp_path: Path) -> None:
+    l3 = FakeOpenAI()
+    async with serve_app(l3) as u3:
+        config = make_config(tmp_path, tiers={"L3": upstream_tier("openai", u3 + "/v1", "short")})
+        async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url) as client:
+            first = (await client.post("/v1/chat/completions", json=QUESTION)).json()
+            second = (await client.post("/v1/chat/completions", json=QUESTION)).json()
+    assert first["daari_meta"]["warning"] == "below_confidence_threshold"
+    # Nothing better could be asked, yet the weak answer is not stored: the repeat asks the tier again and
+    # carries the same warning, instead of an L0 hit that would look like a good answer.
+    assert second["daari_meta"]["cache_hit"] is False and second["daari_meta"]["tier"] == "L3"
+    assert second["daari_meta"]["warning"] == "below_confidence_threshold"
+    assert len(l3.requests) == 2
+
+
 async def test_stream_escalation_sends_one_answer_only(tmp_path: Path) -> None:
     l3, l4 = FakeOpenAI(), FakeOllama()
     async with serve_app(l3) as u3, serve_app(l4) as u4:
@@ -153,7 +168,7 @@ async def test_mid_stream_drop_sends_error_event_and_caches_nothing(tmp_path: Pa
         config = make_config(tmp_path, tiers={"L3": upstream_tier("openai", u3 + "/v1", "drop")})
         async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url) as client:
             response = await client.post("/v1/chat/completions", json={**QUESTION, "stream": True})
-            stored = await server.runtime.cache.call(L0Count())
+            stored = await server.parts.cache.call(L0Count())
             anthropic = await client.post("/v1/messages", json={
                 "model": "x", "max_tokens": 20, "stream": True, "messages": [{"role": "user", "content": "hi"}]})
     chunks = sse_data(response.text)

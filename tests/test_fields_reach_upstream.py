@@ -12,7 +12,7 @@ import httpx
 import openai
 import pytest
 
-from daari.cache.key_fields import is_non_answer_field
+from daari.protocol.key_fields import is_non_answer_field
 from tests.fakes.anthropic_upstream import FakeAnthropic
 from tests.fakes.ollama_upstream import FakeOllama
 from tests.fakes.openai_upstream import FakeOpenAI

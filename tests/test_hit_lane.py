@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-import daari.server.app as app_module
+import daari.pipeline.steps.parse as parse_module
 from daari.cache.hit_requests import HitRequests
 from daari.cache.key_memo import memo_key
 from daari.protocol.chat import ChatRequest, Message
@@ -56,15 +56,15 @@ def test_remembered_requests_are_bounded_by_body_bytes_least_recently_used_first
 
 @pytest.fixture
 def decodes(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
-    """Every request body serve_chat decodes (the hit lane decodes none)."""
+    """Every request body the parse step decodes (the hit lane decodes none)."""
     seen: list[bytes] = []
-    decode: Callable[[bytes], Any] = app_module.decode_json
+    decode: Callable[[bytes], Any] = parse_module.decode_json
 
     def counting(raw: bytes) -> Any:
         seen.append(raw)
         return decode(raw)
 
-    monkeypatch.setattr(app_module, "decode_json", counting)
+    monkeypatch.setattr(parse_module, "decode_json", counting)
     return seen
 
 
@@ -87,7 +87,7 @@ async def test_the_third_copy_of_a_body_is_answered_without_parsing_it(
             assert [a.headers["x-daari-cache"] for a in answers] == ["miss", "hit", "hit"]
             assert len(fake.requests) == 1
             assert len(decodes) == 2  # the miss and the first hit; the third came down the hit lane
-            assert len(server.runtime.hit_requests) == 1
+            assert len(server.parts.hit_requests) == 1
             # The lane's answer is the first hit's, but for its own ids.
             assert _content(answers[2], stream) == _content(answers[1], stream)
             assert answers[2].headers["x-daari-request-id"] != answers[1].headers["x-daari-request-id"]
@@ -103,11 +103,11 @@ async def test_the_lane_is_left_when_the_answer_is_not_in_memory_or_the_client_s
             send = {"content-type": "application/json"}
             answers = [await client.post("/v1/chat/completions", content=raw, headers=send) for _ in range(2)]
             assert [a.headers["x-daari-cache"] for a in answers] == ["miss", "hit"], answers[1].text
-            assert len(server.runtime.hit_requests) == 1 and len(decodes) == 2
+            assert len(server.parts.hit_requests) == 1 and len(decodes) == 2
             # The answer leaves memory (evicted): the request is parsed again and found on disk.
-            key = server.runtime.key_memo.get(memo_key(raw, "openai", None, ""))
+            key = server.parts.key_memo.get(memo_key(raw, "openai", None, ""))
             assert key is not None
-            memory = server.runtime.l0_memory
+            memory = server.parts.l0_memory
             memory.lru.pop(key)
             memory.pending.pop(key, None)
             from_disk = await client.post("/v1/chat/completions", content=raw, headers=send)
@@ -125,7 +125,7 @@ async def test_a_lane_hit_is_recorded_like_any_other_hit(tmp_path: Path) -> None
     async with serve_app(fake) as upstream:
         config = make_config(tmp_path, tiers={"L3": upstream_tier("openai", upstream + "/v1")})
         async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url, timeout=30) as client:
-            decisions = server.runtime.decisions.subscribe("test", buffer=16)
+            decisions = server.parts.decisions.subscribe("test", buffer=16)
             for _ in range(3):
                 await client.post("/v1/chat/completions", content=raw, headers={"content-type": "application/json"})
             seen = [await decisions.receive() for _ in range(3)]

@@ -8,7 +8,6 @@ import httpx
 
 from daari.protocol.chat import ChatRequest, Message
 from daari.routing.classifier import classify
-from daari.routing.lt_probe import register_lt_matcher, unregister_lt_matcher
 from tests.fakes.openai_upstream import FakeOpenAI
 from tests.fakes.serving import serve_app
 from tests.support import daari_server, make_config, upstream_tier
@@ -28,11 +27,7 @@ def test_an_lt_match_makes_it_unambiguous() -> None:
     def notes_tool(text: str) -> bool:
         return text.startswith("Notes from")
 
-    register_lt_matcher(notes_tool)
-    try:
-        assert classify(request).ambiguous is False
-    finally:
-        unregister_lt_matcher(notes_tool)
+    assert classify(request, notes_tool).ambiguous is False
     assert classify(request).ambiguous is True
 
 

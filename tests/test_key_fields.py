@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from daari.cache.key_fields import is_billing_block, is_non_answer_field, uninterpreted, without_cache_markers
 from daari.cache.l0_key import l0_key
 from daari.protocol.anthropic_wire import parse_messages_request
+from daari.protocol.key_fields import is_billing_block, is_non_answer_field, uninterpreted, without_cache_markers
 from daari.protocol.openai_wire import parse_chat_request
 
 

@@ -39,7 +39,7 @@ async def test_a_repeated_body_is_keyed_by_its_bytes_and_a_reworded_one_still_hi
     async with serve_app(fake) as upstream:
         config = make_config(tmp_path, tiers={"L3": upstream_tier("openai", upstream + "/v1")})
         async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url, timeout=30) as client:
-            memo = server.runtime.key_memo
+            memo = server.parts.key_memo
             compact, spaced = json.dumps(BODY, separators=(",", ":")), json.dumps(BODY, indent=2)
             headers = {"content-type": "application/json"}
             answers = [await client.post("/v1/chat/completions", content=raw, headers=headers)
@@ -62,4 +62,4 @@ async def test_a_large_body_is_remembered_too(tmp_path: Path) -> None:
         async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url, timeout=30) as client:
             answers = [await client.post("/v1/chat/completions", json=BODY) for _ in range(2)]
             assert [a.headers["x-daari-cache"] for a in answers] == ["miss", "hit"]
-            assert len(server.runtime.key_memo) == 1 and len(fake.requests) == 1
+            assert len(server.parts.key_memo) == 1 and len(fake.requests) == 1

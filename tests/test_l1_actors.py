@@ -9,8 +9,8 @@ from actors.runtime import Mailbox
 from actors.verifier import VerifierActor, Verify
 from daari.config import L1Config
 from daari.metrics import Metrics
-from daari.pipeline.l1_tier import SemanticTier
 from daari.pipeline.shortcuts import ShortcutQuery
+from daari.pipeline.steps.l1 import SemanticTier
 from daari.protocol.chat import ChatRequest, Message
 from daari.semantic.minilm import load_minilm
 

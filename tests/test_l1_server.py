@@ -11,7 +11,7 @@ import httpx
 import trio
 
 from actors.semantic_cache import L1Count
-from daari.pipeline.l1_tier import SemanticTier
+from daari.pipeline.steps.l1 import SemanticTier
 from tests.fakes.openai_upstream import FakeOpenAI
 from tests.fakes.serving import serve_app
 from tests.support import daari_server, make_config, upstream_tier
@@ -26,7 +26,7 @@ def chat(text: str, **extra: Any) -> dict[str, Any]:
 
 
 async def ready(server: Any) -> SemanticTier:
-    tier = server.runtime.shortcuts["L1"]
+    tier = server.parts.shortcuts["L1"]
     assert isinstance(tier, SemanticTier)
     with trio.fail_after(60):
         await tier.status.started.wait()

@@ -34,7 +34,7 @@ async def test_metrics_page_is_prometheus_text_with_latency_histograms(tmp_path:
         async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url) as client:
             assert (await client.post("/v1/chat/completions", json=ASK)).status_code == 200
             assert (await client.post("/v1/chat/completions", json=ASK)).status_code == 200  # an L0 hit
-            server.runtime.metrics.inc("errors_total", code='odd "code"\\with\nnewline')
+            server.parts.metrics.inc("errors_total", code='odd "code"\\with\nnewline')
             response = await client.get("/metrics")
             assert response.headers["content-type"].startswith("text/plain; version=")
             text = await scrape_until(client, 'daari_request_duration_seconds_count{tier="L0"}')

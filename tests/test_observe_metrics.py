@@ -33,7 +33,7 @@ async def test_metrics_follow_requests_and_tails(tmp_path: Path) -> None:
                                   json={"model": model, "messages": [{"role": "user", "content": "explain git"}]})
             async with open_websocket_url(server.url.replace("http", "ws") + "/v1/daari/tail"):
                 with trio.fail_after(10):
-                    while server.runtime.tail_subscribers < 1:
+                    while server.parts.tail.open < 1:
                         await trio.sleep(0.01)
                 with trio.fail_after(10):
                     while True:  # the metrics subscriber runs beside the requests: wait until it caught up

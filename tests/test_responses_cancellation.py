@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import httpx
@@ -31,11 +32,11 @@ async def test_client_disconnect_mid_native_stream_closes_upstream(tmp_path: Pat
                 assert response.status_code == 200
                 async for line in response.aiter_lines():
                     if line.startswith("data:") and "response.created" in line:
-                        response_id = line.split('"id":"', 1)[1].split('"', 1)[0]
+                        response_id = json.loads(line.removeprefix("data:"))["response"]["id"]
                     if line.startswith("data:") and "output_text.delta" in line:
                         break  # text is flowing; now the client goes away
             await wait_for(lambda: fake.active_streams == 0 and fake.closed_streams == 1)
-            assert await server.runtime.cache.call(L0Count()) == 0
+            assert await server.parts.cache.call(L0Count()) == 0
             assert response_id is not None
             stored = await client.get(f"/v1/responses/{response_id}")
             assert stored.status_code == 404  # an abandoned response is not kept

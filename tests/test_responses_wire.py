@@ -15,6 +15,7 @@ from daari.protocol.openai_wire import to_upstream_body as openai_upstream_body
 from daari.protocol.responses_decode import ResponsesEventDecoder, events_from_response
 from daari.protocol.responses_tools import CallShape, call_shapes
 from daari.protocol.responses_wire import (
+    hosted_tools,
     lossy_translations,
     native_only_reason,
     parse_responses_request,
@@ -87,10 +88,21 @@ def test_bad_requests_name_the_field(body: dict[str, Any], param: str) -> None:
     assert caught.value.param == param
 
 
+@pytest.mark.parametrize(("body", "offered"), [
+    ({"tools": [{"type": "mcp", "server_label": "docs"}]}, ["mcp:docs"]),
+    ({"tools": [{"type": "web_search"}, WEATHER]}, ["web_search"]),
+    ({"input": [{"type": "additional_tools", "role": "developer", "tools": [{"type": "image_generation"}]},
+                {"role": "user", "content": "x"}]}, ["image_generation"]),
+])
+def test_hosted_tools_are_an_offer_not_a_native_only_reason(body: dict[str, Any], offered: list[str]) -> None:
+    request = parse(**{"input": "x", **body})
+    assert hosted_tools(request) == offered
+    assert native_only_reason(request) is None
+    assert all(t.extra.get("type") in (None, "function", "custom") for t in request.tools)
+
+
 @pytest.mark.parametrize(("body", "reason"), [
-    ({"tools": [{"type": "mcp", "server_label": "docs"}]}, "tool type 'mcp' (mcp)"),
     ({"prompt": {"id": "pmpt_1", "version": "2"}}, "a stored prompt template ('prompt'), which lives on the provider"),
-    ({"tools": [{"type": "web_search"}]}, "tool type 'web_search' (web_search)"),
     ({"tool_choice": {"type": "web_search"}}, "tool_choice type 'web_search'"),
     ({"input": [{"role": "user", "content": "x"}, {"type": "item_reference", "id": "msg_1"}]},
      "input item type 'item_reference'"),

@@ -87,16 +87,16 @@ def v1_daari(tmp_path: Path, stand_ins: bool) -> Iterator[str]:
                              tools={"enabled": True, "repo_root": str(repo),
                                     "eslint": {"command": str(stand_in(tmp_path, "eslint"))},
                                     "intellij": {"command": str(stand_in(tmp_path, "idea"))}})
-        with daari_in_thread(config) as server:
-            wait_for_l1(server)
-            if stand_ins:
-                server.runtime.shortcuts["L1"] = WordOverlapL1()  # L2 and Lt are the real tiers
+        # With stand-ins L1 is a word-overlap double; L2 and Lt are the real tiers.
+        with daari_in_thread(config, {"L1": WordOverlapL1()} if stand_ins else None) as server:
+            if not stand_ins:
+                wait_for_l1(server)
             yield server.url
 
 
 def wait_for_l1(server: Any) -> None:
     """L1 declines (skipped_loading) until its embedding model is loaded in the background."""
-    status = server.runtime.shortcuts["L1"].status
+    status = server.parts.shortcuts["L1"].status
     deadline = time.monotonic() + 120
     while not status.ready and time.monotonic() < deadline:
         time.sleep(0.1)

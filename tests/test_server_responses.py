@@ -147,12 +147,13 @@ def test_delete_a_stored_response(client: openai.OpenAI) -> None:
         client.responses.retrieve(response.id)
 
 
-def test_untranslatable_tool_is_a_clear_400(client: openai.OpenAI, fake: FakeOpenAI) -> None:
-    with pytest.raises(openai.BadRequestError) as caught:
-        client.responses.create(model="good", input="search the web", tools=[{"type": "web_search"}])
-    assert "web_search" in caught.value.message and "Responses API" in caught.value.message
-    assert isinstance(caught.value.body, dict) and caught.value.body["code"] == "unsupported_by_upstream"
-    assert fake.requests == []
+def test_a_hosted_tool_is_dropped_for_a_chat_tier_and_said_so(client: openai.OpenAI, fake: FakeOpenAI) -> None:
+    raw = client.responses.with_raw_response.create(model="good", input="search the web",
+                                                    tools=[{"type": "web_search"}])
+    response = raw.parse()
+    assert raw.headers["x-daari-dropped-tools"] == "web_search"
+    assert response.model_extra["daari_meta"]["dropped_tools"] == ["web_search"]
+    assert response.status == "completed" and "tools" not in fake.requests[-1].body  # answered without it
 
 
 def test_freeform_tool_round_trip_through_a_chat_upstream(client: openai.OpenAI, fake: FakeOpenAI) -> None:

@@ -44,8 +44,8 @@ async def test_a_registered_rule_tier_answers_chat_but_never_an_agent_turn(tmp_p
     fake = FakeOpenAI()
     async with serve_app(fake) as upstream:
         config = make_config(tmp_path, tiers={"L3": upstream_tier("openai", upstream + "/v1")})
-        async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url) as client:
-            server.runtime.shortcuts["L2"] = RuleAnswersEverything(seen)
+        async with daari_server(config, {"L2": RuleAnswersEverything(seen)}) as server, \
+                httpx.AsyncClient(base_url=server.url) as client:
             chat = await client.post("/v1/chat/completions", json={
                 "model": "good", "messages": [{"role": "user", "content": "a: 1 as json"}]})
             tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]

@@ -11,7 +11,6 @@ import pytest
 import trio
 from trio_websocket import ConnectionClosed, open_websocket_url
 
-from daari.server.tail import tail
 from tests.fakes.openai_upstream import FakeOpenAI
 from tests.fakes.serving import serve_app
 from tests.support import daari_server, make_config, upstream_tier
@@ -42,7 +41,7 @@ async def test_the_tail_streams_the_decisions_made_while_connected_in_order_and_
             await ask(client, "before anyone watched")
             async with open_websocket_url(ws_url(server.url)) as every, \
                     open_websocket_url(ws_url(server.url, "tier=L0&protocol=openai")) as hits_only:
-                await until(lambda: server.runtime.tail_subscribers == 2)
+                await until(lambda: server.parts.tail.open == 2)
                 for text in ("first question", "second question", "first question"):
                     await ask(client, text)
                 seen = [json.loads(await every.get_message()) for _ in range(3)]
@@ -88,14 +87,14 @@ async def test_a_subscriber_that_falls_behind_is_closed_while_requests_go_on(tmp
             slow = SlowTailClient()
             scope = {"type": "websocket", "path": "/v1/daari/tail", "query_string": b"", "headers": []}
             async with trio.open_nursery() as nursery, open_websocket_url(ws_url(server.url, "tier=L3")) as fast:
-                nursery.start_soon(tail, server.runtime, scope, slow.receive, slow.send)
-                await until(lambda: server.runtime.tail_subscribers == 2)
+                nursery.start_soon(server.parts.tail, scope, slow.receive, slow.send)
+                await until(lambda: server.parts.tail.open == 2)
                 for index in range(6):  # every request is answered while the slow client holds its first message
                     await ask(client, f"question {index}")
                 received = [json.loads(await fast.get_message()) for _ in range(6)]
-                assert server.runtime.decisions.dropped["tail"] == 1
+                assert server.parts.decisions.dropped["tail"] == 1
                 slow.release.set()
-                await until(lambda: server.runtime.tail_subscribers == 1)
+                await until(lambda: server.parts.tail.open == 1)
                 slow.gone.set()
             metrics = (await client.get("/metrics")).text
     close = slow.sent[-1]
@@ -111,10 +110,10 @@ async def test_a_client_that_reads_nothing_is_dropped_without_a_close_handshake(
         stalled = SlowTailClient()  # never released
         scope = {"type": "websocket", "path": "/v1/daari/tail", "query_string": b"", "headers": []}
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(tail, server.runtime, scope, stalled.receive, stalled.send)
-            await until(lambda: server.runtime.tail_subscribers == 1)
+            nursery.start_soon(server.parts.tail, scope, stalled.receive, stalled.send)
+            await until(lambda: server.parts.tail.open == 1)
             await client.post("/v1/chat/completions", json={"model": "m", "messages": "not a list"})
-            await until(lambda: server.runtime.tail_subscribers == 0)  # the handler gave up on its own
+            await until(lambda: server.parts.tail.open == 0)  # the handler gave up on its own
             stalled.gone.set()
     assert [m["type"] for m in stalled.sent] == ["websocket.accept", "websocket.send"]
 
@@ -122,10 +121,10 @@ async def test_a_client_that_reads_nothing_is_dropped_without_a_close_handshake(
 async def test_a_client_that_leaves_leaves_no_subscription_behind(tmp_path: Path) -> None:
     async with daari_server(make_config(tmp_path)) as server:
         async with open_websocket_url(ws_url(server.url)):
-            await until(lambda: server.runtime.tail_subscribers == 1)
-            assert "tail" in server.runtime.decisions.subscribers
-        await until(lambda: server.runtime.tail_subscribers == 0)
-        assert "tail" not in server.runtime.decisions.subscribers
+            await until(lambda: server.parts.tail.open == 1)
+            assert "tail" in server.parts.decisions.subscribers
+        await until(lambda: server.parts.tail.open == 0)
+        assert "tail" not in server.parts.decisions.subscribers
 
 
 UPGRADE = {"connection": "Upgrade", "upgrade": "websocket", "sec-websocket-version": "13",
@@ -141,7 +140,7 @@ async def test_a_foreign_host_or_a_cross_site_origin_cannot_open_the_tail(tmp_pa
     async with daari_server(make_config(tmp_path)) as server:
         async with httpx.AsyncClient(base_url=server.url) as client:
             handshake = await client.get("/v1/daari/tail", headers={**UPGRADE, **headers})
-        assert server.runtime.tail_subscribers == 0
+        assert server.parts.tail.open == 0
         async with httpx.AsyncClient(base_url=server.url) as client:
             allowed = await client.get("/v1/daari/tail", headers=UPGRADE)  # the same handshake without them
     assert handshake.status_code == 403
@@ -153,7 +152,7 @@ async def test_a_page_served_by_daari_itself_may_open_the_tail(tmp_path: Path) -
     async with daari_server(make_config(tmp_path)) as server:
         origin = server.url.encode()  # http://127.0.0.1:PORT, the origin of GET /ui
         async with open_websocket_url(ws_url(server.url), extra_headers=[(b"origin", origin)]):
-            await until(lambda: server.runtime.tail_subscribers == 1)
+            await until(lambda: server.parts.tail.open == 1)
 
 
 async def test_an_unknown_filter_is_closed_with_the_reason(tmp_path: Path) -> None:
@@ -172,7 +171,7 @@ async def test_shutdown_closes_tails_at_once_with_going_away(tmp_path: Path) -> 
 
         server = await nursery.start(run_server, config)
         async with open_websocket_url(ws_url(server.url)) as ws:
-            await until(lambda: server.runtime.tail_subscribers == 1)
+            await until(lambda: server.parts.tail.open == 1)
             server.shutdown.set()
             with pytest.raises(ConnectionClosed) as closed:
                 await ws.get_message()

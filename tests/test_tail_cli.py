@@ -56,7 +56,7 @@ async def test_daari_tail_prints_decisions_reconnects_after_a_restart_and_stops_
         for round_ in range(2):  # the second server is a restart on the same port
             async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url) as client:
                 with trio.fail_after(60):
-                    while server.runtime.tail_subscribers < 1:
+                    while server.parts.tail.open < 1:
                         await trio.sleep(0.05)
                 await client.post("/v1/chat/completions", json={"model": "m", "messages": [
                     {"role": "user", "content": f"Format as JSON: {{round: {round_}}}"}]})

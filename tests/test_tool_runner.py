@@ -13,8 +13,8 @@ import pytest
 import trio
 import trio.testing
 
+from actors.faults import FAULTS
 from actors.runtime import Address, Health, Mailbox, supervise
-from actors.table import FAULTS
 from actors.tool_runner import CcsGet, CcsInvalidate, RunCommand, RunRefused, RunResult, ToolRunnerActor
 from daari.config import ToolsConfig
 from daari.errors import Overloaded

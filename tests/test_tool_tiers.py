@@ -13,7 +13,7 @@ import httpx
 import pytest
 import trio
 
-from daari.routing.lt_probe import lt_matches
+from daari.server.compose import compose
 from tests.fakes.openai_upstream import FakeOpenAI
 from tests.fakes.serving import serve_app
 from tests.support import daari_server, make_config, upstream_tier
@@ -220,16 +220,15 @@ async def test_a_client_going_away_kills_the_running_command(tmp_path: Path, mon
         assert await trio.to_thread.run_sync(wait_gone, started)
 
 
-async def test_the_classifier_lt_probe_is_registered_while_tools_run(tmp_path: Path,
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_the_classifier_lt_probe_is_the_tool_patterns_only_while_tools_run(tmp_path: Path) -> None:
     sandbox = Sandbox(tmp_path)
-    assert not lt_matches("git status")
-    async with serving(sandbox, monkeypatch, None):
-        assert not lt_matches("git status")  # tools off: no Lt tier, no probe
-    async with serving(sandbox, monkeypatch, {}):
-        assert lt_matches("git status") and lt_matches("run the tests please")
-        assert not lt_matches("why does git status show untracked files?")
-    assert not lt_matches("git status")
+    off = await compose(make_config(sandbox.base))
+    assert not off.classify.lt_probe("git status")  # tools off: no Lt tier, no probe
+    on = await compose(make_config(sandbox.base, tools={"enabled": True, "allowed_roots": [str(sandbox.root)],
+                                                       "repo_root": str(sandbox.repo)}))
+    probe = on.classify.lt_probe
+    assert probe("git status") and probe("run the tests please")
+    assert not probe("why does git status show untracked files?")
 
 
 async def test_no_cache_runs_a_repeat_again_but_dev06_still_reads(tmp_path: Path,

@@ -18,13 +18,15 @@ from typing import Any
 
 import trio
 
+from actors.faults import FAULTS
 from actors.runtime import Health, Mailbox, supervise
-from actors.table import FAULTS
 from actors.tool_runner import ToolRunnerActor
 from daari.config import ToolsConfig, config_from_dict
 from daari.pipeline.shortcuts import ShortcutQuery
+from daari.pipeline.steps.ccs import CcsTier
+from daari.pipeline.steps.lt import ToolTier
+from daari.pipeline.steps.tool_service import ToolService
 from daari.protocol.chat import ChatRequest, Message
-from daari.tools.tiers import CcsTier, ToolService, ToolTier
 
 TRAPS = ("rm", "curl", "wget", "touch", "bash", "nc", "ssh", "perl", "ruby", "node", "npm", "npx", "make", "cat",
          "ls", "id", "whoami", "env", "printenv", "less", "more", "vi", "vim", "nano", "tee", "cp", "mv", "chmod",

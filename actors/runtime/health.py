@@ -14,15 +14,16 @@ class ActorStatus:
     state: State = "starting"
     restarts: int = 0
     last_error: str | None = None
+    required: bool = True  # False: the program runs without it (its failure does not make it unhealthy)
 
 
 @dataclass
 class Health:
     actors: dict[str, ActorStatus] = field(default_factory=dict)
 
-    def status(self, name: str) -> ActorStatus:
-        return self.actors.setdefault(name, ActorStatus(name))
+    def status(self, name: str, *, required: bool = True) -> ActorStatus:
+        return self.actors.setdefault(name, ActorStatus(name, required=required))
 
     @property
     def healthy(self) -> bool:
-        return bool(self.actors) and all(s.state == "running" for s in self.actors.values())
+        return bool(self.actors) and all(s.state == "running" for s in self.actors.values() if s.required)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
 import trio
 
@@ -26,6 +27,10 @@ class ActorSpec:
     mailbox_size: int = 64
     policy: RestartPolicy = field(default_factory=RestartPolicy)
     stream_buffer: int = 64  # items an asker's stream holds before the actor waits for it to read
+    # False: the program runs without it (a decision log that cannot open): the table does not wait for its first
+    # run, a failure to start is restarted like a crash, and its state does not make the program unhealthy.
+    required: bool = True
+    on_down: Callable[[], None] | None = None  # called once the supervisor gives up or stops (no more runs)
 
 
 class ActorTable:
@@ -48,8 +53,9 @@ class ActorTable:
 
     async def start(self, nursery: trio.Nursery, health: Health) -> None:
         for spec in self.specs:
-            await nursery.start(supervise, spec.factory, self.mailboxes[spec.name], health.status(spec.name),
-                                spec.policy)
+            await nursery.start(partial(supervise, spec.factory, self.mailboxes[spec.name],
+                                        health.status(spec.name, required=spec.required), spec.policy,
+                                        required=spec.required, on_down=spec.on_down))
 
 
 async def start_actors(nursery: trio.Nursery, specs: Sequence[ActorSpec], health: Health,

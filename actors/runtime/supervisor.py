@@ -36,12 +36,18 @@ async def supervise(
     status: ActorStatus,
     policy: RestartPolicy = RestartPolicy(),
     *,
+    required: bool = True,
+    on_down: Callable[[], None] | None = None,
     task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Start with `nursery.start(supervise, ...)`: returns to the starter once the first run is ready."""
+    """Start with `nursery.start(supervise, ...)`: returns to the starter once the first run is ready (at once for
+    an actor that is not `required`, whose failure to start is then restarted like a crash). `on_down` is called
+    when the supervisor ends: given up, stopped or cancelled."""
     crashes: deque[float] = deque()
     backoff = policy.backoff_initial_s
-    started = False
+    started = not required
+    if not required:
+        task_status.started()
     faults = mailbox.address.faults
     try:
         while True:
@@ -79,6 +85,8 @@ async def supervise(
         # Stopped, failed or cancelled: nothing will answer what is queued or sent later.
         reason = f"gave up after {status.last_error}" if status.state == "failed" else "stopped"
         mailbox.close_and_fail_queued(reason)
+        if on_down is not None:
+            on_down()
 
 
 async def _run(actor: Actor, mailbox: Mailbox, faults: Faults, *,

@@ -11,7 +11,8 @@ override, the partition and a BLAKE2b digest of the bytes. Bodies rewritten befo
 from __future__ import annotations
 
 import hashlib
-from collections import OrderedDict
+
+from daari.cache.lru import LRU
 
 MemoKey = tuple[str, str, str, bytes]
 
@@ -27,19 +28,13 @@ def memo_key(raw: bytes, protocol: str, tier_override: str | None, partition: st
 class L0KeyMemo:
     def __init__(self, max_entries: int = DEFAULT_ENTRIES) -> None:
         self.max_entries = max_entries
-        self._keys: OrderedDict[MemoKey, str] = OrderedDict()
+        self._keys: LRU[MemoKey, str] = LRU(max_entries)  # each of size 1: bounded in count
 
     def get(self, key: MemoKey) -> str | None:
-        digest = self._keys.get(key)
-        if digest is not None:
-            self._keys.move_to_end(key)
-        return digest
+        return self._keys.get(key)
 
     def put(self, key: MemoKey, digest: str) -> None:
-        self._keys[key] = digest
-        self._keys.move_to_end(key)
-        while len(self._keys) > self.max_entries:
-            self._keys.popitem(last=False)
+        self._keys.put(key, digest, 1)
 
     def __len__(self) -> int:
         return len(self._keys)

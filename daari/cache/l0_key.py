@@ -4,7 +4,7 @@ In the key: normalized messages (tool messages and tool calls included), model, 
 not 0), a hash of the tools schema, the sampling fingerprint, the tier override, and the credential
 partition (when there is one). Not in the key: `stream` and `stream_options` (a stored answer serves
 both), the client's protocol (a stored answer is protocol-neutral), other headers, and the fields
-`daari.cache.key_fields` lists as unable to change an answer (`user`, `metadata`, prompt-cache markers,
+`daari.protocol.key_fields` lists as unable to change an answer (`user`, `metadata`, prompt-cache markers,
 Claude Code's billing block...). Every other field the client sent and daari does not interpret
 (`ChatRequest.extra`, `Tool.extra`) is in the key as sent.
 """
@@ -15,9 +15,9 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
-from daari.cache.key_fields import without_cache_markers
 from daari.jsonio import canonical
-from daari.protocol.chat import ChatRequest, Message, Tool
+from daari.protocol.chat import ChatRequest, Message
+from daari.protocol.key_fields import tools_hash, without_cache_markers
 from daari.routing.normalize import normalize_message
 
 KEY_VERSION = 2  # 2: canonical JSON by orjson
@@ -41,12 +41,6 @@ def _message_json(message: Message) -> dict[str, Any]:
         "name": message.name,
         "is_error": message.is_error,
     }
-
-
-def tools_hash(tools: list[Tool]) -> str:
-    schema = [{"name": t.name, "description": t.description, "parameters": t.parameters,
-               **({"extra": t.extra} if t.extra else {})} for t in tools]
-    return hashlib.sha256(canonical(schema)).hexdigest()
 
 
 def l0_key(request: ChatRequest, tier_override: str | None = None, partition: str = "") -> L0Key:

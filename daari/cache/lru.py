@@ -1,7 +1,10 @@
-"""A least-recently-used map bounded in bytes: the in-memory front of the L0 store.
+"""A least-recently-used map bounded by the sizes of its values: L0's in-memory front and the hit lane's parsed
+requests (sized in bytes), the key memo and L1's pending probes (each of size 1: bounded in count).
 
 Each value is put with its size; the oldest values go once the sizes add up past `max_bytes`. A value
-larger than the whole budget is not kept at all (it would evict everything else).
+larger than the whole budget is not kept at all (it would evict everything else). Hand-written rather than
+cachetools' LRUCache: a hit costs two or three of these lookups, and cachetools' `get` measured 2.7x this one's
+(docs/architecture.md, "Libraries and why").
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 For each rule set, how many answers it accepts, how many of those break the format their prompt stated
 (goal: at most 2% at the local tiers), how many good answers it rejects, and how many bad answers it lets
-through (format or content). The rule sets are those of daari/pipeline/judge.py, composed the same way:
+through (format or content). The rule sets are those of daari/pipeline/steps/judge.py, composed the same way:
 - spec: the routing spec's check alone (more than 10 characters, no refusal);
 - gates: daari's gates before issue 19 (empty, short, refusal, acknowledgement, echo);
 - L3: gates, then the answer checks (daari/trust), then logprobs (where the answer has them: SmolLM2's);
@@ -21,7 +21,7 @@ from pathlib import Path
 
 from daari.config import ConfidenceConfig
 from daari.eval.judge_set import DEFAULT_DIR, LabeledAnswer, load_answers
-from daari.pipeline.judge import gate
+from daari.pipeline.steps.judge import gate
 from daari.routing.classifier import classify
 from daari.routing.confidence import heuristic_confidence, logprob_confidence, passing_score
 from daari.trust.answer_check import answer_violations

@@ -23,10 +23,10 @@ from daari.config import PricingConfig
 from daari.eval.requests import request_body, to_request
 from daari.pricing import estimate_cost, frontier_cost
 from daari.protocol.chat import ChatRequest
+from daari.protocol.tokens import estimate_request_tokens
 from daari.routing import classifier as rules
 from daari.routing.agent_turn import is_agent_turn
 from daari.routing.plan import plan_tiers
-from daari.routing.tokens import estimate_request_tokens
 
 DEFAULT_SET = Path(__file__).resolve().parents[2] / "evals/routing/routing_set.jsonl"
 TIER_RANK = {"L0": 0, "L1": 1, "CCS": 2, "L2": 2, "Lt": 2, "L3": 3, "L4": 4, "L5": 5, "L6": 6}

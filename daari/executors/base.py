@@ -57,6 +57,12 @@ class Executor(ABC):
         Executors without one raise `UpstreamUnavailable`; the caller then answers with daari's estimate."""
         raise UpstreamUnavailable(f"{self.name} has no count_tokens endpoint", upstream=self.name)
 
+    async def forward(self, path: str, request: ChatRequest) -> tuple[int, bytes]:
+        """A Responses client's body POSTed to `path` of the upstream as sent (its status and JSON answer),
+        for endpoints beside /responses (/responses/compact, /responses/input_tokens). Only a Responses
+        upstream has them; other executors raise `UpstreamUnavailable`."""
+        raise UpstreamUnavailable(f"{self.name} has no {path} endpoint", upstream=self.name)
+
     def status(self) -> dict[str, Any]:
         """State for /healthz and metrics (model loaded, circuit breaker state...)."""
         return {}

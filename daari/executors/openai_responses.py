@@ -24,7 +24,7 @@ from daari.protocol.chat import ChatRequest
 from daari.protocol.events import NativeEvent
 from daari.protocol.responses_decode import ResponsesEventDecoder, events_from_response
 from daari.protocol.responses_wire import to_responses_body
-from daari.protocol.sse import SSEDecoder
+from daari.protocol.sse import SSEDecoder, encode
 
 NATIVE = "responses"
 
@@ -50,6 +50,20 @@ class OpenAIResponsesExecutor(OpenAIExecutor):
             if err.upstream:
                 raise
             raise self._named(err) from None
+
+    async def forward(self, path: str, request: ChatRequest) -> tuple[int, bytes]:
+        """POST the client's body to {base_url}{path} as sent (only `model` set, when the tier names one), with
+        the same headers and key rules as /responses; the upstream's status and body, byte for byte."""
+        body = dict(request.raw)
+        if self.config.model:
+            body["model"] = self.config.model
+        headers = self._headers(request)  # Unauthorized for a keyless request to a forwarding tier
+        try:
+            response = await self.http().post(endpoint_url(self.config.base_url or "", path), content=dumps(body),
+                                              headers=headers)
+        except httpx.TransportError as exc:
+            raise self._transport_error(exc, False) from None
+        return response.status_code, response.content
 
     async def _post(self, body: dict[str, Any], headers: dict[str, str], emit: Emit, native: bool,
                     stream: bool) -> None:
@@ -98,8 +112,8 @@ class OpenAIResponsesExecutor(OpenAIExecutor):
                                       "an object")
                 name = str(data.get("type") or item.event or "")
                 events = decoder.feed(name, data)  # raises on response.failed / error before passing it on
-                if native:
-                    await emit(NativeEvent(NATIVE, name, data))
+                if native:  # with the event as sent, so the client can get it byte for byte
+                    await emit(NativeEvent(NATIVE, name, data, encode(item.data, event=item.event)))
                 for event in events:
                     await emit(event)
                 if decoder.finished:

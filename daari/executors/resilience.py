@@ -96,6 +96,15 @@ class ResilientExecutor(Executor):
             return await self.inner.count_tokens(request)
         raise self._timeout("first_byte", self.config.timeouts.first_byte_s, retryable=False)
 
+    async def forward(self, path: str, request: ChatRequest) -> tuple[int, bytes]:
+        """The inner executor's forward (a compaction can take as long as a generation: the total timeout).
+        Not retried (a compaction is not idempotent in cost), refused while the circuit is open."""
+        if self.breaker.state == "open":
+            raise UpstreamUnavailable(f"circuit open for {self.name}", upstream=self.name)
+        with trio.move_on_after(self.config.timeouts.total_s):
+            return await self.inner.forward(path, request)
+        raise self._timeout("total", self.config.timeouts.total_s, retryable=False)
+
     async def generate(self, request: ChatRequest, emit: Emit) -> None:
         retry = self.config.retry
         failures = 0

@@ -52,9 +52,8 @@ def run_tail(args: argparse.Namespace) -> int:
 def run_report(args: argparse.Namespace) -> int:
     from daari.config import load_config
     from daari.errors import ConfigError
-    from daari.observe.decision_log import read_rows
+    from daari.observe.decision_log import decisions_path, read_rows
     from daari.observe.report import parse_since, summarize
-    from daari.server.observe_routes import decisions_path
 
     try:
         window = parse_since(args.since)

@@ -16,6 +16,13 @@ from typing import Any
 
 import sqlite_utils
 
+DECISIONS_FILE = "decisions.sqlite"
+
+
+def decisions_path(data_dir: str) -> Path:
+    """Where the decision log lives in a data dir."""
+    return Path(data_dir) / DECISIONS_FILE
+
 COLUMNS: dict[str, type] = {
     "request_id": str, "time": float, "protocol": str, "client": str, "model": str, "stream": int,
     "tier": str, "task_type": str, "rule_id": str, "cache": str, "cache_level": str,

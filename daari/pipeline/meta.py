@@ -47,6 +47,8 @@ class Meta:
     usage: Usage | None = None  # of the answer served; for the decision record, not rendered
     # What a shortcut tier reported (similarity, verified_by, tool, confirmation_required...), merged as-is.
     details: dict[str, Any] = field(default_factory=dict)
+    # Hosted tools the client offered that the answering tier could not run (pipeline/hosted_tools.py).
+    dropped_tools: list[str] | None = None
 
     def to_json(self) -> dict[str, Any]:
         # Written out rather than dataclasses.asdict: this runs on every response, hits included.
@@ -64,6 +66,8 @@ class Meta:
             data["warning"] = self.warning
         if self.error is not None:
             data["error"] = self.error
+        if self.dropped_tools:
+            data["dropped_tools"] = self.dropped_tools
         if self.details:
             data.update(self.details)
         return data
@@ -73,4 +77,7 @@ class Meta:
             cache = "bypassed"  # the cache failed and was routed around
         else:
             cache = "bypass" if cache_bypassed else ("hit" if self.cache_hit else "miss")
-        return {"x-daari-tier": self.tier or "none", "x-daari-cache": cache}
+        headers = {"x-daari-tier": self.tier or "none", "x-daari-cache": cache}
+        if self.dropped_tools:
+            headers["x-daari-dropped-tools"] = ",".join(self.dropped_tools)
+        return headers

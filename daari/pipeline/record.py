@@ -17,9 +17,13 @@ from daari.pipeline.client_family import client_of, refine_family
 from daari.pipeline.decision import CLIENT_CLOSED, CLIENT_DISCONNECTED, RequestFacts, RoutingDecision, decide
 from daari.pipeline.meta import Meta
 from daari.pipeline.sink import Sink
+from daari.pipeline.turn import Turn
 from daari.protocol.chat import ChatRequest
 
 REQUEST_ID_HEADER = "x-daari-request-id"
+
+# log.prompts: what the decision keeps of a request's prompt (a keyed hash, the text, or nothing).
+PromptDescriber = Callable[[ChatRequest], tuple[str | None, str | None]]
 
 
 def new_request_id() -> str:
@@ -64,32 +68,35 @@ class RecordingSink:
 class DecisionRecorder:
     """One per chat request, created when it arrives; publishes its decision to `hub` exactly once."""
 
-    __slots__ = ("hub", "describe_prompt", "started", "facts", "sink", "published")
+    __slots__ = ("hub", "describe_prompt", "started", "facts", "_sink", "published")
 
     def __init__(self, hub: Hub[RoutingDecision], protocol: str, headers: Mapping[str, str],
-                 describe_prompt: Callable[[ChatRequest], tuple[str | None, str | None]] | None = None) -> None:
+                 describe_prompt: PromptDescriber | None = None) -> None:
         self.hub = hub
         self.describe_prompt = describe_prompt
         self.started = time.perf_counter()
         self.facts = RequestFacts(request_id=new_request_id(), time=time.time(), protocol=protocol,
                                   client=client_of(headers))
-        self.sink: RecordingSink | None = None
+        self._sink: RecordingSink | None = None
         self.published = False
 
-    def parsed(self, request: ChatRequest, sink: Sink) -> RecordingSink:
-        """The request is valid: note what it asked for; returns the sink the pipeline must write to."""
-        facts = self.facts
-        if self.describe_prompt is not None:
-            facts.prompt_hash, facts.prompt = self.describe_prompt(request)
-        facts.model_requested, facts.stream = request.model or None, request.stream
-        facts.client = refine_family(facts.client, request)  # aider's requests come through litellm
-        self.sink = RecordingSink(sink, self.facts.request_id)
-        return self.sink
+    def sink(self, out: Sink) -> RecordingSink:
+        """The sink the pipeline must write to: it notes the status and when the response started."""
+        self._sink = RecordingSink(out, self.facts.request_id)
+        return self._sink
 
-    def finished(self, meta: Meta) -> None:
+    def finished(self, turn: Turn) -> None:
         """The pipeline is done with the request, however it ended (a client that left included): call it from
-        a `finally`. What the sink saw says whether the answer went out."""
-        self._publish(meta, None)
+        a `finally`. What the sink saw says whether the answer went out; a parsed request says what it asked."""
+        if self.published:
+            return
+        if turn.parsed:
+            request, facts = turn.request, self.facts
+            if self.describe_prompt is not None:
+                facts.prompt_hash, facts.prompt = self.describe_prompt(request)
+            facts.model_requested, facts.stream = request.model or None, request.stream
+            facts.client = refine_family(facts.client, request)  # aider's requests come through litellm
+        self._publish(turn.meta, None)
 
     def refused(self, err: DaariError, status: int) -> None:
         """The request was refused before routing (bad body, too large, bad headers)."""
@@ -104,7 +111,7 @@ class DecisionRecorder:
             return
         self.published = True
         now = time.perf_counter()
-        sink = self.sink
+        sink = self._sink
         error = None
         if status is None:
             # Routed: what the sink saw. A response that did not finish was cut short by its client.

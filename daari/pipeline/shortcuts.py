@@ -1,9 +1,9 @@
 """Shortcut tiers: answers found before any model runs (CCS, L1 semantic cache, L2 rules, Lt local tools).
 
-The rule that matters for agents lives here, once: an agent turn is never answered by a shortcut tier
-(ADR-0004), except through the agent-prefix L1 when that tier says it supports it. A stale or approximate
-answer to a tool loop would break it. Each tier plugs in as a `ShortcutTier` registered in
-`Runtime.shortcuts`; the pipeline asks them in `SHORTCUT_ORDER` and reports what each one did.
+What a tier is given (`ShortcutQuery`) and returns (`ShortcutResult`). Each tier plugs into the pipeline as a
+`ShortcutStep` (steps/shortcut.py), which applies the rule that matters for agents, once: an agent turn is never
+answered by a shortcut tier (ADR-0004), except through the agent-prefix L1 when that tier says it supports it. A
+stale or approximate answer to a tool loop would break it.
 """
 
 from __future__ import annotations
@@ -57,9 +57,12 @@ class ShortcutTier(Protocol):
 
     async def answer(self, query: ShortcutQuery) -> ShortcutResult | None: ...
 
-    async def remember(self, query: ShortcutQuery, completion: Completion, tier: str) -> None:
-        """Called after a model tier's answer was stored in L0 (L1 indexes it); most tiers do nothing."""
-        ...
+
+def final_user_text(request: ChatRequest) -> str | None:
+    """The text of the last message when it is the user's (the only message a rule or tool tier looks at)."""
+    if not request.messages or request.messages[-1].role != "user":
+        return None
+    return request.messages[-1].text()
 
 
 def shortcut_tiers(agent_turn: bool, registered: Mapping[str, ShortcutTier] | None = None) -> tuple[str, ...]:

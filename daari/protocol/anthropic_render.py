@@ -34,7 +34,7 @@ from daari.protocol.events import (
     ToolCallStart,
     split_text,
 )
-from daari.routing.tokens import estimate_request_tokens
+from daari.protocol.tokens import estimate_request_tokens
 
 STOP_REASON_TO_ANTHROPIC: dict[str, str] = {
     "stop": "end_turn",

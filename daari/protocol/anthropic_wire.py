@@ -17,7 +17,7 @@ Choices (documented here because both directions depend on them):
 - Claude Code's first system block (`x-anthropic-billing-header: ...`) is per request: it travels in `raw`
   to an Anthropic upstream but is left out of the neutral system text (and so of every cache key).
 - Fields daari does not interpret (context_management, output_config, mcp_servers, future fields) are
-  `extra`, in the cache key unless `daari.cache.key_fields` lists them (metadata, service_tier); tool fields
+  `extra`, in the cache key unless `daari.protocol.key_fields` lists them (metadata, service_tier); tool fields
   beyond name/description/input_schema (a server tool's type and settings, `strict`) are `Tool.extra`.
 - Errors use Anthropic's own wording where clients match on it (Claude Code's fallbacks read 400 texts).
 - A missing `model` becomes "daari" (as on the OpenAI side); a missing `max_tokens` is an error, as upstream.
@@ -31,10 +31,10 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from daari.cache.key_fields import is_billing_block, uninterpreted, without_cache_markers
 from daari.errors import InvalidRequest
-from daari.protocol.chat import ChatRequest, ContentPart, Message, Role, Tool, ToolCall
-from daari.routing.tokens import estimate_request_tokens
+from daari.protocol.chat import ChatRequest, ContentPart, Message, Role, Tool, ToolCall, WireShapes
+from daari.protocol.key_fields import is_billing_block, uninterpreted, without_cache_markers
+from daari.protocol.tokens import estimate_request_tokens
 
 DEFAULT_MODEL = "daari"
 DEFAULT_MAX_TOKENS = 4096
@@ -46,6 +46,11 @@ PASSTHROUGH_HEADERS = ("anthropic-beta", "anthropic-version", "anthropic-dangero
 _PASSTHROUGH = frozenset(PASSTHROUGH_HEADERS)
 _SECRET_HEADERS = frozenset(("x-api-key", "authorization"))
 _HISTORY_ONLY_BLOCKS = ("thinking", "redacted_thinking")
+# Blocks daari knows; any other type is a new client shape (carried whole, and counted). Server and MCP tool
+# blocks (and every `*_tool_result`) are tool calls and results the client's history holds.
+KNOWN_BLOCKS = ("text", "image", "document", "tool_use", "tool_result", "thinking", "redacted_thinking",
+                "search_result", "container_upload")
+SERVER_TOOL_BLOCKS = ("server_tool_use", "mcp_tool_use", "mcp_tool_result")
 _TOOL_CHOICE_TO_NEUTRAL = {"auto": "auto", "any": "required", "none": "none"}
 # OpenAI reasoning_effort <-> Anthropic thinking budget_tokens, both directions (docs/agents.md).
 EFFORT_BUDGET = {"low": 1024, "medium": 4096, "high": 16384}
@@ -118,7 +123,25 @@ def _parse(body: object, headers: Mapping[str, str], *, require_max_tokens: bool
         raw=body,
         passthrough_headers=passthrough_headers(headers),
         extra=uninterpreted("anthropic", body, _INTERPRETED),
+        shapes=_shapes(raw_messages),
     )
+
+
+def _shapes(raw_messages: list[Any]) -> WireShapes:
+    """Roles and block types daari does not know, and server tool blocks (the messages are validated)."""
+    unknown: list[str] = []
+    tool_items: list[str] = []
+    for message in raw_messages:
+        role = message.get("role")
+        if role not in _KNOWN_ROLES:
+            unknown.append(f"role:{role}")
+        for block in message.get("content") if isinstance(message.get("content"), list) else []:
+            kind = block["type"]
+            if kind in SERVER_TOOL_BLOCKS or (kind.endswith("_tool_result") and kind != "tool_result"):
+                tool_items.append(kind)
+            elif kind not in KNOWN_BLOCKS:
+                unknown.append(f"block:{kind}")
+    return WireShapes(tuple(unknown), tuple(tool_items)) if unknown or tool_items else WireShapes()
 
 
 def _system_messages(system: object) -> list[Message]:

@@ -54,6 +54,23 @@ class Tool:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True, slots=True)
+class WireShapes:
+    """What a parser saw in the body that the neutral request does not show (not keyed: the body is).
+
+    `unknown`: item, part, block and role types daari does not know ("input_item:foo", "content_part:bar",
+    "block:baz", "role:qux"): a new client shape, so the turn is treated as an agent turn and counted.
+    `tool_items`: calls and results of hosted or server tools in the history ("web_search_call",
+    "mcp_tool_use"...), which have no neutral tool call: the turn is an agent turn all the same.
+    """
+
+    unknown: tuple[str, ...] = ()
+    tool_items: tuple[str, ...] = ()
+
+
+NO_SHAPES = WireShapes()
+
+
 @dataclass(slots=True)
 class ChatRequest:
     """One chat request, whatever protocol it came in.
@@ -75,18 +92,20 @@ class ChatRequest:
     raw: dict[str, Any] = field(default_factory=dict)
     # Request headers an upstream of the client's own protocol may need (anthropic-beta, x-api-key ...).
     passthrough_headers: dict[str, str] = field(default_factory=dict)
-    # Top-level fields daari does not interpret and that can change the answer (`daari.cache.key_fields`):
+    # Top-level fields daari does not interpret and that can change the answer (`daari.protocol.key_fields`):
     # in the cache key; an upstream of the client's protocol gets them through `raw`.
     extra: dict[str, Any] = field(default_factory=dict)
     # The client's query string (Claude Code sends `?beta=true`): kept for a same-protocol upstream.
     query_string: str = ""
+    shapes: WireShapes = NO_SHAPES
+
 
     def for_caller(self, passthrough_headers: dict[str, str], query_string: str) -> ChatRequest:
         """This request as another caller sent it: its own headers and query string over the same parsed body
         (shared, not copied: only for code that reads it, see cache/hit_requests.py)."""
         return ChatRequest(self.messages, self.model, self.protocol, self.stream, self.temperature, self.tools,
                            self.sampling, self.include_usage, self.raw, passthrough_headers, self.extra,
-                           query_string)
+                           query_string, self.shapes)
 
     @property
     def max_tokens(self) -> int | None:

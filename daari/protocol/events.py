@@ -56,11 +56,14 @@ class NativeEvent:
 
     Executors that pass a native stream through yield it beside the neutral events it stands for; a
     renderer of the same protocol writes the native event and ignores the neutral ones it shadows.
+    `raw` is the SSE event as the upstream sent it (its `event:` line and data text), for a renderer that
+    passes it on byte for byte; None for a whole body or a stored answer.
     """
 
     protocol: str
     name: str
     data: dict[str, Any]
+    raw: bytes | None = field(default=None, compare=False, repr=False)
 
 
 Event = TextDelta | ToolCallStart | ToolCallDelta | Finish | NativeEvent | KeepAlive

@@ -16,7 +16,7 @@ Choices made here, because clients differ from the reference API:
   `to_upstream_body` sends it back under that name (OpenAI's reasoning models accept only that one).
 - Fields daari does not interpret (reasoning_effort, verbosity, service_tier, prediction, modalities,
   audio, web_search_options, future fields) go into `extra` (the cache key) unless
-  `daari.cache.key_fields` lists them as unable to change the answer (user, metadata, store...); tool
+  `daari.protocol.key_fields` lists them as unable to change the answer (user, metadata, store...); tool
   definition fields beyond name/description/parameters (`strict`) go into `Tool.extra`.
 - The client's `Authorization` is kept as a `SecretStr` in `passthrough_headers`; only a tier with
   `forward_client_key` sends it upstream. The other headers kept there are `openai_headers.PASSTHROUGH_HEADERS`
@@ -39,10 +39,10 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from daari.cache.key_fields import uninterpreted, without_cache_markers
 from daari.errors import InvalidRequest
 from daari.protocol.anthropic_wire import EFFORT_BUDGET
-from daari.protocol.chat import ChatRequest, ContentPart, Message, Role, Tool, ToolCall
+from daari.protocol.chat import ChatRequest, ContentPart, Message, Role, Tool, ToolCall, WireShapes
+from daari.protocol.key_fields import uninterpreted, without_cache_markers
 from daari.protocol.openai_headers import client_headers
 
 DEFAULT_MODEL = "daari"
@@ -62,6 +62,8 @@ _INTERPRETED = frozenset({"model", "messages", "stream", "stream_options", "temp
                           "max_tokens", "max_completion_tokens", *_SAMPLING_KEYS})
 _TOOL_FIELDS = ("type", "function")
 _FUNCTION_FIELDS = ("name", "description", "parameters")
+# Content part types daari knows; any other is a new client shape (carried whole, and counted).
+KNOWN_PARTS = ("text", "image_url", "refusal", "input_audio", "file")
 
 
 def _fail(message: str, param: str) -> InvalidRequest:
@@ -320,7 +322,16 @@ def parse_chat_request(body: object, headers: Mapping[str, str]) -> ChatRequest:
         raw=body,
         passthrough_headers=client_headers(headers),
         extra=uninterpreted("openai", body, _INTERPRETED),
+        shapes=_shapes(messages),
     )
+
+
+def _shapes(messages: list[Any]) -> WireShapes:
+    """Content part types daari does not know (the messages are already validated)."""
+    unknown = [f"content_part:{part.get('type')}" for message in messages
+               for part in (message.get("content") if isinstance(message.get("content"), list) else [])
+               if isinstance(part, dict) and part.get("type") not in KNOWN_PARTS]
+    return WireShapes(unknown=tuple(unknown)) if unknown else WireShapes()
 
 
 def native_only_reason(request: ChatRequest) -> str | None:

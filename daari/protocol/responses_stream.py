@@ -4,11 +4,16 @@
 
 - Neutral events are rendered as they come; a freeform tool's input goes out whole when its call closes (its
   function-form arguments are JSON around it).
-- A Responses upstream's own events (`NativeEvent("responses", ...)`) are written as they come, renumbered and
-  with daari's response id; its response.created / in_progress are not written again (daari's went first)
-  and its terminal response is held until `finish`, so that `daari_meta` rides on the final response object.
-- A whole stored response (an L0 hit, or a non-stream upstream answer to a stream) is replayed as the full
-  event sequence, text and reasoning summaries in pieces.
+- `response.created` and `response.in_progress` go out with the first event, not at `start`: when a
+  Responses upstream answers, its own events pass through byte for byte (as it sent them: its ids, its
+  sequence numbers, its created and in_progress), and daari rewrites only the terminal event (it carries
+  `daari_meta`) and, when the client chained with `previous_response_id`, the response snapshots (they
+  name it again). Its terminal response is held until `finish` for that. An upstream whose stream does not
+  open with its own created / in_progress gets daari's first, and its events are renumbered after them.
+- A whole response (a non-stream upstream answer to a stream: its own id; an L0 hit: a new one) is replayed
+  as the full event sequence, text and reasoning summaries in pieces.
+- A failure after the stream began is `error` (OpenAI's shape: code, message and param at the top) then
+  `response.failed`, numbered after the last event written.
 """
 
 from __future__ import annotations
@@ -21,11 +26,13 @@ from daari.protocol.chat import ChatRequest
 from daari.protocol.events import Event, Finish, NativeEvent, TextDelta, ToolCallDelta, ToolCallStart, split_text
 from daari.protocol.responses_render import (
     RESPONSES,
+    STORED,
     TERMINAL,
     finish_native,
     finish_status,
     message_item,
     new_id,
+    now,
     response_object,
     shaped_item,
     usage_json,
@@ -33,6 +40,8 @@ from daari.protocol.responses_render import (
 )
 from daari.protocol.responses_tools import call_shapes, custom_arguments, custom_input
 from daari.protocol.sse import encode
+
+_OPENING = ("response.created", "response.queued", "response.in_progress")
 
 
 class ResponsesStreamRenderer:
@@ -54,6 +63,10 @@ class ResponsesStreamRenderer:
         self._native = False
         self._native_final: dict[str, Any] | None = None
         self._native_done: dict[int, dict[str, Any]] = {}
+        self._native_shell: dict[str, Any] | None = None  # the upstream's own response snapshot, once seen
+        self._verbatim = False  # the upstream's events go out as it sent them (it opened the stream itself)
+        self._terminal_seq: int | None = None  # the upstream's number for its terminal event
+        self._started = False
         self._shapes = call_shapes(request)
 
     def _event(self, kind: str, **fields: Any) -> bytes:
@@ -62,9 +75,20 @@ class ResponsesStreamRenderer:
         return encode(data, event=kind)
 
     def _shell(self, status: str) -> dict[str, Any]:
+        if self._native_shell is not None:  # the upstream's own snapshot: its id, its settings
+            shell = {**self._native_shell, "status": status}
+            previous = self.request.raw.get("previous_response_id")
+            return {**shell, "previous_response_id": previous} if previous is not None else shell
         return response_object(self.request, self.response_id, self.created_at, status, [], None)
 
     def start(self) -> list[bytes]:
+        return []  # created / in_progress go out with the first event: the upstream's own, when it has them
+
+    def _begin(self) -> list[bytes]:
+        """daari's own response.created and response.in_progress, unless the stream already opened."""
+        if self._started:
+            return []
+        self._started = True
         return [self._event("response.created", response=self._shell("in_progress")),
                 self._event("response.in_progress", response=self._shell("in_progress"))]
 
@@ -114,7 +138,7 @@ class ResponsesStreamRenderer:
         return out
 
     def _text(self, text: str) -> list[bytes]:
-        out: list[bytes] = []
+        out: list[bytes] = self._begin()
         if self._message is None:
             index = self._next_index
             self._next_index += 1
@@ -132,7 +156,7 @@ class ResponsesStreamRenderer:
         return out
 
     def _call(self, ev: ToolCallStart) -> list[bytes]:
-        out = self._close_message()
+        out = [*self._begin(), *self._close_message()]
         index = self._next_index
         self._next_index += 1
         shape = self._shapes.get(ev.name)
@@ -161,20 +185,54 @@ class ResponsesStreamRenderer:
 
     def _native_event(self, ev: NativeEvent) -> list[bytes]:
         self._native = True
-        if ev.name == "response":  # a whole response (a replay, or a non-stream upstream answer)
+        if ev.name in ("response", STORED):  # a whole response (a non-stream upstream answer, or an L0 replay)
             self._native_final = ev.data
-            return self._replay_items(ev.data.get("output") or [])
-        if ev.name in ("response.created", "response.in_progress", "response.queued"):
-            return []
+            if ev.name == "response":  # the upstream's own: its id and settings in the snapshots too
+                self._adopt({**ev.data, "status": "in_progress", "output": [], "usage": None,
+                             "completed_at": None, "error": None, "incomplete_details": None})
+            return [*self._begin(), *self._replay_items(ev.data.get("output") or [])]
+        if ev.name in _OPENING:
+            if self._started and not self._verbatim:
+                return []  # daari's own opening went first
+            if not self._started:
+                self._started = self._verbatim = True
+                if isinstance(ev.data.get("response"), dict):
+                    self._adopt(ev.data["response"])
+            return [self._pass(ev, snapshot=True)]
+        out = self._begin()  # an upstream that did not open its stream itself: daari's opening first
         if ev.name in TERMINAL:
             self._native_final = ev.data.get("response") if isinstance(ev.data.get("response"), dict) else {}
-            return []
+            if self._verbatim and isinstance(ev.data.get("sequence_number"), int):
+                self._terminal_seq = ev.data["sequence_number"]
+            return out
         if ev.name == "response.output_item.done" and isinstance(ev.data.get("item"), dict):
             self._native_done[int(ev.data.get("output_index", len(self._native_done)))] = ev.data["item"]
+        return [*out, self._pass(ev)]
+
+    def _adopt(self, snapshot: dict[str, Any]) -> None:
+        """Take the upstream's response as this one: its id (the route stores it under that id)."""
+        self._native_shell = snapshot
+        if isinstance(snapshot.get("id"), str):
+            self.response_id = snapshot["id"]
+        if isinstance(snapshot.get("created_at"), int):
+            self.created_at = snapshot["created_at"]
+
+    def _pass(self, ev: NativeEvent, snapshot: bool = False) -> bytes:
+        """One upstream event: as sent when the upstream opened the stream, else numbered after daari's."""
+        if self._verbatim:
+            number = ev.data.get("sequence_number")
+            if isinstance(number, int):
+                self._seq = max(self._seq, number + 1)
+            previous = self.request.raw.get("previous_response_id")
+            if snapshot and previous is not None and isinstance(ev.data.get("response"), dict):
+                # the client chained with previous_response_id: the snapshot names it, as OpenAI's would
+                return encode({**ev.data, "response": {**ev.data["response"], "previous_response_id": previous}},
+                              event=ev.name)
+            return ev.raw if ev.raw is not None else encode(ev.data, event=ev.name)
         fields = {k: v for k, v in ev.data.items() if k not in ("type", "sequence_number")}
         if "response_id" in fields:
             fields["response_id"] = self.response_id
-        return [self._event(ev.name, **fields)]
+        return self._event(ev.name, **fields)
 
     def _replay_items(self, output: list[dict[str, Any]]) -> list[bytes]:
         out: list[bytes] = []
@@ -259,10 +317,14 @@ class ResponsesStreamRenderer:
             native = dict(self._native_final or {})
             if not native.get("output"):
                 native["output"] = [self._native_done[i] for i in sorted(self._native_done)]
-            response = finish_native(native, self.request, self.response_id, meta)
+            replay_as = None if self._native_shell is not None else (self.response_id, self.created_at)
+            response = finish_native(native, self.request, meta, replay_as)
             kind = "response.incomplete" if response.get("status") == "incomplete" else "response.completed"
-            return [self._event(kind, response=self._final(response))]
-        out = self._close_all()
+            if self._terminal_seq is not None:  # the upstream's terminal event, with daari_meta added
+                data = {"type": kind, "sequence_number": self._terminal_seq, "response": self._final(response)}
+                return [encode(data, event=kind)]
+            return [*self._begin(), self._event(kind, response=self._final(response))]
+        out = [*self._begin(), *self._close_all()]
         finish = self._finish or Finish(reason="stop")
         if not self._output:  # an empty answer is still one (empty) message
             out.extend(self._text(""))
@@ -270,7 +332,7 @@ class ResponsesStreamRenderer:
         status, incomplete = finish_status(finish.reason)
         output = [self._output[i] for i in sorted(self._output)]
         response = response_object(self.request, self.response_id, self.created_at, status, output,
-                                   usage_json(finish.usage))
+                                   usage_json(finish.usage), completed_at=now() if status == "completed" else None)
         response["incomplete_details"] = incomplete
         response["daari_meta"] = with_translation_notes(meta, self.request)
         kind = "response.incomplete" if status == "incomplete" else "response.completed"
@@ -278,10 +340,14 @@ class ResponsesStreamRenderer:
 
     def error(self, err: DaariError, meta: dict[str, Any]) -> list[bytes]:
         """A failure after the stream began: an `error` event, then `response.failed` (with daari_meta)."""
+        out = self._begin()
         response = self._shell("failed")
         # OpenAI's codes for a failed response are a closed set; daari's own code is in daari_meta.error.
         code = "rate_limit_exceeded" if err.status == 429 else "server_error"
         response["error"] = {"code": code, "message": err.message}
         response["daari_meta"] = meta
-        return [self._event("error", code=err.code, message=err.message, param=err.param),
+        # OpenAI's wire shape (code, message, param at the top), not the Open Responses `error` object: the
+        # OpenAI SDKs abort a stream at any event whose data has an `error` member, so the client would never
+        # see response.failed (docs/agents.md, "Conformance").
+        return [*out, self._event("error", code=err.code, message=err.message, param=err.param),
                 self._event("response.failed", response=self._final(response))]

@@ -6,9 +6,12 @@ client expects (`call_shapes`).
   input; its grammar, if any, is quoted in the description (another model is told it, not held to it).
 - A `namespace` tool (Codex's `multi_agent_v1`) groups functions and custom tools: each becomes a neutral
   tool named `<namespace>__<name>` (OpenAI function names allow letters, digits, `_` and `-`), and a call
-  to it renders back as the inner name with `"namespace"` set, as the Responses API sends it.
-- Hosted tools (web_search, file_search, mcp, local_shell...) keep their definition in `Tool.extra` (the
-  cache key); only a Responses upstream can serve them (`responses_wire.native_only_reason`).
+  to it renders back as the inner name with `"namespace"` set, as the Responses API sends it. The namespace
+  `functions` is the default one (Codex's Responses Lite wraps its top-level tools in it, and Codex routes
+  a call with or without it alike): its tools keep their own names and their calls render without it.
+- Hosted tools (web_search, file_search, code_interpreter, image_generation, mcp...) are an offer only a
+  Responses upstream can take up: `split_tools` keeps their definitions apart (`hosted`, keyed as sent),
+  and another tier answers without them (`daari.pipeline.hosted_tools`).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from daari.protocol.chat import ChatRequest, Tool
 
 TRANSLATABLE_TOOLS = ("function", "custom")
 NAMESPACE_SEPARATOR = "__"
+DEFAULT_NAMESPACE = "functions"  # Codex: "Namespace used for top-level function and custom tools"
 # A freeform tool as a function: the model writes the tool's whole input as one string.
 CUSTOM_PARAMETERS: dict[str, Any] = {
     "type": "object", "properties": {"input": {"type": "string", "description": "The tool's input, as free text."}},
@@ -44,8 +48,10 @@ def _fail(message: str, param: str) -> InvalidRequest:
 
 
 def flat_name(name: str, namespace: object) -> str:
-    """The neutral name of a (possibly namespaced) tool or call."""
-    return f"{namespace}{NAMESPACE_SEPARATOR}{name}" if isinstance(namespace, str) and namespace else name
+    """The neutral name of a (possibly namespaced) tool or call; the default namespace adds nothing."""
+    if isinstance(namespace, str) and namespace and namespace != DEFAULT_NAMESPACE:
+        return f"{namespace}{NAMESPACE_SEPARATOR}{name}"
+    return name
 
 
 def _name(tool: Mapping[str, Any], where: str) -> str:
@@ -84,32 +90,55 @@ def _tool(tool: object, where: str, namespace: str | None) -> Tool:
         extra = {k: v for k, v in tool.items() if k not in ("name", "description") and v is not None}
         return Tool(name=flat_name(name, namespace), description=_custom_description(tool),
                     parameters=CUSTOM_PARAMETERS, extra={**extra, **scope})
-    if isinstance(kind, str) and kind and namespace is None:
-        hosted_name, description = tool.get("name"), tool.get("description")
-        return Tool(name=hosted_name if isinstance(hosted_name, str) and hosted_name else kind,
-                    description=description if isinstance(description, str) else None, parameters={},
-                    extra=dict(tool))
     allowed = "'function' or 'custom'" if namespace else "a string ('function', 'custom', 'web_search'...)"
     raise _fail(f"'{where}.type' must be {allowed}", f"{where}.type")
 
 
-def parse_tools(value: object) -> list[Tool]:
-    """A request's `tools` as neutral tools (namespaces flattened)."""
+@dataclass(frozen=True)
+class ToolSet:
+    """A list of Responses tools: what any tool-capable tier can be given, and the hosted offers."""
+
+    tools: list[Tool]
+    hosted: list[dict[str, Any]]  # hosted tool definitions as sent (web_search, mcp...)
+
+
+def hosted_name(tool: Mapping[str, Any]) -> str:
+    """How a hosted tool is named to users: its type, and its server label or name when it has one."""
+    label = tool.get("server_label") or tool.get("name")
+    return f"{tool.get('type')}:{label}" if isinstance(label, str) and label else str(tool.get("type"))
+
+
+def split_tools(value: object, where: str = "tools") -> ToolSet:
+    """A `tools` list (top-level, or an `additional_tools` item's) as neutral tools (namespaces flattened) and
+    the hosted tools it offers."""
     if value is None:
-        return []
+        return ToolSet([], [])
     if not isinstance(value, list):
-        raise _fail("'tools' must be a list", "tools")
+        raise _fail(f"'{where}' must be a list", where)
     tools: list[Tool] = []
+    hosted: list[dict[str, Any]] = []
     for k, tool in enumerate(value):
-        where = f"tools[{k}]"
-        if isinstance(tool, dict) and tool.get("type") == "namespace":
-            namespace, inner = _name(tool, where), tool.get("tools")
+        at = f"{where}[{k}]"
+        if not isinstance(tool, dict):
+            raise _fail(f"'{at}' must be an object", at)
+        kind = tool.get("type")
+        if kind == "namespace":
+            namespace, inner = _name(tool, at), tool.get("tools")
             if not isinstance(inner, list):
-                raise _fail(f"'{where}.tools' must be a list of tools", f"{where}.tools")
-            tools.extend(_tool(t, f"{where}.tools[{j}]", namespace) for j, t in enumerate(inner))
+                raise _fail(f"'{at}.tools' must be a list of tools", f"{at}.tools")
+            tools.extend(_tool(t, f"{at}.tools[{j}]", namespace) for j, t in enumerate(inner))
+        elif kind in TRANSLATABLE_TOOLS:
+            tools.append(_tool(tool, at, None))
+        elif isinstance(kind, str) and kind:
+            hosted.append(dict(tool))
         else:
-            tools.append(_tool(tool, where, None))
-    return tools
+            raise _fail(f"'{at}.type' must be a string ('function', 'custom', 'web_search'...)", f"{at}.type")
+    return ToolSet(tools, hosted)
+
+
+def parse_tools(value: object) -> list[Tool]:
+    """A request's translatable `tools` as neutral tools (namespaces flattened; hosted tools left out)."""
+    return split_tools(value).tools
 
 
 def custom_arguments(text: str) -> str:
@@ -135,8 +164,9 @@ def call_shapes(request: ChatRequest) -> dict[str, CallShape]:
     for tool in request.tools:
         namespace = tool.extra.get("namespace")
         custom = tool.extra.get("type") == "custom"
-        if custom or isinstance(namespace, str):
-            inner = tool.name.removeprefix(f"{namespace}{NAMESPACE_SEPARATOR}") if namespace else tool.name
+        scoped = isinstance(namespace, str) and namespace != DEFAULT_NAMESPACE
+        if custom or scoped:
+            inner = tool.name.removeprefix(f"{namespace}{NAMESPACE_SEPARATOR}") if scoped else tool.name
             shapes[tool.name] = CallShape("custom" if custom else "function", inner,
-                                          namespace if isinstance(namespace, str) else None)
+                                          namespace if scoped and isinstance(namespace, str) else None)
     return shapes

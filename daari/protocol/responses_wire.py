@@ -10,16 +10,24 @@ Choices made here (docs/agents.md, "OpenAI Responses API"):
 - Tools: `responses_tools` (function tools as they are, freeform tools as a one-string function,
   namespaces flattened). `custom_tool_call` items become calls with arguments {"input": ...}, their outputs
   tool messages; a namespaced call's name is flattened the same way as its tool's.
-- Hosted tool types (web_search, file_search, mcp, local_shell...), item types other than the above and
-  reasoning, and content parts other than text and images can only be served by a Responses upstream:
-  `native_only_reason` names the first one, and a tier that would translate answers 400 instead of
-  silently dropping it. They are in the cache key (hashed) and in `Tool.extra`.
+- `additional_tools` items (Codex's Responses Lite sends its tools this way, with no top-level `tools`) add
+  their tools like top-level ones; the item itself is bookkeeping (its id changes per session) and is not
+  keyed, the tools are.
+- Hosted tools (web_search, file_search, code_interpreter, image_generation, mcp...) are kept apart from the
+  neutral tools (`extra["hosted_tools"]`, keyed as sent): a tier that cannot run them drops them or refuses
+  (`daari.pipeline.hosted_tools`). Calls of hosted tools in the history (`web_search_call`...) become a short
+  assistant note another model can read (`hosted_note`); their hash stays in the key.
+- Items daari knows but cannot translate (`item_reference`, compaction items, local shell and computer
+  calls...) and content parts other than text and images can only be served by a Responses upstream:
+  `native_only_reason` names the first one, and a tier that would translate answers 400 instead of silently
+  dropping it. Item and part types daari does not know at all are recorded in `ChatRequest.shapes`
+  (the turn is then an agent turn, and counted).
 - `text` and `reasoning` are keyed as sent; translated fields: max_output_tokens -> max_tokens,
   text.format -> response_format, text.verbosity -> verbosity, reasoning.effort -> reasoning_effort,
   a forced {"type": "function", "name"} tool_choice -> the neutral {"name"}.
 - `previous_response_id` is resolved by the route before parsing (daari stores responses itself), so a
   parsed request always holds the whole conversation.
-- Fields that cannot change the answer (`daari.cache.key_fields`: store, prompt_cache_key, metadata,
+- Fields that cannot change the answer (`daari.protocol.key_fields`: store, prompt_cache_key, metadata,
   client_metadata...) stay out of the key; every other field daari does not interpret is keyed as sent.
 """
 
@@ -29,18 +37,30 @@ import hashlib
 from collections.abc import Mapping
 from typing import Any
 
-from daari.cache.key_fields import uninterpreted
 from daari.errors import InvalidRequest
 from daari.jsonio import canonical
-from daari.protocol.chat import ChatRequest, ContentPart, Message, Role, ToolCall
+from daari.protocol.chat import ChatRequest, ContentPart, Message, Role, Tool, ToolCall, WireShapes
+from daari.protocol.key_fields import uninterpreted
 from daari.protocol.openai_headers import client_headers
 from daari.protocol.openai_wire import DEFAULT_MODEL
-from daari.protocol.responses_tools import TRANSLATABLE_TOOLS, custom_arguments, flat_name, parse_tools
+from daari.protocol.responses_tools import custom_arguments, flat_name, hosted_name, split_tools
 
 _ROLES: dict[str, Role] = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant"}
-NEUTRAL_ITEMS = ("message", "function_call", "function_call_output", "custom_tool_call", "custom_tool_call_output")
+NEUTRAL_ITEMS = ("message", "function_call", "function_call_output", "custom_tool_call", "custom_tool_call_output",
+                 "additional_tools")
 # Items with no neutral form that a translated request may leave out (they are the model's own scratch work).
 DROPPABLE_ITEMS = ("reasoning",)
+# Calls of hosted tools, their results inside: another tier reads them as a short note (`hosted_note`).
+HOSTED_ITEMS = ("web_search_call", "file_search_call", "code_interpreter_call", "image_generation_call",
+                "mcp_call", "mcp_list_tools", "mcp_approval_request", "mcp_approval_response")
+# Items daari knows and cannot translate: only a Responses upstream reads them.
+NATIVE_ITEMS = ("item_reference", "compaction", "compaction_summary", "compaction_trigger", "context_compaction",
+                "local_shell_call", "local_shell_call_output", "shell_call", "shell_call_output", "apply_patch_call",
+                "apply_patch_call_output", "computer_call", "computer_call_output", "tool_search_call",
+                "tool_search_output")
+# Content parts daari knows (the rest are a new shape); only text and URL images translate.
+KNOWN_PARTS = ("input_text", "output_text", "text", "refusal", "summary_text", "reasoning_text", "input_image",
+               "input_file", "input_audio", "input_video")
 # Fields this module reads itself; everything else the client sent is in `ChatRequest.extra` (the key).
 INTERPRETED = frozenset({
     "model", "input", "instructions", "tools", "tool_choice", "parallel_tool_calls", "temperature", "top_p",
@@ -84,7 +104,7 @@ def _opaque(part: Mapping[str, Any]) -> ContentPart:
     return {"type": "opaque", "kind": str(part.get("type")), "sha256": _digest(part)}
 
 
-def _content(value: object, where: str) -> str | list[ContentPart]:
+def _content(value: object, where: str, unknown: list[str] | None = None) -> str | list[ContentPart]:
     if isinstance(value, str):
         return value
     if not isinstance(value, list):
@@ -103,15 +123,28 @@ def _content(value: object, where: str) -> str | list[ContentPart]:
         elif kind == "input_image" and (image := _image(part, at)) is not None:
             parts.append(image)
         else:
+            if unknown is not None and kind not in KNOWN_PARTS:
+                unknown.append(f"content_part:{kind}")
             parts.append(_opaque(part))
     return parts
 
 
-def _output_text(value: object, where: str) -> str | list[ContentPart]:
+def _output_text(value: object, where: str, unknown: list[str]) -> str | list[ContentPart]:
     """A function_call_output's output: a string, or content parts."""
     if value is None:
         return ""
-    return _content(value, where)
+    return _content(value, where, unknown)
+
+
+def hosted_note(item: dict[str, Any]) -> str:
+    """A hosted tool's call (with its result, where the item holds one) as a line another model can read."""
+    kind = str(item.get("type"))
+    fields = {k: v for k, v in item.items() if k not in ("type", "id", "status", "result", "outputs",
+                                                           "encrypted_content") and v not in (None, "", [], {})}
+    detail = canonical(fields).decode("utf-8", "replace")
+    if len(detail) > 2000:  # a note, not a dump: image data and long results stay with the native tier
+        detail = detail[:2000] + "..."
+    return f"[{kind} {detail}]"
 
 
 class _Items:
@@ -120,6 +153,10 @@ class _Items:
     def __init__(self) -> None:
         self.messages: list[Message] = []
         self.opaque: list[dict[str, Any]] = []  # items with no neutral form, for the key
+        self.tools: list[Tool] = []  # from additional_tools items
+        self.hosted: list[dict[str, Any]] = []  # hosted tools offered by additional_tools items
+        self.unknown: list[str] = []  # item and part types daari does not know
+        self.tool_items: list[str] = []  # hosted tool calls in the history
 
     def _assistant(self) -> Message:
         last = self.messages[-1] if self.messages else None
@@ -138,7 +175,8 @@ class _Items:
             if role is None:
                 raise _fail(f"'{where}.role' must be one of {', '.join(_ROLES)}, got {item.get('role')!r}",
                             f"{where}.role")
-            self.messages.append(Message(role=role, content=_content(item.get("content", ""), f"{where}.content")))
+            self.messages.append(Message(role=role, content=_content(item.get("content", ""), f"{where}.content",
+                                                                     self.unknown)))
         elif kind in ("function_call", "custom_tool_call"):
             call_id, name = item.get("call_id"), item.get("name")
             if not isinstance(call_id, str) or not call_id or not isinstance(name, str) or not name:
@@ -154,13 +192,33 @@ class _Items:
             call_id = item.get("call_id")
             if not isinstance(call_id, str) or not call_id:
                 raise _fail(f"a {kind} item needs a 'call_id' string", f"{where}.call_id")
-            self.messages.append(Message(role="tool", content=_output_text(item.get("output"), f"{where}.output"),
-                                         tool_call_id=call_id))
+            self.messages.append(Message(role="tool", content=_output_text(item.get("output"), f"{where}.output",
+                                                                           self.unknown), tool_call_id=call_id))
+        elif kind == "additional_tools":
+            found = split_tools(item.get("tools"), f"{where}.tools")
+            self.tools.extend(found.tools)
+            self.hosted.extend(found.hosted)
         elif isinstance(kind, str):
             # reasoning, item_reference, hosted tool calls...: hashed, in order, for the key.
             self.opaque.append({"at": len(self.messages), "sha256": _digest(item)})
+            if kind in HOSTED_ITEMS:
+                self.tool_items.append(kind)
+                self.messages.append(Message(role="assistant", content=hosted_note(item)))
+            elif kind not in (*DROPPABLE_ITEMS, *NATIVE_ITEMS):
+                self.unknown.append(f"input_item:{kind}")
         else:
             raise _fail(f"'{where}.type' is required", f"{where}.type")
+
+
+def _merge_tools(*groups: list[Tool]) -> list[Tool]:
+    """Tools from `tools` and every additional_tools item, the first definition of a name kept."""
+    seen: set[str] = set()
+    merged: list[Tool] = []
+    for tool in (t for group in groups for t in group):
+        if tool.name not in seen:
+            seen.add(tool.name)
+            merged.append(tool)
+    return merged
 
 
 def _tool_choice(value: object) -> object:
@@ -230,7 +288,7 @@ def parse_responses_request(body: object, headers: Mapping[str, str]) -> ChatReq
     if instructions is not None and not isinstance(instructions, str | list):
         raise _fail("'instructions' must be a string", "instructions")
     if instructions:
-        items.messages.append(Message(role="system", content=_content(instructions, "instructions")))
+        items.messages.append(Message(role="system", content=_content(instructions, "instructions", items.unknown)))
     value = body.get("input")
     if isinstance(value, str):
         items.messages.append(Message(role="user", content=value))
@@ -247,6 +305,9 @@ def parse_responses_request(body: object, headers: Mapping[str, str]) -> ChatReq
     extra = uninterpreted("responses", body, INTERPRETED)
     if items.opaque:
         extra["input_items"] = items.opaque
+    top = split_tools(body.get("tools"))
+    if top.hosted or items.hosted:
+        extra["hosted_tools"] = [*top.hosted, *items.hosted]
     sampling = _sampling(body)
     if "reasoning_effort" in sampling:  # where translations to other protocols look for it (thinking budget)
         extra["reasoning_effort"] = sampling["reasoning_effort"]
@@ -256,30 +317,38 @@ def parse_responses_request(body: object, headers: Mapping[str, str]) -> ChatReq
         protocol="responses",
         stream=bool(stream),
         temperature=_number(body, "temperature", 0, 2),
-        tools=parse_tools(body.get("tools")),
+        tools=_merge_tools(top.tools, items.tools),
         sampling=sampling,
         raw=body,
         passthrough_headers=client_headers(headers),
         extra=extra,
+        shapes=WireShapes(tuple(items.unknown), tuple(items.tool_items)),
     )
 
 
+def hosted_tools(request: ChatRequest) -> list[str]:
+    """The hosted tools a Responses request offers (by `hosted_name`), top-level and in additional_tools."""
+    offered = request.extra.get("hosted_tools") if request.protocol == "responses" else None
+    return [hosted_name(t) for t in offered if isinstance(t, dict)] if isinstance(offered, list) else []
+
+
 def native_only_reason(request: ChatRequest) -> str | None:
-    """Why only a Responses upstream can serve this request (a tool, item or part with no neutral form)."""
+    """Why only a Responses upstream can serve this request (an item or part with no neutral form).
+
+    Hosted tools offered and hosted tool calls in the history are not reasons: another tier answers without
+    the offer and reads the calls as notes, unless its `hosted_tools` is `refuse` (`pipeline.hosted_tools`).
+    """
     if request.protocol != "responses":
         return None
     if request.raw.get("prompt") is not None:
         return "a stored prompt template ('prompt'), which lives on the provider"
-    for tool in request.tools:
-        if tool.extra.get("type") not in (None, *TRANSLATABLE_TOOLS):
-            return f"tool type {tool.extra.get('type')!r} ({tool.name})"
     choice = request.sampling.get("tool_choice")
     if isinstance(choice, dict) and "type" in choice:
         return f"tool_choice type {choice['type']!r}"
     items = request.raw.get("input")
     for item in items if isinstance(items, list) else []:
         kind = (item.get("type") or "message") if isinstance(item, dict) else None
-        if kind not in (*NEUTRAL_ITEMS, *DROPPABLE_ITEMS):
+        if kind not in (*NEUTRAL_ITEMS, *DROPPABLE_ITEMS, *HOSTED_ITEMS):
             return f"input item type {kind!r}"
     for message in request.messages:
         for part in message.content if isinstance(message.content, list) else []:
@@ -295,9 +364,12 @@ def lossy_translations(request: ChatRequest) -> list[str]:
     notes = [f"custom tool {t.name!r}: a function with one string argument; its grammar is not enforced"
              for t in request.tools if t.extra.get("type") == "custom"]
     items = request.raw.get("input")
-    if any(isinstance(i, dict) and i.get("type") in DROPPABLE_ITEMS for i in (items if isinstance(items, list)
-                                                                                else [])):
+    kinds = [i.get("type") for i in (items if isinstance(items, list) else []) if isinstance(i, dict)]
+    if any(kind in DROPPABLE_ITEMS for kind in kinds):
         notes.append("reasoning items: left out (another provider's model cannot read them)")
+    if request.shapes.tool_items:
+        kinds_seen = ", ".join(sorted(set(request.shapes.tool_items)))
+        notes.append(f"hosted tool calls in the history read as notes: {kinds_seen}")
     return notes
 
 

@@ -7,14 +7,14 @@ Rules are data (regexes below) tried in RULE_ORDER; the first that matches wins.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from daari.protocol.chat import ChatRequest
+from daari.protocol.tokens import estimate_request_tokens
 from daari.routing import task_types as tt
 from daari.routing.agent_turn import uses_tool_api
 from daari.routing.client_shapes import is_probe, recognise
-from daari.routing.lt_probe import lt_matches
-from daari.routing.tokens import estimate_request_tokens
 
 # The spec's size buckets, on the whole request's token estimate (messages + tools).
 CLASSIFY_MAX_TOKENS = 50  # R-A1: below this
@@ -131,7 +131,16 @@ def _keyword_rule(text: str, tokens: int) -> str | None:
     return None
 
 
-def classify(request: ChatRequest) -> Classification:
+# The hybrid stage's question to the tool tiers (routing spec, Phase B): does an Lt pattern match this text?
+# Given by whoever builds the classify step (the Lt tier's matcher when tools are on): pure and fast.
+LtProbe = Callable[[str], bool]
+
+
+def no_lt_probe(text: str) -> bool:
+    return False
+
+
+def classify(request: ChatRequest, lt_probe: LtProbe = no_lt_probe) -> Classification:
     """First matching rule of RULE_ORDER, on the last user message's text and the whole request's size."""
     text = last_user_text(request).strip()
     tokens = estimate_request_tokens(request)
@@ -147,8 +156,8 @@ def classify(request: ChatRequest) -> Classification:
     if shape == "xml_tools":  # R-C3: an agent whose tools live in its system prompt
         return Classification(tt.AGENT_TURN, "R-C3", at_least(size_ceiling, "L4"), tokens)
     # ADR-0004: agent turns start at L3; larger ones where they fit (size rules). `recognise` ruled XML tools
-    # out already, so what is left of is_agent_turn is the tool API.
-    if uses_tool_api(request):
+    # out already, so what is left of is_agent_turn is the tool API, or a shape daari does not know.
+    if uses_tool_api(request) or request.shapes.unknown:
         return Classification(tt.AGENT_TURN, size_id, size_ceiling, tokens)
     if size_id == "R-A5":
         return Classification(tt.GENERATE_LARGE, "R-A5", "L6", tokens)
@@ -160,5 +169,5 @@ def classify(request: ChatRequest) -> Classification:
         return Classification(task_type, rule_id, at_least(ceiling, size_ceiling), tokens)
     task_type, ceiling = RULE_OUTCOME[size_id]
     low, high = AMBIGUOUS_TOKENS
-    ambiguous = low <= tokens <= high and not lt_matches(text)
+    ambiguous = low <= tokens <= high and not lt_probe(text)
     return Classification(task_type, size_id, ceiling, tokens, ambiguous=ambiguous)

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import hashlib
 
-from daari.cache.l0_key import tools_hash
 from daari.jsonio import canonical
 from daari.protocol.chat import ChatRequest
+from daari.protocol.key_fields import tools_hash
 from daari.semantic.fold import Fold
 
 CONTEXT_VERSION = 1

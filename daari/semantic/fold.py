@@ -75,8 +75,10 @@ def _message_json(message: Message) -> dict[str, Any]:
 
 def fold(request: ChatRequest) -> Fold:
     """The L1 fold of `request` (normalized like the L0 key, so whitespace-only differences fold)."""
-    messages = [normalize_message(m) for m in request.messages]
     agent = is_agent_turn(request)
+    if request.shapes.unknown:  # a shape daari cannot read may change the answer: L1 never guesses at it
+        return Fold(embed_text="", exact={}, agent_turn=agent)
+    messages = [normalize_message(m) for m in request.messages]
     trailing = trailing_tool_results(messages) if agent else 0
     prefix = messages[: len(messages) - trailing]
     last_user = max((i for i, m in enumerate(prefix) if m.role == "user"), default=None)

@@ -13,20 +13,19 @@ unreachable or timing out (the tier's `first_byte_s`), its circuit open, its 5xx
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
 
 import trio
 
 from actors.executor import CountTokens
+from actors.runtime import Address
 from daari.config import Config
 from daari.errors import DaariError, Unauthorized, UpstreamRejected
+from daari.pipeline.body_work import BodyWork, decode_json
 from daari.protocol import anthropic_wire
 from daari.protocol.chat import ChatRequest
-from daari.routing.tokens import estimate_request_tokens
-from daari.server.asgi_io import ClientDisconnected, send_json, watch_disconnect
-
-if TYPE_CHECKING:
-    from daari.server.app import Request
+from daari.protocol.tokens import estimate_request_tokens
+from daari.server.asgi_io import ClientDisconnected, read_body, send_json, watch_disconnect
+from daari.server.http_request import HttpRequest
 
 log = logging.getLogger("daari.server")
 
@@ -47,38 +46,51 @@ def passed_on(err: DaariError) -> bool:
     return isinstance(err, UpstreamRejected) and err.status not in FALLBACK_STATUSES
 
 
-async def count_tokens(req: Request) -> None:
-    body = await req.json_body()
-    request = anthropic_wire.parse_count_tokens_request(body, req.headers)  # a bad body: 400, Anthropic's shape
-    request.query_string = req.scope.get("query_string", b"").decode("latin-1")
-    tier = counting_tier(req.rt.config)
-    if tier is not None:
-        answer = await _ask_upstream(req, tier, request)
-        if answer is not None:
-            await req.send({"type": "http.response.start", "status": 200,
-                            "headers": [(b"content-type", b"application/json")]})
-            await req.send({"type": "http.response.body", "body": answer, "more_body": False})
-            return
-    await send_json(req.send, 200, {"input_tokens": estimate_request_tokens(request)}, {ESTIMATE_HEADER: "true"})
+class CountTokensRoute:
+    def __init__(self, config: Config, executor: Address, body_work: BodyWork) -> None:
+        self.tier = counting_tier(config)
+        self.executor = executor
+        self.body_work = body_work  # a large body is decoded and validated off the event loop, as for chat
+        self.max_body_bytes = config.server.max_body_bytes
 
+    async def __call__(self, req: HttpRequest) -> None:
+        raw = await read_body(req.receive, req.headers, self.max_body_bytes)
+        request = await self._parse(raw, req)  # a bad body: 400, Anthropic's shape
+        request.query_string = req.query_string
+        if self.tier is not None:
+            answer = await self._ask_upstream(req, self.tier, request)
+            if answer is not None:
+                await req.send({"type": "http.response.start", "status": 200,
+                                "headers": [(b"content-type", b"application/json")]})
+                await req.send({"type": "http.response.body", "body": answer, "more_body": False})
+                return
+        await send_json(req.send, 200, {"input_tokens": estimate_request_tokens(request)},
+                        {ESTIMATE_HEADER: "true"})
 
-async def _ask_upstream(req: Request, tier: str, request: ChatRequest) -> bytes | None:
-    """The upstream's answer, or None to fall back to the estimate; raises what the client must see."""
-    answer: bytes | None = None
-    failure: DaariError | None = None
-    async with trio.open_nursery() as nursery:  # a client that leaves cancels the call, which ends the upstream's
-        nursery.start_soon(watch_disconnect, req.receive, nursery.cancel_scope)
-        try:
-            answer = await req.rt.executor.call_or_shed(CountTokens(tier, request))
-        except DaariError as err:  # daari busy, the executor actor down, or the upstream failed
-            failure = err
-        nursery.cancel_scope.cancel()
-    if failure is not None:
-        if passed_on(failure):
-            raise failure
-        log.info("count_tokens: tier %s did not count (%s); answering with the estimate", tier,
-                 type(failure).__name__)
-        return None
-    if answer is None:
-        raise ClientDisconnected("the client left during count_tokens")
-    return answer
+    async def _parse(self, raw: bytes, req: HttpRequest) -> ChatRequest:
+        work = self.body_work
+        if not work.heavy(len(raw)):
+            return anthropic_wire.parse_count_tokens_request(decode_json(raw), req.headers)
+        body = await work.run(decode_json, raw)
+        return await work.run(anthropic_wire.parse_count_tokens_request, body, req.headers)
+
+    async def _ask_upstream(self, req: HttpRequest, tier: str, request: ChatRequest) -> bytes | None:
+        """The upstream's answer, or None to fall back to the estimate; raises what the client must see."""
+        answer: bytes | None = None
+        failure: DaariError | None = None
+        async with trio.open_nursery() as nursery:  # a client that leaves cancels the call, which ends the upstream's
+            nursery.start_soon(watch_disconnect, req.receive, nursery.cancel_scope)
+            try:
+                answer = await self.executor.call_or_shed(CountTokens(tier, request))
+            except DaariError as err:  # daari busy, the executor actor down, or the upstream failed
+                failure = err
+            nursery.cancel_scope.cancel()
+        if failure is not None:
+            if passed_on(failure):
+                raise failure
+            log.info("count_tokens: tier %s did not count (%s); answering with the estimate", tier,
+                     type(failure).__name__)
+            return None
+        if answer is None:
+            raise ClientDisconnected("the client left during count_tokens")
+        return answer

@@ -4,45 +4,40 @@ from __future__ import annotations
 
 import time
 from importlib import resources
-from pathlib import Path
-from typing import TYPE_CHECKING
 from urllib.parse import parse_qs
 
 import trio
 
 from daari.errors import InvalidRequest
-from daari.observe.decision_log import read_rows
+from daari.metrics import Metrics
+from daari.observe.decision_log import decisions_path, read_rows
 from daari.observe.report import parse_since, summarize
 from daari.server.asgi_io import send_json, send_text
+from daari.server.http_request import HttpRequest
 
-if TYPE_CHECKING:
-    from daari.server.app import Request
-
-DECISIONS_FILE = "decisions.sqlite"
 _READERS = trio.CapacityLimiter(2)
-
-
-def decisions_path(data_dir: str) -> Path:
-    return Path(data_dir) / DECISIONS_FILE
 
 
 def ui_page() -> str:
     return resources.files("daari.server").joinpath("static/ui.html").read_text(encoding="utf-8")
 
 
-async def ui(req: Request) -> None:
-    await send_text(req.send, 200, ui_page(), "text/html; charset=utf-8")
+class ObserveRoutes:
+    def __init__(self, data_dir: str, metrics: Metrics) -> None:
+        self.decisions = decisions_path(data_dir)
+        self.metrics = metrics
 
+    async def ui(self, req: HttpRequest) -> None:
+        await send_text(req.send, 200, ui_page(), "text/html; charset=utf-8")
 
-async def report(req: Request) -> None:
-    query = parse_qs(req.scope.get("query_string", b"").decode("latin-1"))
-    since = (query.get("since") or ["24h"])[0]
-    try:
-        window = parse_since(since)
-    except ValueError as exc:
-        raise InvalidRequest(str(exc), param="since") from None
-    rows = await trio.to_thread.run_sync(read_rows, decisions_path(req.rt.config.data_dir), time.time() - window,
-                                         limiter=_READERS)
-    body = summarize(rows, false_hits_avoided=int(req.rt.metrics.value("cache_false_hits_avoided_total")))
-    body["since"] = since
-    await send_json(req.send, 200, body)
+    async def report(self, req: HttpRequest) -> None:
+        query = parse_qs(req.query_string)
+        since = (query.get("since") or ["24h"])[0]
+        try:
+            window = parse_since(since)
+        except ValueError as exc:
+            raise InvalidRequest(str(exc), param="since") from None
+        rows = await trio.to_thread.run_sync(read_rows, self.decisions, time.time() - window, limiter=_READERS)
+        body = summarize(rows, false_hits_avoided=int(self.metrics.value("cache_false_hits_avoided_total")))
+        body["since"] = since
+        await send_json(req.send, 200, body)

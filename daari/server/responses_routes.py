@@ -10,7 +10,7 @@ partition finds it again: to any other it is an unknown id, so not even its exis
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import parse_qs
 
 from daari.cache.partition import cache_partition
@@ -20,9 +20,8 @@ from daari.responses.history import input_items, previous_not_found, with_histor
 from daari.responses.input_items import input_items_page
 from daari.responses.store import ResponseArchive, StoredResponse
 from daari.server.asgi_io import AsgiSink, send_json
-
-if TYPE_CHECKING:
-    from daari.server.app import Request
+from daari.server.chat_route import ChatRoute
+from daari.server.http_request import HttpRequest
 
 log = logging.getLogger("daari.server")
 
@@ -70,55 +69,56 @@ class StoringSink:
         await self.inner.close_stream()
 
 
-async def create(req: Request) -> None:
-    from daari.server.app import serve_chat
+class ResponsesRoutes:
+    def __init__(self, chat: ChatRoute, archive: ResponseArchive | None, partition_secret: bytes | None) -> None:
+        self.chat = chat
+        self.archive = archive
+        self.partition_secret = partition_secret
 
-    archive = req.rt.responses
-    partition = _partition(req)
-    sink = StoringSink(AsgiSink(req.send), archive, partition, [], store=True)
+    async def create(self, req: HttpRequest) -> None:
+        archive = self.archive
+        partition = self._partition(req)
+        sink = StoringSink(AsgiSink(req.send), archive, partition, [], store=True)
 
-    async def prepare(body: Any) -> Any:
-        """Fold in the previous response's history; note what to store with this one."""
-        if not isinstance(body, dict):
+        async def prepare(body: Any) -> Any:
+            """Fold in the previous response's history; note what to store with this one."""
+            if not isinstance(body, dict):
+                return body
+            previous_id = body.get("previous_response_id")
+            if isinstance(previous_id, str):
+                previous = await archive.get(previous_id, partition) if archive is not None else None
+                if previous is None:
+                    raise previous_not_found(previous_id)
+                body = with_history(body, previous)
+            sink.input_items = input_items(body.get("input"))
+            sink.store = body.get("store") is not False
             return body
-        previous_id = body.get("previous_response_id")
-        if isinstance(previous_id, str):
-            previous = await archive.get(previous_id, partition) if archive is not None else None
-            if previous is None:
-                raise previous_not_found(previous_id)
-            body = with_history(body, previous)
-        sink.input_items = input_items(body.get("input"))
-        sink.store = body.get("store") is not False
-        return body
 
-    await serve_chat(req, make_responses_wire(sink.final.append), sink, prepare)
+        await self.chat.serve(req, make_responses_wire(sink.final.append), sink, prepare)
+
+    def _partition(self, req: HttpRequest) -> str:
+        """The caller's partition of stored responses: the cache's, "" when no tier forwards client keys."""
+        return cache_partition(self.partition_secret, req.headers)
+
+    async def get(self, req: HttpRequest) -> None:
+        """A stored response, or its input items (`/v1/responses/{id}/input_items`)."""
+        response_id, _, rest = _response_id(req).partition("/")
+        archive = self.archive
+        stored = await archive.get(response_id, self._partition(req)) if archive is not None else None
+        if stored is None or rest not in ("", "input_items"):
+            raise NotFound(f"Response with id '{response_id}' not found.", param="response_id")
+        if rest == "input_items":
+            query = {k: v[-1] for k, v in parse_qs(req.query_string).items()}
+            await send_json(req.send, 200, input_items_page(stored.input_items, response_id, query))
+            return
+        await send_json(req.send, 200, stored.response)
+
+    async def delete(self, req: HttpRequest) -> None:
+        response_id = _response_id(req)
+        if self.archive is None or not await self.archive.delete(response_id, self._partition(req)):
+            raise NotFound(f"Response with id '{response_id}' not found.", param="response_id")
+        await send_json(req.send, 200, {"id": response_id, "object": "response.deleted", "deleted": True})
 
 
-def _partition(req: Request) -> str:
-    """The caller's partition of stored responses: the cache's, "" when no tier forwards client keys."""
-    return cache_partition(req.rt.partition_secret, req.headers)
-
-
-def _response_id(req: Request) -> str:
+def _response_id(req: HttpRequest) -> str:
     return req.path.rstrip("/").removeprefix("/v1").removeprefix("/responses/")
-
-
-async def get(req: Request) -> None:
-    """A stored response, or its input items (`/v1/responses/{id}/input_items`)."""
-    response_id, _, rest = _response_id(req).partition("/")
-    archive = req.rt.responses
-    stored = await archive.get(response_id, _partition(req)) if archive is not None else None
-    if stored is None or rest not in ("", "input_items"):
-        raise NotFound(f"Response with id '{response_id}' not found.", param="response_id")
-    if rest == "input_items":
-        query = {k: v[-1] for k, v in parse_qs(req.scope.get("query_string", b"").decode("latin-1")).items()}
-        await send_json(req.send, 200, input_items_page(stored.input_items, response_id, query))
-        return
-    await send_json(req.send, 200, stored.response)
-
-
-async def delete(req: Request) -> None:
-    response_id = _response_id(req)
-    if req.rt.responses is None or not await req.rt.responses.delete(response_id, _partition(req)):
-        raise NotFound(f"Response with id '{response_id}' not found.", param="response_id")
-    await send_json(req.send, 200, {"id": response_id, "object": "response.deleted", "deleted": True})

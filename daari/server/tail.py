@@ -12,10 +12,11 @@ from typing import Any
 
 import trio
 
-from actors.hub import Subscription
+from actors.hub import Hub, Subscription
+from daari.config import TailConfig
+from daari.metrics import Metrics
 from daari.observe.tail_filter import FilterError, parse_filter
 from daari.pipeline.decision import RoutingDecision
-from daari.pipeline.runtime import Runtime
 from daari.server.asgi_io import Receive, Scope, Send
 
 log = logging.getLogger("daari.tail")
@@ -25,34 +26,43 @@ CLOSE_BAD_FILTER = 4400
 CLOSE_LAGGED = 4008
 
 
-async def tail(rt: Runtime, scope: Scope, receive: Receive, send: Send) -> None:
-    message = await receive()
-    if message["type"] != "websocket.connect":
-        return
-    await send({"type": "websocket.accept"})
-    try:
-        wanted = parse_filter(scope.get("query_string", b"").decode("latin-1"))
-    except FilterError as exc:
-        await send({"type": "websocket.close", "code": CLOSE_BAD_FILTER, "reason": str(exc)[:120]})
-        return
-    config = rt.config.tail
-    rt.metrics.inc("tail_connections_total")
-    code: int | None = None  # stays None when the client left first: nothing to close
-    reason = ""
-    with rt.decisions.subscribe("tail", buffer=config.buffer, accept=wanted.matches) as subscription:
-        rt.tail_subscribers += 1
+class TailRoute:
+    def __init__(self, decisions: Hub[RoutingDecision], config: TailConfig, stopping: trio.Event,
+                 metrics: Metrics) -> None:
+        self.decisions = decisions
+        self.config = config
+        self.stopping = stopping  # set when daari starts shutting down: tails close at once with 1001
+        self.metrics = metrics
+        self.open = 0  # live-tail websockets now, for /metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        message = await receive()
+        if message["type"] != "websocket.connect":
+            return
+        await send({"type": "websocket.accept"})
         try:
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(_until_client_closes, receive, nursery.cancel_scope)
-                nursery.start_soon(_until_shutdown, rt, subscription)
-                code, reason = await _forward(subscription, send, config.send_timeout_s)
-                nursery.cancel_scope.cancel()
-        finally:
-            rt.tail_subscribers -= 1
-    if code is not None:
-        with trio.move_on_after(1) as cleanup:
-            cleanup.shield = True
-            await _close(send, code, reason)
+            wanted = parse_filter(scope.get("query_string", b"").decode("latin-1"))
+        except FilterError as exc:
+            await send({"type": "websocket.close", "code": CLOSE_BAD_FILTER, "reason": str(exc)[:120]})
+            return
+        config = self.config
+        self.metrics.inc("tail_connections_total")
+        code: int | None = None  # stays None when the client left first: nothing to close
+        reason = ""
+        with self.decisions.subscribe("tail", buffer=config.buffer, accept=wanted.matches) as subscription:
+            self.open += 1
+            try:
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(_until_client_closes, receive, nursery.cancel_scope)
+                    nursery.start_soon(_until_shutdown, self.stopping, subscription)
+                    code, reason = await _forward(subscription, send, config.send_timeout_s)
+                    nursery.cancel_scope.cancel()
+            finally:
+                self.open -= 1
+        if code is not None:
+            with trio.move_on_after(1) as cleanup:
+                cleanup.shield = True
+                await _close(send, code, reason)
 
 
 async def _forward(subscription: Subscription[RoutingDecision], send: Send,
@@ -78,8 +88,8 @@ async def _until_client_closes(receive: Receive, scope: trio.CancelScope) -> Non
             return
 
 
-async def _until_shutdown(rt: Runtime, subscription: Subscription[Any]) -> None:
-    await rt.stopping.wait()
+async def _until_shutdown(stopping: trio.Event, subscription: Subscription[Any]) -> None:
+    await stopping.wait()
     subscription.close()  # the forwarder stops at once and closes the connection with 1001
 
 

@@ -149,6 +149,6 @@ def best_command(message: str) -> CommandMatch | None:
 
 
 def is_lt_command(message: str, min_confidence: float = 0.95) -> bool:
-    """The hybrid classifier's Lt probe (daari/routing/lt_probe.py): would the Lt or CCS tier act on this?"""
+    """The hybrid classifier's Lt probe (routing/classifier.py LtProbe): would the Lt or CCS tier act on this?"""
     best = best_command(message)
     return best is not None and best.confidence >= min_confidence

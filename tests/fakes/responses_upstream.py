@@ -19,6 +19,9 @@ Behaviour by `model` (unknown names behave as "good"), or popped from `fake.scri
     hang      stream: created, in_progress and the first item's first events, then nothing until the
               client goes away
 
+POST /v1/responses/compact answers a compaction (the user messages kept, one opaque `compaction` item);
+POST /v1/responses/input_tokens a count (7 per input item); `fake.sent` holds the last such answer's bytes.
+
 `active_streams` counts streams being sent, `closed_streams` those that ended (finished, or cancelled by a
 client disconnect), so a test can check that a client going away closed the upstream request.
 
@@ -72,6 +75,7 @@ class FakeResponses:
         self.script: list[str] = []
         self.active_streams = 0
         self.closed_streams = 0
+        self.sent = b""  # the last /responses/compact or /responses/input_tokens answer, as sent
         self._ids = 0
 
     def _id(self, prefix: str) -> str:
@@ -87,6 +91,12 @@ class FakeResponses:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         body: Any = json.loads(raw) if raw else None
         self.requests.append(RecordedRequest(scope["path"], headers, body))
+        if scope["method"] == "POST" and isinstance(body, dict) and scope["path"] in COMPANION:
+            self.sent = COMPANION[scope["path"]](self, body)
+            await send({"type": "http.response.start", "status": 200,
+                        "headers": [(b"content-type", b"application/json")]})
+            await send({"type": "http.response.body", "body": self.sent, "more_body": False})
+            return
         if scope["method"] != "POST" or scope["path"] != "/v1/responses" or not isinstance(body, dict):
             await _json(send, 404, {"error": {"message": "not found", "type": "invalid_request_error",
                                               "param": None, "code": None}})
@@ -156,16 +166,29 @@ class FakeResponses:
         return output, "incomplete" if behaviour == "length" else "completed"
 
     def _response(self, body: dict[str, Any], output: list[dict[str, Any]], status: str) -> dict[str, Any]:
+        """A complete response object, every field of the Responses schema, as OpenAI's API sends it."""
+        tools = [{"description": None, "parameters": None, "strict": True, **t} if t.get("type") == "function"
+                 else t for t in body.get("tools") or [] if isinstance(t, dict)]
         return {"id": self._id("resp"), "object": "response", "created_at": CREATED, "status": status,
+                "completed_at": CREATED + 1 if status == "completed" else None,
                 "error": None, "incomplete_details": {"reason": "max_output_tokens"} if status == "incomplete"
-                else None, "model": body.get("model"), "output": output, "parallel_tool_calls": True,
-                "tool_choice": body.get("tool_choice", "auto"), "tools": body.get("tools") or [],
+                else None, "instructions": body.get("instructions"), "max_output_tokens": body.get("max_output_tokens"),
+                "max_tool_calls": body.get("max_tool_calls"), "model": body.get("model"), "output": output,
+                "parallel_tool_calls": body.get("parallel_tool_calls", True), "previous_response_id": None,
+                "reasoning": {"effort": None, "summary": None, **(body.get("reasoning") or {})},
+                "store": body.get("store", True), "background": False, "service_tier": "default",
+                "temperature": body.get("temperature", 1.0), "top_p": body.get("top_p", 1.0),
+                "presence_penalty": 0.0, "frequency_penalty": 0.0, "top_logprobs": 0,
+                "text": {"format": {"type": "text"}, **(body.get("text") or {})}, "truncation": "disabled",
+                "tool_choice": body.get("tool_choice", "auto"), "tools": tools, "user": None, "metadata": {},
+                "safety_identifier": None, "prompt_cache_key": body.get("prompt_cache_key"),
                 "usage": {"input_tokens": 11, "input_tokens_details": {"cached_tokens": 3, "cache_write_tokens": 0},
                           "output_tokens": 7, "output_tokens_details": {"reasoning_tokens": 2},
                           "total_tokens": 18}}
 
     def _events(self, behaviour: str, response: dict[str, Any]) -> list[dict[str, Any]]:
-        shell = {**response, "status": "in_progress", "output": [], "usage": None}
+        shell = {**response, "status": "in_progress", "output": [], "usage": None, "completed_at": None,
+                 "incomplete_details": None}
         events: list[dict[str, Any]] = [{"type": "response.created", "response": shell},
                                         {"type": "response.in_progress", "response": shell}]
         for index, item in enumerate(response["output"]):
@@ -177,6 +200,25 @@ class FakeResponses:
             return _numbered([*events[:2], {"type": "response.failed", "response": failed}])
         kind = "response.incomplete" if response["status"] == "incomplete" else "response.completed"
         return _numbered([*events, {"type": kind, "response": response}])
+
+
+def _compact(fake: FakeResponses, body: dict[str, Any]) -> bytes:
+    """A compaction: the user messages kept, the rest as one opaque compaction item (as OpenAI's API does)."""
+    kept = [{"id": fake._id("msg"), "type": "message", "status": "completed", "role": "user",
+             "content": [{"type": "input_text", "text": _text_of(i.get("content"))}]}
+            for i in _items(body) if i.get("role") == "user"]
+    answer = {"id": fake._id("resp"), "object": "response.compaction", "created_at": CREATED,
+              "output": [*kept, {"id": fake._id("cmp"), "type": "compaction", "encrypted_content": "enc-compacted"}],
+              "usage": {"input_tokens": 139, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 43,
+                        "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 182}}
+    return json.dumps(answer).encode()
+
+
+def _input_tokens(fake: FakeResponses, body: dict[str, Any]) -> bytes:
+    return json.dumps({"object": "response.input_tokens", "input_tokens": 7 * len(_items(body))}).encode()
+
+
+COMPANION = {"/v1/responses/compact": _compact, "/v1/responses/input_tokens": _input_tokens}
 
 
 def _item_events(index: int, item: dict[str, Any]) -> list[dict[str, Any]]:

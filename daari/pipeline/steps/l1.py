@@ -1,4 +1,6 @@
-"""The L1 shortcut tier: the nearest stored prompt by embedding, served only when the verifier agrees.
+"""Routing spec step 5, the semantic cache tier (L1): the nearest stored prompt by embedding, served only when the
+verifier agrees. Reads: what the model would see of the request (semantic/fold.py) and its exact lookup context.
+Decides: a verified stored answer, or the candidates it rejected (each a false hit avoided).
 
 `answer` folds the request (daari/semantic/fold.py), embeds what the model can see, searches entries with
 the same lookup context, and asks the verifier about the nearest candidates above the threshold; the first
@@ -10,7 +12,6 @@ Agent turns take part through the stable prefix (ADR-0004 G1b); answers that are
 from __future__ import annotations
 
 import logging
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +19,7 @@ from actors.embedder import Embed, EmbedderStatus, Embedding
 from actors.runtime import Address
 from actors.semantic_cache import IndexStats, L1Lookup, L1Put, Match
 from actors.verifier import Verify
+from daari.cache.lru import LRU
 from daari.config import L1Config
 from daari.errors import DaariError
 from daari.metrics import Metrics
@@ -48,15 +50,15 @@ class SemanticTier:
     serves_agent_turns = True  # the agent-prefix L1 (ADR-0004 G1b)
 
     def __init__(self, config: L1Config, embedder: Address, status: EmbedderStatus, cache: Address,
-                 verifier: Address, metrics: Metrics) -> None:
+                 verifier: Address, metrics: Metrics, index_stats: IndexStats | None = None) -> None:
         self.config = config
         self.embedder = embedder
         self.status = status
         self.cache = cache
         self.verifier = verifier
         self.metrics = metrics
-        self._pending: OrderedDict[str, Probe] = OrderedDict()
-        self.index_stats: IndexStats | None = None  # what the index holds, for /metrics and the bench
+        self._pending: LRU[str, Probe] = LRU(PENDING)  # each of size 1: bounded in count
+        self.index_stats = index_stats  # what the index holds (the SemanticCacheActor updates it), for /healthz
 
     def health(self) -> dict[str, Any]:
         """For GET /healthz: whether L1 can answer now, and why not."""
@@ -117,10 +119,7 @@ class SemanticTier:
                               details=details)
 
     def _remember_probe(self, key: str, probe: Probe) -> None:
-        self._pending[key] = probe
-        self._pending.move_to_end(key)
-        while len(self._pending) > PENDING:
-            self._pending.popitem(last=False)
+        self._pending.put(key, probe, 1)
 
     async def remember(self, query: ShortcutQuery, completion: Completion, tier: str) -> None:
         """Index the answer a model tier gave (just stored in L0) with the embedding its lookup made.
@@ -128,7 +127,7 @@ class SemanticTier:
         Never waits: the write is told to the SemanticCacheActor. Without a lookup (a tier override, whose
         answers L0 also keeps apart, or the model still loading) nothing is indexed.
         """
-        probe = self._pending.pop(query.l0_key, None) if query.l0_key else None
+        probe = self._pending.pop(query.l0_key) if query.l0_key else None
         if probe is None or completion.tool_calls or completion.finish_reason not in STORABLE:
             return
         if not self.cache.tell(L1Put(probe.context, probe.text, probe.vector, completion, tier)):

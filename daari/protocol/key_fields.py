@@ -7,8 +7,12 @@ interprets itself; `uninterpreted` returns the rest, minus the non-answer fields
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Collection, Mapping
 from typing import Any
+
+from daari.jsonio import canonical
+from daari.protocol.chat import Tool
 
 # Top-level fields that cannot change the answer's content. Each one is here for a reason (docs/caching.md):
 # transport (stream, stream_options), accounting and tracing (user, metadata, safety_identifier,
@@ -54,3 +58,10 @@ def without_cache_markers(block: Mapping[str, Any]) -> dict[str, Any]:
 def is_billing_block(text: str) -> bool:
     """True for Claude Code's per-request billing system block (kept out of every key)."""
     return text.lstrip().startswith(BILLING_HEADER_PREFIX)
+
+
+def tools_hash(tools: list[Tool]) -> str:
+    """The tool definitions as every key holds them (L0's, and L1's lookup context): all of each definition."""
+    schema = [{"name": t.name, "description": t.description, "parameters": t.parameters,
+               **({"extra": t.extra} if t.extra else {})} for t in tools]
+    return hashlib.sha256(canonical(schema)).hexdigest()

@@ -1,44 +1,33 @@
-"""daari's table of actors: which actors run, with what mailbox and restart policy, and how faults look.
+"""daari's table of actors: which actors run, with what mailbox and restart policy.
 
-The one place the server's actors are declared; serve.py opens this table (addresses first, so the runtime
-and the tiers can be wired), then starts it. A new actor is a module under actors/ and a row here.
+The one place the server's actors are declared. The composition root (server/compose.py) opens this table
+(addresses first, so the steps and routes can be handed them), and serve.py starts it. A new actor is a module
+under actors/ and a row here.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from actors import runtime
 from actors.cache import CacheActor
+from actors.decision_log import DecisionLogActor, DecisionQueue
 from actors.embedder import EmbedderActor, EmbedderStatus
 from actors.executor import ExecutorActor
-from actors.runtime import ActorSpec, ActorTable, Faults, RestartPolicy
+from actors.faults import FAULTS
+from actors.hub import Hub, HubActor
+from actors.runtime import ActorSpec, ActorTable, Address, RestartPolicy
 from actors.semantic_cache import IndexStats, SemanticCacheActor
 from actors.tool_runner import ToolRunnerActor
 from actors.verifier import AskModel, VerifierActor
 from daari.cache.l0_memory import L0Memory
 from daari.config import Config
-from daari.errors import ActorCrashed, ActorDown, DaariError, Overloaded
 from daari.executors.base import Executor
 from daari.metrics import Metrics
-from daari.protocol.chat import Message
-
-
-def client_error(fault: runtime.ActorFault) -> DaariError:
-    """A runtime fault as the client sees it: 503 / Anthropic 529, or 500 for a crash."""
-    if isinstance(fault, runtime.ActorBusy):
-        return Overloaded(fault.message)
-    if isinstance(fault, runtime.ActorCrashed):
-        return ActorCrashed(f"{fault.message}; GET /healthz shows its state")
-    return ActorDown(f"{fault.message}; GET /healthz shows why")
-
-
-FAULTS = Faults(expected=(DaariError,), translate=client_error)
-
-
-async def _no_model(messages: list[Message]) -> str | None:
-    return None
+from daari.observe.decision_log import decisions_path
+from daari.observe.decision_row import DecisionRows
+from daari.pipeline.decision import RoutingDecision
 
 
 @dataclass
@@ -47,24 +36,28 @@ class Shared:
 
     memory: L0Memory
     metrics: Metrics
+    decisions: Hub[RoutingDecision]  # request tasks publish to it; the HubActor closes it when the runtime stops
+    decision_queue: DecisionQueue | None = None  # the decision log's queue on the hub (log.decisions)
     embedder_status: EmbedderStatus = field(default_factory=EmbedderStatus)
     index_stats: IndexStats = field(default_factory=IndexStats)
-    # How the VerifierActor asks a model (cache.l1.verify: model); set by the server once the runtime exists.
-    ask_model: AskModel = _no_model
 
 
 def _mb(megabytes: float) -> int:
     return int(megabytes * 1024 * 1024)
 
 
-def actor_table(config: Config, executors: dict[str, Executor], shared: Shared) -> ActorTable:
-    """The actors to start, in order (each is ready before the next starts)."""
+def actor_table(config: Config, executors: dict[str, Executor], shared: Shared,
+                model_asker: Callable[[Address], AskModel]) -> ActorTable:
+    """The actors to start, in order (each is ready before the next starts). `model_asker` makes, from the
+    ExecutorActor's address, how the VerifierActor asks a model (cache.l1.verify: model)."""
     policy = RestartPolicy(config.actors.max_restarts, config.actors.restart_window_s,
                            config.actors.backoff_initial_s, config.actors.backoff_max_s)
     data_dir = Path(config.data_dir)
     size = config.actors.mailbox_size
     l0, l1 = config.cache.l0, config.cache.l1
+    decisions = shared.decisions
     rows = [
+        ActorSpec("hub", lambda: HubActor(decisions), size, policy, on_down=decisions.close),
         ActorSpec("cache", lambda: CacheActor(data_dir / "l0.sqlite", shared.memory,
                                               max_disk_bytes=_mb(l0.max_disk_mb), ttl_s=l0.ttl_s,
                                               metrics=shared.metrics), size, policy),
@@ -79,9 +72,20 @@ def actor_table(config: Config, executors: dict[str, Executor], shared: Shared) 
             ActorSpec("l1", lambda: SemanticCacheActor(data_dir, max_entries=l1.max_entries, max_age_s=max_age_s,
                                                        trees=l1.index_trees, rebuild_after=l1.rebuild_after,
                                                        stats=shared.index_stats), size, policy),
-            # Looked up when it runs: the server sets shared.ask_model once the runtime exists.
-            ActorSpec("verifier", lambda: VerifierActor(l1.verify, lambda m: shared.ask_model(m)), size, policy),
+            # Built when it starts, from the executor's address (the table made it with the others).
+            ActorSpec("verifier", lambda: VerifierActor(l1.verify, model_asker(table.address("executor"))), size,
+                      policy),
         ]
     if config.tools.enabled:  # commands run only when asked for in the config
         rows.append(ActorSpec("tool_runner", lambda: ToolRunnerActor(data_dir, config.tools), size, policy))
-    return ActorTable(rows, FAULTS)
+    queue = shared.decision_queue
+    if queue is not None:
+        logc = config.log
+        to_row = DecisionRows(config.pricing).values
+        # Not required: daari runs without its log (a read-only data dir); /healthz shows it failed.
+        rows.append(ActorSpec("decision_log", lambda: DecisionLogActor(
+            queue, decisions_path(config.data_dir), to_row, batch=logc.batch_size,
+            retention_s=logc.retention_days * 86400, max_rows=logc.max_rows, flush_s=logc.flush_interval_s),
+            size, policy, required=False, on_down=queue.close))
+    table = ActorTable(rows, FAULTS)
+    return table

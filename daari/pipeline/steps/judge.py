@@ -1,4 +1,7 @@
-"""Judging an attempt's answer (routing spec step 12): how confident, and whether that is enough.
+"""Routing spec step 11, judging an attempt's answer: how confident, and whether that is enough.
+
+Reads: the request, the tier and its answer. Decides: a `Judgement` (score, method, passed, and a gate that
+keeps an answer out of the cache); the execute step escalates on a failed one.
 
 Scores are on one 0-1 scale so attempts can be compared: heuristic and logprob confidence are 0-1 already,
 a 1-5 self-evaluation is divided by 5. Which method applies: tool calls are judged by their validity;
@@ -13,8 +16,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from daari.pipeline.runtime import Runtime
-from daari.pipeline.side_query import ask_tier
+from daari.config import ConfidenceConfig
+from daari.pipeline.side_query import SideQuestions
 from daari.protocol.chat import ChatRequest, Completion
 from daari.routing import task_types
 from daari.routing.classifier import last_user_text
@@ -86,34 +89,39 @@ def _valid_tool_calls(request: ChatRequest, completion: Completion) -> bool:
     return True
 
 
-async def _self_eval(rt: Runtime, tier: str, request: ChatRequest, completion: Completion) -> float:
-    question = last_user_text(request)  # the task, not a tool result that may close an agent turn
-    reply = await ask_tier(rt, tier, self_eval_messages(question, completion.text), request.model, max_tokens=4)
-    rating = parse_self_eval(reply) if reply is not None else None
-    return (rating or 0) / 5.0
+class Judge:
+    def __init__(self, config: ConfidenceConfig, questions: SideQuestions) -> None:
+        self.config = config
+        self.questions = questions  # a self-evaluation asks the same tier a side question
 
+    async def __call__(self, tier: str, request: ChatRequest, completion: Completion, *, allow_self_eval: bool,
+                       task_type: str | None = None, rule_id: str | None = None) -> Judgement:
+        def verdict(score: float, method: str, why: str | None = None) -> Judgement:
+            return Judgement(round(score, 4), method, score >= passing_score(tier, method, self.config), why)
 
-async def judge(rt: Runtime, tier: str, request: ChatRequest, completion: Completion, *,
-                allow_self_eval: bool, task_type: str | None = None, rule_id: str | None = None) -> Judgement:
-    def verdict(score: float, method: str, why: str | None = None) -> Judgement:
-        return Judgement(round(score, 4), method, score >= passing_score(tier, method, rt.config.confidence), why)
+        if completion.tool_calls:
+            return verdict(1.0 if _valid_tool_calls(request, completion) else 0.0, "tool_calls")
+        stated = read_stated_format(request)
+        gated = gate(request, completion, task_type, stated)
+        broken = answer_violations(request, completion, task_type, rule_id, stated) if gated is None else ()
+        if tier == "L6":
+            # Trusted (nothing to escalate to), but an empty, acknowledging, echoing or format-breaking answer is
+            # still not stored.
+            return Judgement(1.0, "frontier", True, gated if gated in NEVER_CACHED_AT_L6 else None, broken)
+        if gated is not None:
+            return verdict(0.0, "heuristic", gated)
+        if broken:  # below any pass mark, whatever the configured one
+            return Judgement(0.0, "answer_check", False, None, broken)
+        probe = request.max_tokens is not None and request.max_tokens <= PROBE_MAX_TOKENS
+        if completion.mean_logprob is not None and not probe:  # nobody reads a probe's answer: no grading it
+            return verdict(logprob_confidence(completion.mean_logprob, self.config.logprob_floor), "logprob")
+        if tier == "L3" or not allow_self_eval:
+            return verdict(1.0, "heuristic")
+        return verdict(await self._self_eval(tier, request, completion), "self_eval")
 
-    if completion.tool_calls:
-        return verdict(1.0 if _valid_tool_calls(request, completion) else 0.0, "tool_calls")
-    stated = read_stated_format(request)
-    gated = gate(request, completion, task_type, stated)
-    broken = answer_violations(request, completion, task_type, rule_id, stated) if gated is None else ()
-    if tier == "L6":
-        # Trusted (nothing to escalate to), but an empty, acknowledging, echoing or format-breaking answer is
-        # still not stored.
-        return Judgement(1.0, "frontier", True, gated if gated in NEVER_CACHED_AT_L6 else None, broken)
-    if gated is not None:
-        return verdict(0.0, "heuristic", gated)
-    if broken:  # below any pass mark, whatever the configured one
-        return Judgement(0.0, "answer_check", False, None, broken)
-    probe = request.max_tokens is not None and request.max_tokens <= PROBE_MAX_TOKENS
-    if completion.mean_logprob is not None and not probe:  # nobody reads a probe's answer: no grading it
-        return verdict(logprob_confidence(completion.mean_logprob, rt.config.confidence.logprob_floor), "logprob")
-    if tier == "L3" or not allow_self_eval:
-        return verdict(1.0, "heuristic")
-    return verdict(await _self_eval(rt, tier, request, completion), "self_eval")
+    async def _self_eval(self, tier: str, request: ChatRequest, completion: Completion) -> float:
+        question = last_user_text(request)  # the task, not a tool result that may close an agent turn
+        reply = await self.questions.ask(tier, self_eval_messages(question, completion.text), request.model,
+                                         max_tokens=4)
+        rating = parse_self_eval(reply) if reply is not None else None
+        return (rating or 0) / 5.0

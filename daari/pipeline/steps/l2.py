@@ -1,20 +1,14 @@
-"""The L2 shortcut tier: answers a conversion request (YAML/JSON, lenient literal -> JSON) without a model."""
+"""Routing spec step 7, the L2 rules tier: a conversion request (YAML/JSON, lenient literal -> JSON) answered
+without a model. Reads: the final user message. Decides: the converted text and its rule id (rules/transforms.py)."""
 
 from __future__ import annotations
 
 from daari.config import RulesConfig
-from daari.pipeline.shortcuts import ShortcutQuery, ShortcutResult
-from daari.protocol.chat import ChatRequest, Completion
+from daari.pipeline.shortcuts import ShortcutQuery, ShortcutResult, final_user_text
+from daari.protocol.chat import Completion
 from daari.rules.transforms import apply_rules
 
 RULES_MODEL = "daari-rules"
-
-
-def last_user_text(request: ChatRequest) -> str | None:
-    """The text of the last message when it is the user's (the only message a shortcut looks at)."""
-    if not request.messages or request.messages[-1].role != "user":
-        return None
-    return request.messages[-1].text()
 
 
 class RulesTier:
@@ -25,7 +19,7 @@ class RulesTier:
         self.config = config
 
     async def answer(self, query: ShortcutQuery) -> ShortcutResult | None:
-        text = last_user_text(query.request)
+        text = final_user_text(query.request)
         if text is None:
             return None
         found = apply_rules(text, self.config.max_input_bytes)
@@ -33,6 +27,3 @@ class RulesTier:
             return None
         return ShortcutResult("L2", Completion(text=found.text, model=RULES_MODEL), task_type="rule",
                               rule_id=found.rule_id)
-
-    async def remember(self, query: ShortcutQuery, completion: Completion, tier: str) -> None:
-        return None

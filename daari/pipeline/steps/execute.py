@@ -1,0 +1,181 @@
+"""Routing spec steps 10-12: execute at a tier, judge the answer, escalate while it is weak.
+
+Reads: `turn.classification` (ceiling, whether it may escalate), the tier override, the request (tools it needs
+answered as tool calls, parts only a native tier can read). Decides: the tier chain (daari_meta.attempts records
+every tier tried, skipped or failed) and the answer, with whether L0 may store it.
+
+Each generation is the request's own stream from the ExecutorActor: leaving its `async with` (a client that
+left, included) cancels it, frees the tier's slot and closes the upstream connection. A stream that reaches
+the client live (the last tier, or every tier with `routing.stream_escalation: live`) cannot escalate once its
+first event went out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
+
+from actors.executor import OpenGeneration
+from actors.runtime import Address, StreamReader
+from daari.errors import DaariError, ToolCallsUnsupportedLocally, UpstreamError
+from daari.metrics import Metrics
+from daari.pipeline.hosted_tools import DropLog, settle_dropped
+from daari.pipeline.meta import Attempt
+from daari.pipeline.native_only import native_tiers
+from daari.pipeline.step import Answer
+from daari.pipeline.steps.judge import Judge, Judgement
+from daari.pipeline.steps.render import open_stream, settle
+from daari.pipeline.turn import Turn
+from daari.protocol.chat import Completion
+from daari.protocol.events import Event, assemble
+from daari.routing.agent_turn import needs_tool_calls
+from daari.routing.plan import plan_tiers
+
+
+@dataclass(frozen=True)
+class Tiers:
+    """What the execute step knows of the configured tiers, fixed at start."""
+
+    configured: Sequence[str]  # in escalation order, L6 only when frontier is enabled
+    kinds: Mapping[str, str]  # tier -> executor kind ("embedded", "openai", "anthropic", ...)
+    tools_capable: Mapping[str, bool]  # tier -> whether its executor can produce tool calls
+    escalation: bool = True  # routing.escalation
+    stream_escalation: str = "buffer"  # routing.stream_escalation: "buffer" | "live"
+    hosted_tools: Mapping[str, str] = field(default_factory=dict)  # tier -> "drop" | "refuse" (hosted_tools.py)
+
+
+class ExecuteStep:
+    name = "execute"
+
+    def __init__(self, executor: Address, tiers: Tiers, judge: Judge, metrics: Metrics,
+                 drop_log: DropLog | None = None) -> None:
+        self.executor = executor
+        self.tiers = tiers
+        self.judge = judge
+        self.metrics = metrics
+        self.drop_log = drop_log or DropLog()  # hosted tools a tier answered without: logged once per session
+
+    async def __call__(self, turn: Turn) -> Answer | None:
+        classification = turn.classification
+        assert classification is not None, "the classify step runs before execute"
+        tiers, override = self.tiers, turn.controls.tier_override
+        configured = list(tiers.configured)
+        chain = plan_tiers(classification.ceiling, configured, override,
+                           tiers.escalation and classification.escalate)
+        chain = native_tiers(turn.request, chain, configured, dict(tiers.kinds), turn.meta.attempts,
+                             override is not None, tiers.hosted_tools)
+        return await self._escalate(turn, self._tool_capable(turn, chain))
+
+    def _tool_capable(self, turn: Turn, chain: list[str]) -> list[str]:
+        """An agent turn that defines tools goes only to tiers whose executor can emit tool calls."""
+        if not needs_tool_calls(turn.request):
+            return chain
+        capable_of = self.tiers.tools_capable
+        capable = [t for t in chain if capable_of.get(t)]
+        for tier in chain:
+            if tier not in capable:
+                turn.meta.attempts.append(Attempt(tier, "skipped_no_tools"))
+        # Escalating past the classified ceiling to the frontier is allowed here: it is the only tier left.
+        frontier_ok = "L6" in self.tiers.configured and capable_of.get("L6")
+        if not capable and turn.controls.tier_override is None and frontier_ok:
+            capable = ["L6"]
+        if not capable:
+            turn.meta.error = "tool_calls_unsupported_locally"
+            raise ToolCallsUnsupportedLocally(
+                "this request defines tools and no configured tier can produce tool calls "
+                "(the embedded model cannot); enable frontier (L6) or configure an OpenAI-compatible "
+                "or Ollama tier that supports tools",
+                code="tool_calls_unsupported_locally",
+            )
+        return capable
+
+    async def _escalate(self, turn: Turn, chain: list[str]) -> Answer:
+        meta, request, sink = turn.meta, turn.request, turn.sink
+        live_mode = self.tiers.stream_escalation == "live"
+        best: tuple[Judgement, str, Completion, list[Event]] | None = None
+        last_error: DaariError | None = None
+        for index, tier in enumerate(chain):
+            final = index == len(chain) - 1
+            live = request.stream and (final or live_mode)
+            try:
+                events = await (self._stream_live(turn, tier) if live else self._collect(turn, tier))
+                completion = _assemble(events, tier)
+            except DaariError as err:
+                if sink.stream_opened:
+                    raise
+                meta.attempts.append(Attempt(tier, "failed", error=err.code or type(err).__name__))
+                self.metrics.inc("tier_failures_total", tier=tier, code=err.code or "error")
+                last_error = err
+                continue
+            # A self-evaluation costs a second call: run it only where its verdict can still change the route.
+            verdict = await self.judge(tier, request, completion, allow_self_eval=not (live or final),
+                                       task_type=meta.task_type, rule_id=meta.rule_id)
+            if verdict.passed or final or sink.stream_opened:
+                meta.attempts.append(Attempt(tier, "accepted" if verdict.passed else "low_confidence",
+                                             verdict.score, violations=verdict.reasons))
+                if not verdict.passed:
+                    meta.warning = "below_confidence_threshold"
+                    if best is not None and best[0].score > verdict.score and not sink.stream_opened:
+                        verdict, tier, completion, events = best
+                # Only an answer that passed its tier's judge is stored: a weak one (served with the warning
+                # because nothing above could do better) is never replayed from the cache as if it were good.
+                return self._answer(turn, tier, completion, events, verdict,
+                                    store=verdict.cacheable and verdict.passed)
+            meta.attempts.append(Attempt(tier, "low_confidence", verdict.score, violations=verdict.reasons))
+            self.metrics.inc("escalations_total", tier=tier)
+            if best is None or verdict.score > best[0].score:
+                best = (verdict, tier, completion, events)
+        if best is not None:
+            verdict, tier, completion, events = best
+            meta.warning = "below_confidence_threshold"
+            return self._answer(turn, tier, completion, events, verdict, store=False)
+        assert last_error is not None
+        raise last_error
+
+    def _answer(self, turn: Turn, tier: str, completion: Completion, events: list[Event], verdict: Judgement, *,
+                store: bool) -> Answer:
+        completion.native = turn.wire.capture_native(events)  # the upstream's own message, kept with the answer
+        if not turn.sink.stream_opened:
+            self._dropped(turn, tier)
+        return Answer(tier, self._kind(tier), completion, events, verdict.score, store)
+
+    def _dropped(self, turn: Turn, tier: str) -> None:
+        """The hosted tools the answering tier runs without (daari_meta.dropped_tools, a response header)."""
+        turn.meta.dropped_tools = settle_dropped(turn.request, tier, self.tiers.kinds.get(tier), self.drop_log)
+
+    def _kind(self, tier: str) -> str:
+        return self.tiers.kinds.get(tier, "shortcut")
+
+    def _open(self, turn: Turn, tier: str) -> AbstractAsyncContextManager[StreamReader[Event]]:
+        """The generation is this request's: leaving the `async with` cancels it and frees the tier."""
+        return self.executor.stream(OpenGeneration(tier, turn.request))
+
+    async def _collect(self, turn: Turn, tier: str) -> list[Event]:
+        async with self._open(turn, tier) as generation:
+            return [event async for event in generation]
+
+    async def _stream_live(self, turn: Turn, tier: str) -> list[Event]:
+        """Stream as events arrive; the response starts with the first event, so earlier faults can escalate."""
+        events: list[Event] = []
+        sink = turn.sink
+        async with self._open(turn, tier) as generation:
+            async for event in generation:
+                if not sink.stream_opened:
+                    settle(turn.meta, tier, self._kind(tier))
+                    self._dropped(turn, tier)
+                    await open_stream(turn)
+                events.append(event)
+                assert turn.renderer is not None
+                chunks = turn.renderer.event(event)
+                if chunks:
+                    await sink.write(chunks)
+        return events
+
+
+def _assemble(events: list[Event], tier: str) -> Completion:
+    try:
+        return assemble(events)
+    except ValueError:
+        raise UpstreamError(f"tier {tier} ended its answer without finishing it (truncated stream)",
+                            upstream=tier) from None

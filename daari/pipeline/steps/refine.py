@@ -1,0 +1,35 @@
+"""Routing spec Phase B, the model-assisted stage of classification: an ambiguous heuristic result is put to the
+first configured tier (routing/slm_classifier.py). Reads: `turn.classification`. Decides: a refined one when
+the verdict is confident enough (daari_meta.classifier says which). It runs after the shortcut tiers: a request
+they answer never pays for a model call."""
+
+from __future__ import annotations
+
+from daari.config import TIER_NAMES
+from daari.pipeline.side_query import SideQuestions
+from daari.pipeline.step import Answer
+from daari.pipeline.steps.classify import classified
+from daari.pipeline.turn import Turn
+from daari.routing.slm_classifier import apply_verdict, classifier_messages, parse_verdict
+
+
+class RefineStep:
+    name = "refine"
+
+    def __init__(self, tier: str, questions: SideQuestions) -> None:
+        self.tier = tier  # the first configured tier: the cheapest model there is
+        self.questions = questions
+
+    async def __call__(self, turn: Turn) -> Answer | None:
+        heuristic = turn.classification
+        if heuristic is None or not heuristic.ambiguous or turn.controls.tier_override is not None:
+            return None
+        request = turn.request
+        reply = await self.questions.ask(self.tier, classifier_messages(request), request.model, max_tokens=64)
+        verdict = parse_verdict(reply) if reply is not None else None
+        if verdict is not None and verdict.suggested_tier not in TIER_NAMES:
+            verdict = None
+        turn.meta.classifier = "slm" if verdict is not None else "slm_fallback"
+        turn.classification = apply_verdict(heuristic, verdict)
+        classified(turn.meta, turn.classification)
+        return None

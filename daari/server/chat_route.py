@@ -1,0 +1,75 @@
+"""The chat routes (POST /v1/chat/completions, /v1/messages; the Responses route through `serve`): read the body,
+walk the pipeline, and publish exactly one routing decision however the request ends."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+
+import trio
+
+from actors.hub import Hub
+from daari.errors import DaariError
+from daari.pipeline.decision import RoutingDecision
+from daari.pipeline.record import DecisionRecorder, PromptDescriber
+from daari.pipeline.sink import Sink
+from daari.pipeline.step import Pipeline
+from daari.pipeline.turn import Prepare, Turn
+from daari.protocol.wire import Wire
+from daari.server.asgi_io import AsgiSink, ClientDisconnected, Receive, read_body, watch_disconnect
+from daari.server.http_request import HttpRequest
+
+
+def client_watch(receive: Receive) -> Callable[[], AbstractAsyncContextManager[None]]:
+    """From the first step that waits outside daari, a client that leaves cancels the request: Hypercorn does not
+    raise in the app when a client goes away, so a task waits for `http.disconnect` and cancels the scope."""
+
+    @asynccontextmanager
+    async def watching() -> AsyncIterator[None]:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(watch_disconnect, receive, nursery.cancel_scope)
+            yield
+            nursery.cancel_scope.cancel()
+
+    return watching
+
+
+class ChatRoute:
+    def __init__(self, pipeline: Pipeline, decisions: Hub[RoutingDecision], describe_prompt: PromptDescriber | None,
+                 max_body_bytes: int) -> None:
+        self.pipeline = pipeline
+        self.decisions = decisions
+        self.describe_prompt = describe_prompt  # log.prompts: nothing, a keyed hash, or the text
+        self.max_body_bytes = max_body_bytes
+
+    async def __call__(self, req: HttpRequest) -> None:
+        await self.serve(req, req.wire, AsgiSink(req.send))
+
+    async def serve(self, req: HttpRequest, wire: Wire, out: Sink, prepare: Prepare | None = None) -> None:
+        """Answer `req` in `wire`'s protocol through `out`; `prepare` may rewrite the decoded body first."""
+        recorder = DecisionRecorder(self.decisions, wire.name, req.headers, self.describe_prompt)
+        try:
+            raw = await read_body(req.receive, req.headers, self.max_body_bytes)
+        except DaariError as err:
+            self._refused(req, recorder, wire, err)
+            raise
+        except ClientDisconnected:
+            recorder.abandoned()
+            raise
+        turn = Turn(wire, req.headers, raw, recorder.sink(out), query_string=req.query_string, prepare=prepare,
+                    watch_client=client_watch(req.receive))
+        try:
+            await self.pipeline.run(turn)
+        except DaariError as err:  # refused before routing (bad headers or body): the app answers it
+            self._refused(req, recorder, wire, err)
+            raise
+        except Exception:  # a fault before the request was parsed: the app answers 500; still one decision
+            recorder.refused(DaariError("internal error in daari"), 500)
+            raise
+        finally:
+            recorder.finished(turn)
+
+    @staticmethod
+    def _refused(req: HttpRequest, recorder: DecisionRecorder, wire: Wire, err: DaariError) -> None:
+        recorder.refused(err, wire.render_error(err)[0])
+        req.decision_logged = True  # the decision's log line is this refusal's

@@ -1,0 +1,275 @@
+"""The composition root: daari's object graph, built once from the config at start.
+
+Every actor address, store, pipeline step and route is made here and handed exactly what it uses, in its
+constructor; nothing is assigned onto a shared object afterwards. The pipeline is the ordered list of the
+routing spec's steps: a new tier is a step added to that list. serve.py starts what this builds.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+
+import trio
+
+from actors.decision_log import DecisionQueue
+from actors.hub import Hub
+from actors.runtime import ActorTable, Address, Health
+from actors.verifier import AskModel
+from daari.cache.hit_requests import HitRequests
+from daari.cache.key_memo import L0KeyMemo
+from daari.cache.l0_memory import L0Memory
+from daari.cache.partition import forwards_client_keys
+from daari.config import Config
+from daari.datadir import load_secret
+from daari.errors import StartupError
+from daari.executors.base import Executor
+from daari.executors.registry import make_executors
+from daari.metrics import Metrics
+from daari.observe.prompt_record import prompt_fields
+from daari.pipeline.body_work import BodyWork
+from daari.pipeline.cache_guard import CacheGuard
+from daari.pipeline.decision import RoutingDecision
+from daari.pipeline.hosted_tools import policies
+from daari.pipeline.record import PromptDescriber
+from daari.pipeline.shortcuts import SHORTCUT_ORDER, ShortcutTier
+from daari.pipeline.side_query import SideQuestions
+from daari.pipeline.step import Pipeline, Step
+from daari.pipeline.steps.agent_turn import AgentTurnStep
+from daari.pipeline.steps.cache_write import AnswerIndex, CacheWriteStep
+from daari.pipeline.steps.ccs import CcsTier
+from daari.pipeline.steps.classify import ClassifyStep
+from daari.pipeline.steps.execute import ExecuteStep, Tiers
+from daari.pipeline.steps.headers import HeadersStep
+from daari.pipeline.steps.judge import Judge
+from daari.pipeline.steps.l0 import L0Step
+from daari.pipeline.steps.l1 import SemanticTier
+from daari.pipeline.steps.l2 import RulesTier
+from daari.pipeline.steps.lt import ToolTier
+from daari.pipeline.steps.parse import ParseStep
+from daari.pipeline.steps.refine import RefineStep
+from daari.pipeline.steps.render import RenderStep
+from daari.pipeline.steps.shortcut import ShortcutStep
+from daari.pipeline.steps.tool_service import ToolService
+from daari.protocol.chat import Message
+from daari.responses.store import ResponseArchive
+from daari.routing.classifier import no_lt_probe
+from daari.server.actor_table import Shared, actor_table
+from daari.server.app import DaariApp, Routes
+from daari.server.chat_route import ChatRoute
+from daari.server.count_tokens import CountTokensRoute
+from daari.server.guard import GuardPolicy, require_token_off_loopback
+from daari.server.observe_routes import ObserveRoutes
+from daari.server.responses_endpoints import ResponsesEndpoints
+from daari.server.responses_routes import ResponsesRoutes
+from daari.server.status_routes import StatusRoutes
+from daari.server.tail import TailRoute
+from daari.tools.patterns import is_lt_command
+
+log = logging.getLogger("daari")
+
+
+@dataclass(frozen=True)
+class Parts:
+    """What `compose` built. The request path never reaches into it: each piece was handed what it uses. Serving
+    starts `table` and the app; tests and benches look inside."""
+
+    config: Config
+    health: Health
+    metrics: Metrics
+    table: ActorTable
+    executors: Mapping[str, Executor]
+    decisions: Hub[RoutingDecision]  # one RoutingDecision per request (pipeline/record.py)
+    l0_memory: L0Memory
+    key_memo: L0KeyMemo
+    hit_requests: HitRequests
+    body_work: BodyWork
+    classify: ClassifyStep
+    shortcuts: Mapping[str, ShortcutTier]  # by name, in SHORTCUT_ORDER
+    pipeline: Pipeline
+    tail: TailRoute
+    responses: ResponseArchive
+    app: DaariApp
+    partition_secret: bytes | None  # None: one shared cache partition (no tier forwards client keys)
+    log_secret: bytes | None  # keys the decision log's prompt hashes (log.prompts: hash)
+    stopping: trio.Event  # set when daari starts shutting down
+    started_at: float = field(default=0.0)
+
+    @property
+    def cache(self) -> Address:
+        return self.table.address("cache")
+
+    @property
+    def executor(self) -> Address:
+        return self.table.address("executor")
+
+
+def _mb(megabytes: float) -> int:
+    return int(megabytes * 1024 * 1024)
+
+
+def l0_memory(config: Config) -> L0Memory:
+    l0 = config.cache.l0
+    return L0Memory(_mb(l0.memory_mb), _mb(l0.max_pending_mb), l0.ttl_s)
+
+
+def model_asker(config: Config) -> Callable[[Address], AskModel]:
+    """How the verifier asks a model (cache.l1.verify: model): the configured verify tier, else the first tier;
+    with none configured, model verdicts reject."""
+    l1 = config.cache.l1
+    tiers = config.configured_tiers()
+    verify_tier = l1.verify_tier or (tiers[0] if tiers else None)
+    if verify_tier not in tiers:  # not configured (or L6 with frontier off)
+        verify_tier = None
+
+    def asker(executor: Address) -> AskModel:
+        questions = SideQuestions(executor)
+
+        async def ask_model(messages: list[Message]) -> str | None:
+            if verify_tier is None:
+                return None
+            return await questions.ask(verify_tier, messages, config.tiers[verify_tier].model or "daari-verifier",
+                                       max_tokens=3)
+
+        return ask_model
+
+    return asker
+
+
+async def _secret(data_dir: Path, purpose: str) -> bytes:
+    try:
+        return await trio.to_thread.run_sync(load_secret, data_dir)
+    except OSError as exc:
+        raise StartupError(f"cannot create the {purpose} secret in {data_dir}: {exc.strerror}; "
+                           "choose another data dir with --data-dir or data_dir") from None
+
+
+async def _log_secret(config: Config) -> bytes | None:
+    if config.log.prompts == "none":
+        return None
+    try:
+        return await trio.to_thread.run_sync(load_secret, Path(config.data_dir))
+    except OSError as exc:  # an unwritable data dir: hashes stay unkeyed; the cache says so already
+        log.warning("prompt hashes are not keyed: cannot read the data dir secret: %s", exc.strerror)
+        return None
+
+
+def shortcut_tiers(config: Config, table: ActorTable, shared: Shared) -> dict[str, ShortcutTier]:
+    """The shortcut tiers the config turns on, by name."""
+    tiers: dict[str, ShortcutTier] = {}
+    tool_runner = table.get("tool_runner")  # in the table only with tools.enabled
+    service = ToolService(config.tools, tool_runner) if tool_runner is not None else None
+    if service is not None:
+        tiers["CCS"] = CcsTier(service)
+    if config.cache.l1.enabled:
+        tiers["L1"] = SemanticTier(config.cache.l1, table.address("embedder"), shared.embedder_status,
+                                   table.address("l1"), table.address("verifier"), shared.metrics,
+                                   shared.index_stats)
+    if config.rules.enabled:
+        tiers["L2"] = RulesTier(config.rules)
+    if service is not None:
+        tiers["Lt"] = ToolTier(service)
+    return tiers
+
+
+async def compose(config: Config, *, shortcuts: Mapping[str, ShortcutTier] | None = None,
+                  started_at: float = 0.0) -> Parts:
+    """Build everything from `config`. `shortcuts` replaces shortcut tiers by name (tests and benches)."""
+    policy = GuardPolicy.from_config(config.server)
+    require_token_off_loopback(config.server, policy)  # before anything is made: a refusal to start is cheap
+    partition_secret = (await _secret(Path(config.data_dir), "cache partition")
+                        if forwards_client_keys(config) else None)
+    log_secret = await _log_secret(config)
+    metrics = Metrics()
+    health = Health()
+    executors = make_executors(config)
+    decisions: Hub[RoutingDecision] = Hub(default_buffer=256, on_drop=lambda name: metrics.inc(
+        "decision_subscribers_dropped_total", subscriber=name))
+    # Attached before anything is published, and it outlives the decision log actor's restarts.
+    decision_queue = (DecisionQueue(decisions, config.log.queue_size, on_dropped=lambda count: metrics.inc(
+        "decision_log_rows_dropped_total", count)) if config.log.decisions else None)
+    shared = Shared(l0_memory(config), metrics, decisions, decision_queue)
+    table = actor_table(config, executors, shared, model_asker(config))
+    executor = table.address("executor")
+
+    tiers = shortcut_tiers(config, table, shared)
+    for name, tier in (shortcuts or {}).items():
+        tiers[name] = tier
+    tiers = {name: tiers[name] for name in SHORTCUT_ORDER if name in tiers}
+
+    body_work = BodyWork(config.server.thread_parse_bytes)
+    key_memo, hit_requests = L0KeyMemo(), HitRequests()
+    guard = CacheGuard(table.address("cache"), metrics)
+    parse = ParseStep(body_work)
+    questions = SideQuestions(executor)
+    configured = [t for t in config.configured_tiers() if t in executors]
+    classify = ClassifyStep(partial(is_lt_command, min_confidence=config.tools.min_confidence)
+                            if config.tools.enabled else no_lt_probe)
+    routed: list[Step] = [AgentTurnStep(metrics), classify, *[ShortcutStep(tier) for tier in tiers.values()]]
+    if config.routing.slm_classifier and configured:
+        routed.append(RefineStep(configured[0], questions))
+    routed.append(ExecuteStep(executor, Tiers(configured, {t: ex.kind for t, ex in executors.items()},
+                                              {t: ex.supports_tools for t, ex in executors.items()},
+                                              config.routing.escalation, config.routing.stream_escalation,
+                                              policies(config.tiers)),
+                              Judge(config.confidence, questions), metrics))
+    render = RenderStep()
+    indexes = [tier for tier in tiers.values() if isinstance(tier, AnswerIndex)]
+    pipeline = Pipeline(
+        local=[HeadersStep(config.cache.l0.enabled, partition_secret),
+               L0Step(memory=shared.memory, guard=guard, key_memo=key_memo, hit_requests=hit_requests,
+                      body_work=body_work, parse=parse),
+               parse],
+        routed=routed,
+        finish=[CacheWriteStep(guard, indexes), render],
+        fail=render.fail,
+    )
+
+    stopping = trio.Event()
+    describe_prompt: PromptDescriber | None = (partial(prompt_fields, config.log.prompts, log_secret)
+                                               if config.log.prompts != "none" else None)
+    archive = ResponseArchive(Path(config.data_dir) / "responses.sqlite", config.responses.keep)
+    chat = ChatRoute(pipeline, decisions, describe_prompt, config.server.max_body_bytes)
+    responses = ResponsesRoutes(chat, archive, partition_secret)
+    endpoints = ResponsesEndpoints(config, executor, archive, partition_secret)
+    count_tokens = CountTokensRoute(config, executor, body_work)
+    observe = ObserveRoutes(config.data_dir, metrics)
+    tail = TailRoute(decisions, config.tail, stopping, metrics)
+    l1 = tiers.get("L1")
+    status = StatusRoutes(config, health, executor, metrics, started_at,
+                          l1.health if isinstance(l1, SemanticTier) else None, lambda: tail.open)
+    routes = Routes(
+        exact={
+            "/": {"GET": status.root, "HEAD": status.root},
+            "/v1/chat/completions": {"POST": chat},
+            "/chat/completions": {"POST": chat},
+            "/v1/messages": {"POST": chat},
+            "/v1/messages/count_tokens": {"POST": count_tokens},
+            "/v1/responses": {"POST": responses.create},
+            "/responses": {"POST": responses.create},
+            "/v1/responses/compact": {"POST": endpoints.compact},
+            "/responses/compact": {"POST": endpoints.compact},
+            "/v1/responses/input_tokens": {"POST": endpoints.input_tokens},
+            "/responses/input_tokens": {"POST": endpoints.input_tokens},
+            "/v1/models": {"GET": status.models},
+            "/models": {"GET": status.models},
+            "/healthz": {"GET": status.healthz},
+            "/v1/daari/config": {"GET": status.show_config},
+            "/metrics": {"GET": status.metrics_page},
+            "/ui": {"GET": observe.ui},
+            "/v1/daari/report": {"GET": observe.report},
+        },
+        prefixed=[(("/v1/models/", "/models/"), {"GET": status.model}),
+                  (("/v1/responses/", "/responses/"), {"GET": responses.get, "DELETE": responses.delete})],
+        chat=frozenset({chat, responses.create}),
+        websocket={"/v1/daari/tail": tail},
+    )
+    app = DaariApp(routes, policy, decisions, metrics)
+    return Parts(config=config, health=health, metrics=metrics, table=table, executors=executors,
+                 decisions=decisions, l0_memory=shared.memory, key_memo=key_memo, hit_requests=hit_requests,
+                 body_work=body_work, classify=classify, shortcuts=tiers, pipeline=pipeline, tail=tail,
+                 responses=archive, app=app, partition_secret=partition_secret, log_secret=log_secret,
+                 stopping=stopping, started_at=started_at)
