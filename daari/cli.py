@@ -1,4 +1,4 @@
-"""The `daari` command: `daari serve`, `daari eval routing` and `daari eval cache`."""
+"""The `daari` command: `daari serve`, `daari eval routing|cache|judge`, `daari tail`, `daari report`."""
 
 from __future__ import annotations
 
@@ -62,8 +62,12 @@ def _eval(args: argparse.Namespace, rest: list[str]) -> int:
         from daari.eval.cache_eval import main as cache_main
 
         return cache_main(rest)
+    if args.suite == "judge":
+        from daari.eval.judge_eval import main as judge_main
+
+        return judge_main(rest)
     if args.suite != "routing":
-        print(f"daari: unknown eval suite {args.suite!r} (available: routing, cache)", file=sys.stderr)
+        print(f"daari: unknown eval suite {args.suite!r} (available: routing, cache, judge)", file=sys.stderr)
         return 2
     from daari.eval.routing_eval import main as routing_main
 
@@ -81,7 +85,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="where the cache lives (default $XDG_DATA_HOME/daari, else ~/.local/share/daari)")
     # No -h of its own: `daari eval routing --help` reaches the suite's parser, which lists its options.
     evals = sub.add_parser("eval", help="run an evaluation against a running daari", add_help=False)
-    evals.add_argument("suite", help="routing (against a running daari) or cache (offline, L1 verifier)")
+    evals.add_argument("suite", help="routing (against a running daari), cache (offline, L1 verifier) or judge "
+                                     "(offline, the answer judge on evals/judge)")
     add_observe_parsers(sub)
     return parser
 

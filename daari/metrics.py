@@ -27,7 +27,8 @@ LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2
 
 HELP = {
     "requests_total": "Chat requests answered, by the tier that answered and the cache result.",
-    "errors_total": "Chat requests that ended in an error, by error code.",
+    "errors_total": "Chat requests that ended in an error, by error code (a client that left is not one).",
+    "abandoned_total": "Chat requests whose client left before the answer was finished (status 499), by tier.",
     "refused_total": "Requests refused before routing (bad body, unknown route, guard...), by code and status.",
     "escalations_total": "Answers below their tier's confidence threshold that escalated to the next tier.",
     "tier_failures_total": "Tier attempts that failed, by tier and error code.",

@@ -112,13 +112,14 @@ def test_words_near_code_work_are_not_code_work(text: str) -> None:
     assert rule(text) not in ("R-P2", "R-P1")
 
 
-def test_side_calls_are_r_c1_cheapest_and_never_escalate() -> None:
+def test_side_calls_are_r_c1_cheapest_and_only_probes_never_escalate() -> None:
     probe = classify(ask("quota", max_tokens=1))
     title = classify(ask("<session>user: fix the login bug</session>",
                          system="Write a short sentence-case title (3-7 words) for this coding session."))
     topic = classify(ask("now the payment tests", system='Reply {"isNewTopic": bool, "title": str}.'))
-    for result in (probe, title, topic):
-        assert (result.rule_id, result.ceiling, result.escalate) == ("R-C1", "L3", False)
+    assert (probe.rule_id, probe.ceiling, probe.escalate) == ("R-C1", "L3", False)  # nobody reads its answer
+    for result in (title, topic):  # a title that fails the judge is worth a second tier (issue 19)
+        assert (result.rule_id, result.ceiling, result.escalate) == ("R-C1", "L3", True)
     big_system = classify(ask("hi", system="Give a 3-5 word title. " + prose(1200)))
     assert big_system.rule_id != "R-C1"  # a long system prompt is a main turn, not a side call
 

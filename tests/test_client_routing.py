@@ -48,7 +48,7 @@ async def test_an_edit_request_goes_to_the_tier_that_can_write_edits(tmp_path: P
     assert meta["tier"] == "L4" and l3.requests == []
 
 
-async def test_side_calls_stay_on_the_cheapest_tier_without_escalating(tmp_path: Path) -> None:
+async def test_side_calls_start_on_the_cheapest_tier_and_probes_never_escalate(tmp_path: Path) -> None:
     l3, l4 = FakeOpenAI(), FakeOllama()
     async with serve_app(l3) as u3, serve_app(l4) as u4:
         config = make_config(tmp_path, tiers={"L3": upstream_tier("openai", u3 + "/v1", "short"),
@@ -57,8 +57,10 @@ async def test_side_calls_stay_on_the_cheapest_tier_without_escalating(tmp_path:
             title = (await client.post("/v1/chat/completions", json=body_of("GP-22"))).json()["daari_meta"]
             quota = await client.post("/v1/messages", json=body_of("GP-23"))  # Claude Code speaks Anthropic
             again = await client.post("/v1/messages", json=body_of("GP-23"))
-    assert (title["rule_id"], title["tier"], title["escalated_from"]) == ("R-C1", "L3", None)
-    assert l4.requests == []  # "ok" is too short for a title, but a side call is not worth L4
+    # "ok" is no title: a side call starts on the cheapest tier, and one that fails the judge escalates (issue 19).
+    assert (title["rule_id"], title["tier"], title["escalated_from"]) == ("R-C1", "L4", "L3")
+    # L4 saw the title only; L3 the title and the probe (the probe's repeat is an L0 hit).
+    assert len(l4.requests) == 1 and len(l3.requests) == 2
     quota_meta = quota.json()["daari_meta"]
     assert quota.status_code == 200 and quota_meta["rule_id"] == "R-C1" and quota_meta["tier"] == "L3"
     assert quota_meta.get("warning") is None  # a one-token probe is not judged by length

@@ -119,6 +119,9 @@ PRICING = PricingConfig(models={"priced": PriceConfig(0.5, 1.25), "gpt-5": Price
 
 def reference_observe(metrics: ReferenceMetrics, d: RoutingDecision) -> None:
     """The subscribers' counting as it was written against the name-and-labels API."""
+    if d.error == "client_disconnected":  # abandoned: the client left first, not an error (issue 19)
+        metrics.inc("abandoned_total", tier=d.tier or "none")
+        return
     if d.error is not None:
         metrics.inc("errors_total", code=d.error)
         return

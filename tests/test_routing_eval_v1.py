@@ -54,9 +54,30 @@ def stand_in(tmp_path: Path, name: str) -> Path:
     return path
 
 
+# What a local model that follows the prompt's stated format answers the golden prompts that state one: the
+# judge reads the format (issue 19), so the fake's one-size answer would escalate them.
+FORMATTED_ANSWERS = {
+    "GP-22": '{"title": "Fix double coupon discount at checkout"}',
+    "GP-24": '{"isNewTopic": true, "title": "Flaky payment tests"}',
+    "GP-34": '{"name": "daari", "port": 8787}\n\n`name` is the service name; `port` is where it listens.',
+}
+
+
+def answer_formatted(body: dict[str, Any]) -> str | None:
+    messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
+    text = " ".join(str(m.get("content")) for m in messages)
+    for marker, gp in (("sentence-case title (3-7 words)", "GP-22"), ("isNewTopic", "GP-24"),
+                       ("Convert this YAML to JSON and explain each key", "GP-34")):
+        if marker in text:
+            return FORMATTED_ANSWERS[gp]
+    return None
+
+
 @contextmanager
 def v1_daari(tmp_path: Path, stand_ins: bool) -> Iterator[str]:
-    with serve_app_in_thread(FakeOpenAI()) as local, serve_app_in_thread(FakeOllama()) as ollama, \
+    local_model = FakeOpenAI()
+    local_model.answer_for = answer_formatted
+    with serve_app_in_thread(local_model) as local, serve_app_in_thread(FakeOllama()) as ollama, \
             serve_app_in_thread(FakeOpenAI()) as frontier:
         tiers = {"L3": upstream_tier("openai", local + "/v1", "tools"),
                  "L4": upstream_tier("ollama", ollama, "good"),

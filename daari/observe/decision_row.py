@@ -80,8 +80,7 @@ def decision_values(decision: RoutingDecision, pricing: PricingConfig) -> Values
 
 def attempts_json(attempts: tuple[AttemptRecord, ...]) -> str:
     """The `attempts` column: the tiers tried, as compact JSON."""
-    return json.dumps([{"tier": a.tier, "outcome": a.outcome, "confidence": a.confidence, "error": a.error}
-                       for a in attempts], separators=(",", ":"))
+    return json.dumps([a.to_json() for a in attempts], separators=(",", ":"))
 
 
 def decision_row(decision: RoutingDecision, pricing: PricingConfig) -> dict[str, Any]:

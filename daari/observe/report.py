@@ -1,6 +1,8 @@
 """`daari report`: summarise decision-log rows (pure), and render the summary as a terminal table.
 
-Every figure is computed from the rows alone, so a log seeded with known rows gives known figures.
+Every figure is computed from the rows alone, so a log seeded with known rows gives known figures. A request
+whose client left before its answer was finished (status 499, `client_disconnected`) is `abandoned`, counted
+apart from errors: `claude -p` exits before its title call ends, and that is not a failure of daari.
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+from daari.pipeline.decision import outcome
 
 TIER_ORDER = ("L0", "L1", "CCS", "L2", "Lt", "L3", "L4", "L5", "L6")
 _SINCE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
@@ -72,6 +76,7 @@ def session_summary(answered: Sequence[Row]) -> dict[str, Any]:
 def summarize(rows: Sequence[Row], *, false_hits_avoided: int | None = None) -> dict[str, Any]:
     """The report's figures. `false_hits_avoided` from metrics when given, else counted from the rows."""
     answered = [r for r in rows if r.get("tier") and not r.get("error")]
+    abandoned = sum(1 for r in rows if outcome(r.get("error"), r.get("status")) == "abandoned")
     total = len(rows)
     by_tier: dict[str, list[Row]] = {}
     for row in answered:
@@ -95,7 +100,8 @@ def summarize(rows: Sequence[Row], *, false_hits_avoided: int | None = None) -> 
     return {
         "requests": total,
         "answered": len(answered),
-        "errors": total - len(answered),
+        "errors": total - len(answered) - abandoned,
+        "abandoned": abandoned,
         "tiers": tiers,
         "cache": {
             "L0": {"lookups": len(looked_up), "hits": l0_hits, "hit_rate": _share(l0_hits, len(looked_up))},
@@ -117,7 +123,8 @@ def _ms(value: float | None) -> str:
 
 def render_text(report: Mapping[str, Any], since: str) -> str:
     """A plain-text table (what `rich` prints when it is not a terminal too)."""
-    lines = [f"daari report, last {since}: {report['requests']} requests, {report['errors']} errors", "",
+    lines = [f"daari report, last {since}: {report['requests']} requests, {report['errors']} errors, "
+             f"{report['abandoned']} abandoned (the client left first)", "",
              f"{'tier':<5} {'requests':>9} {'share':>7} {'p50 ms':>9} {'p95 ms':>9}"]
     for tier, t in report["tiers"].items():
         lines.append(f"{tier:<5} {t['requests']:>9} {t['share'] * 100:>6.1f}% {_ms(t['p50_ms']):>9} "

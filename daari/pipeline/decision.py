@@ -7,49 +7,26 @@ It never holds content (prompts, answers) or headers: only what daari_meta says,
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any
 
 from daari.jsonio import dumps
+from daari.pipeline.client_family import client_family
 from daari.pipeline.meta import Meta
+
+__all__ = ["CLIENT_CLOSED", "CLIENT_DISCONNECTED", "AttemptRecord", "RequestFacts", "RoutingDecision",
+           "client_family", "decide", "outcome"]
 
 # Status recorded for a request whose client went away before it was answered (nginx's convention).
 CLIENT_CLOSED = 499
-
-# User-agent substrings (lower-case) -> client family, first match wins. Versions are not kept.
-_CLIENT_FAMILIES: tuple[tuple[str, str], ...] = (
-    ("claude-cli", "claude-code"),
-    ("claude-code", "claude-code"),
-    ("codex", "codex"),
-    ("aider", "aider"),
-    ("opencode", "opencode"),
-    ("continue", "continue"),
-    ("cursor", "cursor"),
-    ("cline", "cline"),
-    ("goose", "goose"),
-    ("openai/python", "openai-python"),
-    ("openai/js", "openai-node"),
-    ("anthropic/python", "anthropic-python"),
-    ("anthropic/js", "anthropic-node"),
-    ("ollama", "ollama"),
-    ("curl/", "curl"),
-    ("python-httpx", "httpx"),
-    ("python-requests", "requests"),
-    ("mozilla/", "browser"),
-)
+CLIENT_DISCONNECTED = "client_disconnected"  # its error code
 
 
-@lru_cache(maxsize=512)  # a client sends the same User-Agent every time: one scan per distinct value
-def client_family(user_agent: str | None) -> str:
-    """The kind of client from its User-Agent ("claude-code", "openai-python", "curl", ...; else "other")."""
-    if not user_agent:
-        return "unknown"
-    agent = user_agent.lower()
-    for needle, family in _CLIENT_FAMILIES:
-        if needle in agent:
-            return family
-    return "other"
-
+def outcome(error: str | None, status: int | None) -> str:
+    """"answered", "abandoned" (the client left first: `claude -p` exits before its title call ends; not
+    daari's fault, so not an error) or "error"."""
+    if error == CLIENT_DISCONNECTED or status == CLIENT_CLOSED:
+        return "abandoned"
+    return "error" if error is not None else "answered"
 
 @dataclass(frozen=True)
 class AttemptRecord:
@@ -57,6 +34,14 @@ class AttemptRecord:
     outcome: str
     confidence: float | None = None
     error: str | None = None
+    violations: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"tier": self.tier, "outcome": self.outcome, "confidence": self.confidence,
+                                "error": self.error}
+        if self.violations:
+            data["violations"] = list(self.violations)
+        return data
 
 
 @dataclass(slots=True)
@@ -118,6 +103,11 @@ class RoutingDecision:
     def cache_hit(self) -> bool:
         return self.cache == "hit"
 
+    @property
+    def outcome(self) -> str:
+        """"answered", "abandoned" or "error" (see `outcome`)."""
+        return outcome(self.error, self.status)
+
     def to_json(self) -> dict[str, Any]:
         """A flat JSON-ready dict (the decision log's row, the live tail's message)."""
         return {
@@ -127,8 +117,7 @@ class RoutingDecision:
             "task_type": self.task_type, "rule_id": self.rule_id, "ceiling": self.ceiling,
             "classifier": self.classifier, "agent_turn": self.agent_turn, "confidence": self.confidence,
             "escalated_from": list(self.escalated_from),
-            "attempts": [{"tier": a.tier, "outcome": a.outcome, "confidence": a.confidence, "error": a.error}
-                         for a in self.attempts],
+            "attempts": [a.to_json() for a in self.attempts],
             "warning": self.warning, "error": self.error, "latency_ms": self.latency_ms,
             "ttft_ms": self.ttft_ms, "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens, "details": dict(self.details),
@@ -168,7 +157,8 @@ def decide(facts: RequestFacts, meta: Meta, *, status: int, latency_ms: float, t
         meta.tier, meta.executor, meta.model, meta.cache, meta.task_type, meta.rule_id, meta.ceiling,
         meta.classifier, meta.agent_turn, meta.confidence,
         tuple(meta.escalated_from) if meta.escalated_from else _NONE,
-        tuple([AttemptRecord(a.tier, a.outcome, a.confidence, a.error) for a in attempts]) if attempts else _NONE,
+        tuple([AttemptRecord(a.tier, a.outcome, a.confidence, a.error, a.violations) for a in attempts])
+        if attempts else _NONE,
         meta.warning, meta.error or error, latency_ms, ttft_ms,
         usage.prompt_tokens if usage is not None else None, usage.completion_tokens if usage is not None else None,
         dict(details) if details else {}, facts.prompt_hash, facts.prompt, meta.session, meta.call_type,

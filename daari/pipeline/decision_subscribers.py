@@ -18,14 +18,18 @@ log = logging.getLogger("daari.pipeline")
 
 
 def log_decision(decision: RoutingDecision) -> None:
-    """One line per routing decision: never content, never headers. Hits only at DEBUG (they are many)."""
+    """One line per routing decision: never content, never headers. Hits only at DEBUG (they are many); a
+    request whose client left is an INFO line (`abandoned`), not a WARNING: nothing went wrong in daari."""
     failed = decision.error is not None
-    level = logging.DEBUG if decision.cache == "hit" else (logging.WARNING if failed else logging.INFO)
+    abandoned = failed and decision.outcome == "abandoned"
+    level = logging.DEBUG if decision.cache == "hit" else (logging.WARNING if failed and not abandoned
+                                                           else logging.INFO)
     if not log.isEnabledFor(level):
         return
     escalated = f" escalated_from={','.join(decision.escalated_from)}" if decision.escalated_from else ""
     warning = f" warning={decision.warning}" if decision.warning else ""
-    outcome = f" error={decision.error} status={decision.status}" if failed else ""
+    outcome = (" abandoned (client left)" if abandoned else
+               f" error={decision.error} status={decision.status}" if failed else "")
     log.log(level, "%s %s %s tier=%s rule=%s agent_turn=%s client=%s ms=%.1f%s%s%s", decision.request_id,
             decision.protocol, "stream" if decision.stream else "json", decision.tier or "-", decision.rule_id,
             decision.agent_turn, decision.client, decision.latency_ms, escalated, warning, outcome)
@@ -33,10 +37,11 @@ def log_decision(decision: RoutingDecision) -> None:
 
 class DecisionMetrics:
     """Request metrics from decisions: requests_total{tier,cache} and latency histograms{tier} when answered,
-    errors_total{code}."""
+    errors_total{code}, and abandoned_total{tier} for requests whose client left first (not errors)."""
 
     def __init__(self, metrics: Metrics) -> None:
         self.errors = metrics.counter("errors_total", ("code",))
+        self.abandoned = metrics.counter("abandoned_total", ("tier",))
         self.requests = metrics.counter("requests_total", ("cache", "tier"))
         self.durations = metrics.histogram("request_duration_seconds", ("tier",))
         self.first_bytes = metrics.histogram("first_byte_seconds", ("tier",))
@@ -45,7 +50,10 @@ class DecisionMetrics:
 
     def observe(self, decision: RoutingDecision) -> None:
         if decision.error is not None:
-            self.errors.inc((decision.error,))
+            if decision.outcome == "abandoned":
+                self.abandoned.inc((decision.tier or "none",))
+            else:
+                self.errors.inc((decision.error,))
             return
         ttft_ms = decision.ttft_ms
         kind = (decision.tier or "none", decision.cache, ttft_ms is not None)

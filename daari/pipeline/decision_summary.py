@@ -1,7 +1,7 @@
 """A periodic summary of routing decisions at INFO: cache hits are logged one by one only at DEBUG (they are
 many), so this line is where they show at the default log level.
 
-    daari.pipeline: last 60s: 42 requests, 30 L0 hits (71%), 10 answered (L3 8, L6 2), 2 errors
+    daari.pipeline: last 60s: 42 requests, 30 L0 hits (71%), 10 answered (L3 8, L6 2), 2 errors, 1 abandoned
 """
 
 from __future__ import annotations
@@ -24,11 +24,14 @@ class DecisionSummary:
     requests: int = 0
     hits: int = 0
     errors: int = 0
+    abandoned: int = 0  # the client left first (not an error)
     answered_by: Counter[str] = field(default_factory=Counter)
 
     def add(self, decision: RoutingDecision) -> None:
         self.requests += 1
-        if decision.error is not None:
+        if decision.error is not None and decision.outcome == "abandoned":
+            self.abandoned += 1
+        elif decision.error is not None:
             self.errors += 1
         elif decision.cache == "hit":
             self.hits += 1
@@ -43,8 +46,8 @@ class DecisionSummary:
         tiers = ", ".join(f"{tier} {n}" for tier, n in sorted(self.answered_by.items()))
         line = (f"last {interval_s:g}s: {self.requests} requests, {self.hits} L0 hits "
                 f"({100 * self.hits / self.requests:.0f}%), {answered} answered" + (f" ({tiers})" if tiers else "")
-                + f", {self.errors} errors")
-        self.requests, self.hits, self.errors = 0, 0, 0
+                + f", {self.errors} errors" + (f", {self.abandoned} abandoned" if self.abandoned else ""))
+        self.requests, self.hits, self.errors, self.abandoned = 0, 0, 0, 0
         self.answered_by.clear()
         return line
 

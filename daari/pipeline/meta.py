@@ -14,6 +14,14 @@ class Attempt:
     outcome: str  # "accepted", "low_confidence", "failed", "skipped_no_tools"
     confidence: float | None = None
     error: str | None = None
+    violations: tuple[str, ...] = ()  # why the judge held the answer back (a gate, the constraints it broke)
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"tier": self.tier, "outcome": self.outcome, "confidence": self.confidence,
+                                "error": self.error}
+        if self.violations:  # only where there are some: the spec's four keys otherwise
+            data["violations"] = list(self.violations)
+        return data
 
 
 @dataclass(slots=True)  # one per request: slots make it cheaper to build and read
@@ -58,8 +66,7 @@ class Meta:
             "rule_id": self.rule_id,
             "agent_turn": self.agent_turn, "ceiling": self.ceiling, "classifier": self.classifier,
             "cache": self.cache,
-            "attempts": [{"tier": a.tier, "outcome": a.outcome, "confidence": a.confidence, "error": a.error}
-                         for a in self.attempts],
+            "attempts": [a.to_json() for a in self.attempts],
         }
         if self.session is not None:
             data["session"] = self.session

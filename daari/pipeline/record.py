@@ -13,7 +13,8 @@ from typing import Any
 from actors.hub import Hub
 from daari.errors import DaariError
 from daari.ids import unique_hex
-from daari.pipeline.decision import CLIENT_CLOSED, RequestFacts, RoutingDecision, client_family, decide
+from daari.pipeline.client_family import client_of, refine_family
+from daari.pipeline.decision import CLIENT_CLOSED, CLIENT_DISCONNECTED, RequestFacts, RoutingDecision, decide
 from daari.pipeline.meta import Meta
 from daari.pipeline.sink import Sink
 from daari.pipeline.turn import Turn
@@ -75,7 +76,7 @@ class DecisionRecorder:
         self.describe_prompt = describe_prompt
         self.started = time.perf_counter()
         self.facts = RequestFacts(request_id=new_request_id(), time=time.time(), protocol=protocol,
-                                  client=client_family(headers.get("user-agent")))
+                                  client=client_of(headers))
         self._sink: RecordingSink | None = None
         self.published = False
 
@@ -94,6 +95,7 @@ class DecisionRecorder:
             if self.describe_prompt is not None:
                 facts.prompt_hash, facts.prompt = self.describe_prompt(request)
             facts.model_requested, facts.stream = request.model or None, request.stream
+            facts.client = refine_family(facts.client, request)  # aider's requests come through litellm
         self._publish(turn.meta, None)
 
     def refused(self, err: DaariError, status: int) -> None:
@@ -102,7 +104,7 @@ class DecisionRecorder:
 
     def abandoned(self) -> None:
         """The client left before its request body arrived."""
-        self._publish(Meta(error="client_disconnected", cache="none"), CLIENT_CLOSED)
+        self._publish(Meta(error=CLIENT_DISCONNECTED, cache="none"), CLIENT_CLOSED)
 
     def _publish(self, meta: Meta, status: int | None) -> None:
         if self.published:
@@ -115,7 +117,7 @@ class DecisionRecorder:
             # Routed: what the sink saw. A response that did not finish was cut short by its client.
             finished = sink is not None and sink.finished and sink.status is not None
             status = sink.status if finished and sink is not None and sink.status is not None else CLIENT_CLOSED
-            error = None if finished else "client_disconnected"
+            error = None if finished else CLIENT_DISCONNECTED
         ttft = sink.started_at if sink is not None else None
         self.hub.publish(decide(
             self.facts, meta, status=status, latency_ms=_ms(now - self.started),

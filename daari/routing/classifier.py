@@ -14,7 +14,7 @@ from daari.protocol.chat import ChatRequest
 from daari.protocol.tokens import estimate_request_tokens
 from daari.routing import task_types as tt
 from daari.routing.agent_turn import uses_tool_api
-from daari.routing.client_shapes import recognise
+from daari.routing.client_shapes import is_probe, recognise
 
 # The spec's size buckets, on the whole request's token estimate (messages + tools).
 CLASSIFY_MAX_TOKENS = 50  # R-A1: below this
@@ -96,7 +96,7 @@ class Classification:
     ceiling: str  # the tier the rules say the task needs: L3 | L4 | L5 | L6
     tokens: int  # estimate for the whole request (messages + tools)
     ambiguous: bool = False  # a default rule in the ambiguous band with no Lt match: Phase B may ask the SLM
-    escalate: bool = True  # False for side calls: one attempt on the cheapest tier, whatever its confidence
+    escalate: bool = True  # False for probes: one attempt on the cheapest tier, whatever its confidence
 
 
 def last_user_text(request: ChatRequest) -> str:
@@ -146,8 +146,10 @@ def classify(request: ChatRequest, lt_probe: LtProbe = no_lt_probe) -> Classific
     tokens = estimate_request_tokens(request)
     size_id, size_ceiling = size_rule(tokens)
     shape = recognise(request)
-    if shape == "side_call":  # R-C1: as cheap as possible, no escalation
-        return Classification(tt.GENERATE_SMALL, "R-C1", "L3", tokens, escalate=False)
+    if shape == "side_call":
+        # R-C1: as cheap as possible. A probe never escalates (nobody reads its answer); a title or topic call
+        # does when its answer fails the judge (a title that breaks its stated format is not worth keeping).
+        return Classification(tt.GENERATE_SMALL, "R-C1", "L3", tokens, escalate=not is_probe(request))
     if shape == "edit_format":  # R-C2: the answer must be edits; a small model only acknowledges
         task = tt.GENERATE_LARGE if size_id == "R-A5" else tt.GENERATE_SMALL
         return Classification(task, "R-C2", at_least(size_ceiling, "L4"), tokens)

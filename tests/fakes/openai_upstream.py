@@ -8,8 +8,10 @@ Usage:
 
 Behaviour is chosen per request by its `model` (unknown names behave as "good"), unless `fake.script`
 holds behaviours: then each request pops the first one (e.g. `fake.script = ["error500", "good"]`).
-`fake.delay_s` makes every answer wait that long first (a slow upstream); `fake.body_delay_s` makes a
-whole (non-stream) answer send its headers at once and its body that much later; `fake.token_delay_s` (default 0)
+`fake.reply` replaces the "good" (and "length") answer's text with a fixed one (a frontier model's answer to a
+real prompt); `fake.answer_for(body)` does so per request when it returns a text.
+`fake.delay_s` makes every answer wait that long first (a slow upstream); `fake.body_delay_s` makes a whole
+(non-stream) answer send its headers at once and its body that much later; `fake.token_delay_s` (default 0)
 paces generation: a stream waits that long before each content chunk, a whole answer waits it once per
 token (benchmarks use it to make time-to-first-token meaningful). A request whose last user
 message is daari's self-evaluation probe is answered with `fake.grade` (default "5"), as a grader would;
@@ -46,6 +48,7 @@ from __future__ import annotations
 import base64
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -107,6 +110,9 @@ class FakeOpenAI:
         self.grade = "5"  # the reply to daari's self-evaluation probe ("Rate 1-5 ...")
         # The reply to daari's Phase B classifier probe.
         self.classification = '{"task_type": "generate_small", "suggested_tier": "L4", "confidence": 0.9}'
+        self.reply: str | None = None  # when set, the text "good" answers (a frontier model's answer to a real prompt)
+        # When set and it returns a text for a request's body, "good" answers that (per-prompt answers).
+        self.answer_for: Callable[[dict[str, Any]], str | None] | None = None
         self._ids = 0
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
@@ -214,6 +220,10 @@ class FakeOpenAI:
                     "function": {"name": function.get("name", ""), "arguments": json.dumps(arguments)}}
             return "", [call], "tool_calls"
         text = f"Here is a careful answer about your request: {last_user or 'nothing was asked'}."
+        if self.reply is not None:
+            text = self.reply
+        if self.answer_for is not None and (scripted := self.answer_for(body)) is not None:
+            text = scripted
         return text, [], "length" if behaviour == "length" else "stop"
 
     def _usage(self, body: dict[str, Any], text: str, calls: list[dict[str, Any]]) -> dict[str, int]:

@@ -126,10 +126,10 @@ class ExecuteStep:
                 continue
             # A self-evaluation costs a second call: run it only where its verdict can still change the route.
             verdict = await self.judge(tier, request, completion, allow_self_eval=not (live or final),
-                                       task_type=meta.task_type)
+                                       task_type=meta.task_type, rule_id=meta.rule_id)
             if verdict.passed or final or sink.stream_opened:
                 meta.attempts.append(Attempt(tier, "accepted" if verdict.passed else "low_confidence",
-                                             verdict.score))
+                                             verdict.score, violations=verdict.reasons))
                 if not verdict.passed:
                     meta.warning = "below_confidence_threshold"
                     if best is not None and best[0].score > verdict.score and not sink.stream_opened:
@@ -138,7 +138,7 @@ class ExecuteStep:
                 # because nothing above could do better) is never replayed from the cache as if it were good.
                 return self._answer(turn, tier, completion, events, verdict,
                                     store=verdict.cacheable and verdict.passed)
-            meta.attempts.append(Attempt(tier, "low_confidence", verdict.score))
+            meta.attempts.append(Attempt(tier, "low_confidence", verdict.score, violations=verdict.reasons))
             self.metrics.inc("escalations_total", tier=tier)
             if best is None or verdict.score > best[0].score:
                 best = (verdict, tier, completion, events)

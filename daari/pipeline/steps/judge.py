@@ -6,7 +6,9 @@ keeps an answer out of the cache); the execute step escalates on a failed one.
 Scores are on one 0-1 scale so attempts can be compared: heuristic and logprob confidence are 0-1 already,
 a 1-5 self-evaluation is divided by 5. Which method applies: tool calls are judged by their validity;
 L6 is trusted; otherwise the gates (empty, too short, refusal, acknowledgement, echo: 0 and never cached),
-then logprobs when the executor gave them, else (L4/L5) a self-evaluation asked of the same tier.
+then the answer checks (`daari/trust/answer_check.py`: a broken stated format, truncation of a short-form
+answer, repetition, a copied prompt: 0, failed at every local tier, never cached), then logprobs when the
+executor gave them, else (L4/L5) a self-evaluation asked of the same tier.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from daari.routing.confidence import (
     passing_score,
     self_eval_messages,
 )
+from daari.trust.answer_check import answer_violations
+from daari.trust.stated_format import StatedFormat, read_stated_format
 
 
 @dataclass(frozen=True)
@@ -37,31 +41,41 @@ class Judgement:
     method: str  # "tool_calls", "frontier", "heuristic", "logprob", "self_eval"
     passed: bool
     gate: str | None = None  # why the answer is no answer ("empty", "acknowledgement", "echo", ...)
+    violations: tuple[str, ...] = ()  # what the answer breaks ("word_count", "prefix", "truncated", ...)
 
     @property
     def cacheable(self) -> bool:
-        """A gated answer is never stored, even when no other tier could be asked."""
-        return self.gate is None
+        """A gated answer, or one that breaks what its prompt stated, is never stored, even when no other tier
+        could be asked."""
+        return self.gate is None and not self.violations
+
+    @property
+    def reasons(self) -> tuple[str, ...]:
+        """Why the answer was held back, for daari_meta's attempts: the gate, then the violations."""
+        return ((self.gate,) if self.gate else ()) + self.violations
 
 
 NEVER_CACHED_AT_L6 = ("empty", "acknowledgement", "echo")
 
 
-def min_answer_chars(request: ChatRequest, task_type: str | None) -> int:
+def min_answer_chars(request: ChatRequest, task_type: str | None, stated: StatedFormat | None = None) -> int:
     """The spec's "> 10 characters", except where a right answer is shorter: a yes/no classification, and a
-    probe whose max_tokens cannot reach 10 characters."""
+    probe whose max_tokens cannot reach 10 characters (0: no floor); and an answer whose prompt states a short
+    form ("Greeting" is a right opencode title): 1, so the stated format judges its length and an answer that
+    only acknowledges is still caught."""
     max_tokens = request.max_tokens
     if task_type == task_types.CLASSIFY or (max_tokens is not None and max_tokens <= PROBE_MAX_TOKENS):
         return 0
-    return MIN_ANSWER_CHARS
+    return 1 if stated is not None and stated.short_form else MIN_ANSWER_CHARS
 
 
-def gate(request: ChatRequest, completion: Completion, task_type: str | None) -> str | None:
+def gate(request: ChatRequest, completion: Completion, task_type: str | None,
+         stated: StatedFormat | None = None) -> str | None:
     last_user = last_user_text(request)
     history = [m.text() for m in request.messages if m.role in ("user", "assistant", "system")]
     if history and history[-1] == last_user:
         history.pop()
-    return answer_gate(completion.text, last_user, history, min_answer_chars(request, task_type))
+    return answer_gate(completion.text, last_user, history, min_answer_chars(request, task_type, stated))
 
 
 def _valid_tool_calls(request: ChatRequest, completion: Completion, *, schema: bool) -> bool:
@@ -80,19 +94,24 @@ class Judge:
         self.schema_checked = frozenset(schema_checked)  # tiers whose tool-call arguments must match the schema
 
     async def __call__(self, tier: str, request: ChatRequest, completion: Completion, *, allow_self_eval: bool,
-                       task_type: str | None = None) -> Judgement:
+                       task_type: str | None = None, rule_id: str | None = None) -> Judgement:
         def verdict(score: float, method: str, why: str | None = None) -> Judgement:
             return Judgement(round(score, 4), method, score >= passing_score(tier, method, self.config), why)
 
         if completion.tool_calls:
             schema = tier in self.schema_checked
             return verdict(1.0 if _valid_tool_calls(request, completion, schema=schema) else 0.0, "tool_calls")
-        gated = gate(request, completion, task_type)
+        stated = read_stated_format(request)
+        gated = gate(request, completion, task_type, stated)
+        broken = answer_violations(request, completion, task_type, rule_id, stated) if gated is None else ()
         if tier == "L6":
-            # Trusted (nothing to escalate to), but an empty, acknowledging or echoing answer is still not stored.
-            return Judgement(1.0, "frontier", True, gated if gated in NEVER_CACHED_AT_L6 else None)
+            # Trusted (nothing to escalate to), but an empty, acknowledging, echoing or format-breaking answer is
+            # still not stored.
+            return Judgement(1.0, "frontier", True, gated if gated in NEVER_CACHED_AT_L6 else None, broken)
         if gated is not None:
             return verdict(0.0, "heuristic", gated)
+        if broken:  # below any pass mark, whatever the configured one
+            return Judgement(0.0, "answer_check", False, None, broken)
         probe = request.max_tokens is not None and request.max_tokens <= PROBE_MAX_TOKENS
         if completion.mean_logprob is not None and not probe:  # nobody reads a probe's answer: no grading it
             return verdict(logprob_confidence(completion.mean_logprob, self.config.logprob_floor), "logprob")

@@ -1,0 +1,89 @@
+"""Answers that went wrong whatever was asked: runaway repetition, and a short answer that copies the prompt.
+
+A small model that loses its way repeats a line or a phrase until max_tokens ("# diffs:\\n#\\n#\\n#..." was
+SmolLM2's 512-token commit message), or hands back a span of the conversation it was asked to summarise.
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+
+LINE_RUN = 5  # the same line (with letters) this many times in a row
+SYMBOL_LINE_RUN = 8  # ...or a line of symbols only ("#", "-", "}" can repeat a little in real text)
+PHRASE_RUN = 4  # a phrase of 2-8 words repeated back to back this many times
+WORD_RUN = 6  # one word repeated back to back
+MIN_RUN_TOKENS = 10  # and the repetition covers at least this many words
+COMPRESS_MIN_CHARS = 400
+COMPRESS_MAX_RATIO = 0.08  # prose compresses to ~0.4, code to ~0.3; a loop of the same text to almost nothing
+ECHO_MIN_WORDS = 8  # a copied span of at least this many words...
+ECHO_MIN_SHARE = 0.7  # ...making up at least this share of the answer
+_WORD = re.compile(r"[\w'’-]+")
+
+
+def _longest_line_run(lines: list[str]) -> tuple[int, str]:
+    best, best_line, run = 0, "", 0
+    for i, line in enumerate(lines):
+        run = run + 1 if i and line == lines[i - 1] else 1
+        if run > best:
+            best, best_line = run, line
+    return best, best_line
+
+
+def _phrase_run(tokens: list[str], prompt: str) -> bool:
+    """A unit of 1-8 words repeated back to back: a unit of n words repeated r times is a stretch of (r - 1) * n
+    positions where each word equals the word n further on (one pass per n, no slicing). A run the prompt has
+    too is copied material, not a loop."""
+    for size in range(1, 9):
+        needed = WORD_RUN if size == 1 else PHRASE_RUN
+        span = max((needed - 1) * size, MIN_RUN_TOKENS - size)
+        run = 0
+        for i in range(len(tokens) - size):
+            run = run + 1 if tokens[i] == tokens[i + size] else 0
+            if run >= span:
+                unit = tokens[i + 1 - size:i + 1]
+                if any(any(c.isalpha() for c in t) for t in unit) and " ".join(unit * needed) not in prompt:
+                    return True
+    return False
+
+
+def runaway_repetition(text: str, prompt: str = "") -> bool:
+    """The answer loops: a line, a phrase or the whole text over and over. Repetition that the prompt has too
+    (an answer that quotes repeated data or code it was given) does not count."""
+    folded = " ".join(prompt.lower().split())
+    lines = [line.rstrip() for line in text.splitlines() if line.strip()]
+    run, line = _longest_line_run(lines)
+    needed = LINE_RUN if any(c.isalpha() for c in line) else SYMBOL_LINE_RUN
+    if run >= needed and " ".join([" ".join(line.lower().split())] * needed) not in folded:
+        return True
+    if len(text) >= COMPRESS_MIN_CHARS and len(zlib.compress(text.encode())) / len(text.encode()) < COMPRESS_MAX_RATIO:
+        middle = " ".join(text[len(text) // 2:len(text) // 2 + 200].lower().split()[1:-1])
+        if middle not in folded:
+            return True
+    return _phrase_run(text.lower().split()[:2000], folded)
+
+
+def copied_span(answer: str, prompt: str) -> int:
+    """The longest run of the answer's words that appears, in order and unbroken, in the prompt."""
+    words = [w.lower() for w in _WORD.findall(answer)]
+    source = [w.lower() for w in _WORD.findall(prompt)]
+    positions: dict[str, list[int]] = {}
+    for i, word in enumerate(source):
+        positions.setdefault(word, []).append(i)
+    best = 0
+    for i, word in enumerate(words):
+        for j in positions.get(word, ()):
+            length = 1
+            while i + length < len(words) and j + length < len(source) and words[i + length] == source[j + length]:
+                length += 1
+            best = max(best, length)
+    return best
+
+
+def mostly_echo(answer: str, prompt: str) -> bool:
+    """A short answer that is mostly a verbatim span of the prompt (a title that copies the conversation)."""
+    words = len(_WORD.findall(answer))
+    if words < ECHO_MIN_WORDS:
+        return False
+    span = copied_span(answer, prompt)
+    return span >= ECHO_MIN_WORDS and span >= ECHO_MIN_SHARE * words

@@ -1,0 +1,78 @@
+"""Writes evals/judge/embedded_answers.jsonl: the embedded model's real answers to every prompt of the set.
+
+Each prompt is parsed by daari's own wire (OpenAI or Anthropic) and answered by daari's EmbeddedExecutor,
+greedy, exactly as the L3 tier answers it, except that generation stops at a cap of new tokens: 64 for the
+short forms (titles, commit messages, topic checks, JSON, stated formats), 128 for summaries and routine
+questions. The clients ask for 512 to 32,000; at ~14 tokens/s (far less on a shared machine) a runaway answer
+would take minutes, and a short-form answer still going at 64 tokens is cut by max_tokens either way:
+`finish_reason` "length" is what the judge reads.
+Slow (minutes): run it only when the prompts change, then relabel the changed rows in build_judge_set.py.
+
+    python -m evals.judge.generate_embedded [--only PROMPT_ID ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from daari.config import TierConfig
+from daari.eval.judge_set import parse_request
+from daari.executors.embedded import EmbeddedExecutor
+from daari.executors.embedded_model import MODEL_NAME
+from daari.protocol.events import Event, assemble
+from evals.judge.judge_prompts import prompts
+
+OUT = Path(__file__).with_name("embedded_answers.jsonl")
+SHORT_CAP, LONG_CAP = 64, 128
+LONG_KINDS = ("summary", "routine")
+
+
+async def answer(executor: EmbeddedExecutor, prompt: dict[str, Any]) -> dict[str, Any]:
+    request = parse_request(prompt)
+    asked = request.max_tokens
+    cap = LONG_CAP if prompt["kind"] in LONG_KINDS else SHORT_CAP
+    request.sampling["max_tokens"] = min(asked or executor.config.max_tokens, cap)
+    events: list[Event] = []
+
+    async def emit(event: Event) -> None:
+        events.append(event)
+
+    started = time.monotonic()
+    await executor.generate(request, emit)
+    completion = assemble(events)
+    return {"prompt_id": prompt["id"], "answer": completion.text, "finish_reason": completion.finish_reason,
+            "mean_logprob": None if completion.mean_logprob is None else round(completion.mean_logprob, 4),
+            "completion_tokens": completion.usage.completion_tokens, "max_new_tokens": request.max_tokens,
+            "seconds": round(time.monotonic() - started, 1), "model": MODEL_NAME}
+
+
+async def main_async(only: set[str]) -> None:
+    executor = EmbeddedExecutor("L3", TierConfig())
+    done: dict[str, dict[str, Any]] = {}
+    if OUT.exists():
+        done = {row["prompt_id"]: row for row in map(json.loads, OUT.read_text().splitlines()) if row}
+    for prompt in prompts():
+        if (only and prompt["id"] not in only) or (not only and prompt["id"] in done):
+            continue
+        row = await answer(executor, prompt)
+        done[prompt["id"]] = row
+        print(f"{row['prompt_id']:<40} {row['seconds']:>6}s {row['finish_reason']:<7} {row['answer'][:60]!r}",
+              flush=True)
+        OUT.write_text("".join(json.dumps(done[p["id"]], ensure_ascii=False) + "\n" for p in prompts()
+                               if p["id"] in done))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--only", nargs="*", default=[], help="prompt ids to (re)generate")
+    trio.run(main_async, set(parser.parse_args().only))
+
+
+if __name__ == "__main__":
+    main()
