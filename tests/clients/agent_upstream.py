@@ -47,10 +47,18 @@ def anthropic_answer(body: dict[str, Any]) -> list[dict[str, Any]]:
     results = [b for b in blocks if isinstance(b, dict) and b.get("type") == "tool_result"]
     if results:
         return [{"type": "text", "text": f"The command printed: {_text_of(results[-1].get('content')).strip()}"}]
-    if any(t.get("name") == "Bash" for t in body.get("tools") or []):
+    tools = body.get("tools") or []
+    if any(t.get("name") == "Bash" for t in tools):
         return [{"type": "tool_use", "id": "toolu_fake_1", "name": "Bash",
                  "input": {"command": COMMAND, "description": "Print the marker"}}]
-    return [{"type": "text", "text": "Hello from the fake upstream."}]
+    if (call := _shell_call(tools)) is not None:  # another client's shell tool, translated by daari
+        return [{"type": "tool_use", "id": "toolu_fake_1", "name": call[0], "input": json.loads(call[1])}]
+    if _exec_tool(tools):
+        return [{"type": "tool_use", "id": "toolu_fake_1", "name": "exec", "input": {"input": EXEC_SCRIPT}}]
+    system = body.get("system")
+    edit = aider_edit([{"role": "system", "content": system}, *(body.get("messages") or [])] if system
+                      else body.get("messages") or [])
+    return [{"type": "text", "text": edit or "Hello from the fake upstream."}]
 
 
 async def anthropic_messages(body: dict[str, Any], send: Send) -> None:
@@ -91,9 +99,10 @@ def _shell_call(tools: list[dict[str, Any]]) -> tuple[str, str] | None:
     """(tool name, arguments JSON) for the client's shell tool, shaped after its own parameter schema."""
     for tool in tools:
         name = tool.get("name") or (tool.get("function") or {}).get("name")
-        if name not in ("shell", "exec_command", "shell_command", "container.exec", "bash"):
+        if name not in ("shell", "exec_command", "shell_command", "container.exec", "bash", "Bash"):
             continue
-        props = (tool.get("parameters") or (tool.get("function") or {}).get("parameters") or {}).get("properties", {})
+        props = (tool.get("parameters") or (tool.get("function") or {}).get("parameters")
+                 or tool.get("input_schema") or {}).get("properties", {})
         if "cmd" in props:
             return name, json.dumps({"cmd": COMMAND})
         if (props.get("command") or {}).get("type") == "array":
@@ -143,7 +152,9 @@ def responses_output(body: dict[str, Any]) -> list[dict[str, Any]]:
         return [{"type": "custom_tool_call", "id": "ctc_fake_1", "call_id": "call_fake_1", "name": "exec",
                  "input": EXEC_SCRIPT, "status": "completed"}]
     else:
-        text = "Hello from the fake upstream."
+        messages = [{"role": "system", "content": body.get("instructions") or ""},
+                    *(i for i in items if isinstance(i, dict) and "role" in i)]
+        text = aider_edit(messages) or "Hello from the fake upstream."
     return [{"type": "message", "id": "msg_fake_1", "role": "assistant", "status": "completed",
              "content": [{"type": "output_text", "text": text, "annotations": []}]}]
 
