@@ -312,16 +312,23 @@ def test_aider_gets_the_base_url_first_and_a_placeholder_key(setup: Setup, runni
 def test_claude_code_is_told_the_tiers_context_window(setup: Setup, running_daari: RunningServer) -> None:
     setup.write_config(context_window=131072)
     assert setup.run("claude", port_of(running_daari.url)).returncode == 0
+    setup.write_config(context_window=400000)
+    assert setup.run("claude", port_of(running_daari.url), CLAUDE_CODE_AUTO_COMPACT_WINDOW="300000").returncode == 0
+    setup.write_config(context_window=32768)
+    assert setup.run("claude", port_of(running_daari.url)).returncode == 0
     setup.write_config(context_window=1000000)
-    assert setup.run("claude", port_of(running_daari.url), CLAUDE_CODE_AUTO_COMPACT_WINDOW="500000").returncode == 0
+    assert setup.run("claude", port_of(running_daari.url)).returncode == 0
     setup.write_config()
     assert setup.run("claude", port_of(running_daari.url)).returncode == 0
-    small, large, unknown = (r["env"] for r in setup.records())
+    small, users, tiny, full, unknown = (r["env"] for r in setup.records())
     assert small["CLAUDE_CODE_MAX_CONTEXT_TOKENS"] == "131072"
-    assert small["CLAUDE_CODE_AUTO_COMPACT_WINDOW"] == "131072"  # compacts before the smaller tier's window
-    assert large["CLAUDE_CODE_MAX_CONTEXT_TOKENS"] == "1000000"
-    assert large["CLAUDE_CODE_AUTO_COMPACT_WINDOW"] == "500000"  # the user's own setting wins
-    assert "CLAUDE_CODE_MAX_CONTEXT_TOKENS" not in unknown
+    assert small["CLAUDE_CODE_AUTO_COMPACT_WINDOW"] == "131072"  # compacts before the tier's window
+    assert users["CLAUDE_CODE_MAX_CONTEXT_TOKENS"] == "400000"
+    assert users["CLAUDE_CODE_AUTO_COMPACT_WINDOW"] == "300000"  # the user's own setting wins
+    assert tiny["CLAUDE_CODE_AUTO_COMPACT_WINDOW"] == "100000"  # the least Claude Code accepts
+    assert full["CLAUDE_CODE_MAX_CONTEXT_TOKENS"] == "1000000"
+    assert "CLAUDE_CODE_AUTO_COMPACT_WINDOW" not in full  # as large as Claude Code's own: nothing to cap
+    assert "CLAUDE_CODE_MAX_CONTEXT_TOKENS" not in unknown and "CLAUDE_CODE_AUTO_COMPACT_WINDOW" not in unknown
 
 
 def test_with_daari_token_every_agent_sends_it(setup: Setup, tmp_path: Path,

@@ -12,9 +12,9 @@ from typing import Any
 from daari.launch import codex_home
 from daari.launch.target import TOKEN_HEADER, Target
 
-# Claude Code 2.1: the window it assumes for a Claude model behind a base URL that is not api.anthropic.com,
-# and the smallest auto-compact window it accepts (CLAUDE_CODE_AUTO_COMPACT_WINDOW).
-CLAUDE_DEFAULT_WINDOW = 200_000
+# Claude Code 2.1: the largest window it knows (its default model, Opus "[1m]", has it, through daari too), and
+# the range its auto-compact window accepts (CLAUDE_CODE_AUTO_COMPACT_WINDOW).
+CLAUDE_MAX_WINDOW = 1_000_000
 CLAUDE_MIN_COMPACT_WINDOW = 100_000
 OPENCODE_MODEL = "daari"  # the model id opencode shows and sends; daari passes it to tiers without a model
 PLACEHOLDER_KEY = "daari"  # for clients that refuse to start without a key; daari forwards none unless asked
@@ -57,10 +57,11 @@ def claude(target: Target, binary: str, args: list[str], environ: Mapping[str, s
     window = target.context_window
     if window:
         # Claude Code uses it for model names that do not start with "claude-" (a tier's own model chosen
-        # with --model or ANTHROPIC_MODEL); for Claude models behind a proxy it assumes 200k.
+        # with --model or ANTHROPIC_MODEL); otherwise 200k.
         env.setdefault("CLAUDE_CODE_MAX_CONTEXT_TOKENS", str(window))
-        if window < CLAUDE_DEFAULT_WINDOW:
-            # A smaller tier: have Claude Code compact before it (never below what Claude Code accepts).
+        if window < CLAUDE_MAX_WINDOW:
+            # Whatever window Claude Code assumes for its model (1M for its default one), it compacts before
+            # the tier's (capped to that assumption; never below what Claude Code accepts).
             env.setdefault("CLAUDE_CODE_AUTO_COMPACT_WINDOW", str(max(window, CLAUDE_MIN_COMPACT_WINDOW)))
     return Launch([binary, *args], env)
 
