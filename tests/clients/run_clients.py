@@ -1,12 +1,13 @@
 """`make test-clients`: the real Claude Code, Codex, opencode and aider, each with its default model and
 settings, run non-interactively through daari against a fake upstream (`tests/clients/agent_upstream.py`),
-then `daari code claude` and `daari code codex` as a new user runs them. Each must finish its tool loop (for
+then `daari code claude` and `daari code codex` as a new user runs them, and each client once through the
+kinds of tier its protocol is translated to. Each must finish its tool loop (for
 aider, an edit applied to a file), and a repeated run must be answered from L0 wherever the client sends the
 same bytes again. Not part of `make test`: it needs the CLIs from npm and aider from PyPI
 (`npm install --prefix .clients @anthropic-ai/claude-code @openai/codex opencode-ai`,
 `python3 -m venv .clients/aider && .clients/aider/bin/pip install aider-chat`).
 
-    python -m tests.clients.run_clients [--only claude|codex|opencode|aider|daari-code]
+    python -m tests.clients.run_clients [--only claude|codex|opencode|aider|daari-code|cross]
 """
 
 from __future__ import annotations
@@ -310,9 +311,54 @@ def daari_code_agent(tmp: Path, upstream: str, checks: Checks, agent: str, tier:
         loop_and_repeat(checks, upstream, path, run, codex_finished, "daari code codex", 1, EXEC_WALL_TIME)
 
 
+# ---------------------------------------------------------------- every client through every kind of tier
+
+TIERS = {"anthropic": ('{{executor: anthropic, base_url: "{up}"}}', "/v1/messages"),
+         "responses": ('{{executor: openai, base_url: "{up}/v1", wire_api: responses}}', "/v1/responses"),
+         "chat": ('{{executor: openai, base_url: "{up}/v1"}}', "/v1/chat/completions")}
+CROSSED = (("claude", "responses"), ("claude", "chat"), ("codex", "anthropic"), ("opencode", "anthropic"),
+           ("opencode", "responses"), ("aider", "anthropic"), ("aider", "responses"))
+
+
+def cross(tmp: Path, upstream: str, checks: Checks) -> None:
+    """Each client once through the kinds of tier its protocol is translated to (the groups above run each
+    through its own protocol's tier): the tool loop must finish with the upstream's answer."""
+    for client, kind in CROSSED:
+        try:
+            cross_one(tmp, upstream, checks, client, kind)
+        except (RuntimeError, subprocess.TimeoutExpired, ValueError) as exc:
+            checks.check(False, f"{client} through a {kind} tier: {exc}")
+
+
+def cross_one(tmp: Path, upstream: str, checks: Checks, client: str, kind: str) -> None:
+    tier, path = TIERS[kind]
+    home, work = dirs(tmp, f"cross-{client}-{kind}")
+    before = upstream_counts(upstream).get(path, 0)
+    with daari(tmp, f"daari-cross-{client}-{kind}", tier.format(up=upstream)) as url:
+        if client == "claude":
+            done = MARKER in claude_result(run_cli([str(BIN / "claude"), *CLAUDE_ARGS], claude_env(home, url),
+                                                   work))
+        elif client == "codex":
+            (home / ".codex").mkdir()
+            (home / ".codex" / "config.toml").write_text(CODEX_PROVIDER.format(url=url))
+            done = codex_finished(codex_run(home, work)())
+        elif client == "opencode":
+            (work / "opencode.json").write_text(json.dumps(OPENCODE_CONFIG).replace("{url}", url))
+            done = f"printed: {MARKER}" in run_cli([str(BIN / "opencode"), "run", OPENCODE_PROMPT],
+                                                   base_env(home), work)
+        else:
+            (work / "greeting.txt").write_text("hello\n")
+            run_cli([str(AIDER), "--openai-api-base", f"{url}/v1", "--message", AIDER_PROMPT, "--yes-always",
+                     "greeting.txt"], base_env(home, OPENAI_API_KEY="sk-test-clients"), work)
+            done = (work / "greeting.txt").read_text().strip() == MARKER
+    reached = upstream_counts(upstream).get(path, 0) - before
+    checks.check(done and reached >= 2, f"{client} through a {kind} tier (translated): the tool loop finished "
+                                        f"({reached} upstream requests)")
+
+
 CLIENTS: dict[str, list[Callable[[Path, str, Checks], None]]] = {
     "claude": [claude, claude_strict_template], "codex": [codex], "opencode": [opencode], "aider": [aider],
-    "daari-code": [daari_code]}
+    "daari-code": [daari_code], "cross": [cross]}
 
 
 def main() -> int:
