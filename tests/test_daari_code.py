@@ -343,6 +343,11 @@ def test_with_daari_token_every_agent_sends_it(setup: Setup, tmp_path: Path,
         for agent in ("claude", "codex", "aider"):
             done = setup.run(agent, port, **env)
             assert done.returncode == 0, done.stderr
+        missing = setup.run("claude", port)  # the user forgot the token: told so, not "something else"
+        wrong = setup.run("claude", port, DAARI_TOKEN="not-the-token")
+    assert missing.returncode == wrong.returncode == 1
+    assert f"daari code: the daari on http://127.0.0.1:{port} needs its token: set DAARI_TOKEN" in missing.stderr
+    assert f"daari code: the daari on http://127.0.0.1:{port} refuses the token in DAARI_TOKEN" in wrong.stderr
     claude, codex, aider = setup.records()
     assert claude["env"]["ANTHROPIC_CUSTOM_HEADERS"] == "x-daari-token: t0ken-for-tests-123"
     assert claude["health"] == 200  # the header it was given opens daari

@@ -80,6 +80,10 @@ def main(argv: list[str]) -> int:
     if found is server.Found.OTHER:
         _say(f"something other than daari listens on {url}: choose another port with --port")
         return 1
+    if found is server.Found.LOCKED:
+        state = "refuses the token in" if token else "needs its token: set"
+        _say(f"the daari on {url} {state} {config.server.token_env}")
+        return 1
     started: server.Started | None = None
     try:
         if found is server.Found.DAARI:

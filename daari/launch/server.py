@@ -23,6 +23,7 @@ POLL_S = 0.2
 class Found(Enum):
     NOTHING = "nothing"  # nothing listens on the port
     DAARI = "daari"
+    LOCKED = "locked"  # a daari that refuses us its token (none given, or another)
     OTHER = "other"  # something else listens there
 
 
@@ -40,6 +41,8 @@ def probe(url: str, token: str | None, timeout_s: float = 2.0) -> Found:
         response = httpx.get(url + "/", headers=_headers(token), timeout=timeout_s)
     except httpx.TransportError:
         return Found.NOTHING
+    if response.status_code == 401 and TOKEN_HEADER in response.text:  # daari's guard names its header
+        return Found.LOCKED
     try:
         body = response.json()
     except ValueError:
