@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psutil
 import pytest
 
 from daari.server.serve import RunningServer
@@ -355,3 +356,22 @@ def test_with_daari_token_every_agent_sends_it(setup: Setup, tmp_path: Path,
     assert codex_config["model_providers"]["daari"]["env_http_headers"] == {"x-daari-token": "DAARI_TOKEN"}
     assert "t0ken" not in codex["codex_home"]["config.toml"]["text"]  # the file names the variable only
     assert aider["env"]["OPENAI_API_KEY"] == "t0ken-for-tests-123"  # daari takes it as Authorization: Bearer
+
+
+def test_sigterm_while_daari_starts_stops_it_too(setup: Setup) -> None:
+    """Before the agent runs, a SIGTERM ends daari code through its clean-up: the daari it began starting is
+    stopped, never left running on its own."""
+    port = free_port()
+    launcher = subprocess.Popen(setup.argv("claude", port), env=setup.env, cwd=setup.root,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_until(lambda: (setup.data / "daari.log").exists(), timeout=60)  # made just before daari starts
+        launcher.send_signal(signal.SIGTERM)
+        assert launcher.wait(60) == 128 + signal.SIGTERM
+    finally:
+        launcher.kill()
+        launcher.wait()
+    left = [p for p in psutil.process_iter(["cmdline"]) if str(setup.config) in " ".join(p.info["cmdline"] or [])]
+    assert left == []
+    assert not listening(port)
+    assert setup.records() == []  # the agent never ran

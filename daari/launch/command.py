@@ -6,8 +6,12 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import signal
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from types import FrameType
 
 from daari.config import Config, load_config
 from daari.errors import ConfigError
@@ -85,12 +89,17 @@ def main(argv: list[str]) -> int:
         _say(f"the daari on {url} {state} {config.server.token_env}")
         return 1
     started: server.Started | None = None
+    # Until the agent runs (it then gets these signals itself), SIGINT, SIGTERM and SIGHUP end daari code
+    # through `finally`, so a daari it started is stopped, not left behind.
+    quit_on = QuitOnSignal()
+    previous = {sig: signal.signal(sig, quit_on) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     try:
         if found is server.Found.DAARI:
             _say(f"using the daari serving on {url}")
         else:
             _say(f"starting daari on {url} (log: {Path(config.data_dir) / server.LOG_FILE})")
-            started = server.start(port, config_path, Path(config.data_dir), config.server.grace_period_s)
+            with quit_on.held():  # no exit between daari's start and `started` knowing it
+                started = server.start(port, config_path, Path(config.data_dir), config.server.grace_period_s)
             if not server.wait_ready(url, token, started):
                 _say(f"another daari started on {url} meanwhile: using it")
                 started = None
@@ -102,8 +111,35 @@ def main(argv: list[str]) -> int:
     except LaunchError as exc:
         _say(str(exc))
         return 2
-    except KeyboardInterrupt:  # Ctrl-C while daari was starting (the agent's own are the agent's)
-        return 130
     finally:
-        if started is not None:
-            started.stop()
+        try:
+            if started is not None:
+                with quit_on.held():  # a signal now waits until daari is stopped
+                    started.stop()
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+
+class QuitOnSignal:
+    """A signal handler that exits (SystemExit, 128 + the signal), except inside `held()`, after which a signal
+    that came meanwhile exits."""
+
+    def __init__(self) -> None:
+        self.holding = False
+        self.pending: int | None = None
+
+    def __call__(self, signum: int, _frame: FrameType | None) -> None:
+        self.pending = signum
+        if not self.holding:
+            raise SystemExit(128 + signum)
+
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        self.holding = True
+        try:
+            yield
+        finally:
+            self.holding = False
+        if self.pending is not None:
+            raise SystemExit(128 + self.pending)

@@ -352,7 +352,7 @@ def cross_one(tmp: Path, upstream: str, checks: Checks, client: str, kind: str) 
                      "greeting.txt"], base_env(home, OPENAI_API_KEY="sk-test-clients"), work)
             done = (work / "greeting.txt").read_text().strip() == MARKER
     reached = upstream_counts(upstream).get(path, 0) - before
-    checks.check(done and reached >= 2, f"{client} through a {kind} tier (translated): the tool loop finished "
+    checks.check(done and reached >= 2, f"{client} through {'an' if kind == 'anthropic' else 'a'} {kind} tier (translated): the tool loop finished "
                                         f"({reached} upstream requests)")
 
 
