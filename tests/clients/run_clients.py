@@ -352,8 +352,9 @@ def cross_one(tmp: Path, upstream: str, checks: Checks, client: str, kind: str) 
                      "greeting.txt"], base_env(home, OPENAI_API_KEY="sk-test-clients"), work)
             done = (work / "greeting.txt").read_text().strip() == MARKER
     reached = upstream_counts(upstream).get(path, 0) - before
-    checks.check(done and reached >= 2, f"{client} through {'an' if kind == 'anthropic' else 'a'} {kind} tier (translated): the tool loop finished "
-                                        f"({reached} upstream requests)")
+    article = "an" if kind == "anthropic" else "a"
+    checks.check(done and reached >= 2, f"{client} through {article} {kind} tier (translated): the tool loop "
+                                        f"finished ({reached} upstream requests)")
 
 
 CLIENTS: dict[str, list[Callable[[Path, str, Checks], None]]] = {
