@@ -42,9 +42,12 @@ browser:
 	    >/dev/null 2>&1 || echo "could not install chromium: the /ui browser test will be skipped"; \
 	else echo "chromium/chromedriver missing (apt-get install chromium chromium-driver): the /ui browser test will be skipped"; fi
 
-# The real Claude Code and Codex CLIs through daari against a fake upstream (needs npm; not part of `test`).
+# The real Claude Code, Codex, opencode and aider (and `daari code`) through daari against a fake upstream
+# (needs npm and network access to npm and PyPI; not part of `test`). aider gets its own venv: its pinned
+# dependencies must not touch daari's.
 test-clients: $(STAMP)
-	npm install --prefix .clients --no-audit --no-fund @anthropic-ai/claude-code @openai/codex
+	npm install --prefix .clients --no-audit --no-fund @anthropic-ai/claude-code @openai/codex opencode-ai
+	test -x .clients/aider/bin/aider || (python3 -m venv .clients/aider && .clients/aider/bin/pip install -q aider-chat)
 	HF_HUB_OFFLINE=1 $(PY) -m tests.clients.run_clients
 
 lint: $(STAMP)

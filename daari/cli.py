@@ -1,4 +1,4 @@
-"""The `daari` command: `daari serve`, `daari eval routing|cache|judge`, `daari tail`, `daari report`."""
+"""The `daari` command: `daari serve`, `daari code`, `daari eval routing|cache|judge`, `daari tail`, `daari report`."""
 
 from __future__ import annotations
 
@@ -84,6 +84,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--data-dir", default=None,
                        help="where the cache lives (default $XDG_DATA_HOME/daari, else ~/.local/share/daari)")
     # No -h of its own: `daari eval routing --help` reaches the suite's parser, which lists its options.
+    # Parsed by daari.launch.command (its own -h): everything after `--` belongs to the agent.
+    sub.add_parser("code", help="run a coding agent (claude, codex, opencode, aider) through daari",
+                   add_help=False)
     evals = sub.add_parser("eval", help="run an evaluation against a running daari", add_help=False)
     evals.add_argument("suite", help="routing (against a running daari), cache (offline, L1 verifier) or judge "
                                      "(offline, the answer judge on evals/judge)")
@@ -98,6 +101,11 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     # Before torch is imported: idle OpenMP threads must not spin on a small machine shared with clients.
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["code"]:
+        from daari.launch.command import main as code_main
+
+        return code_main(argv[1:])
     parser = build_parser()
     args, rest = parser.parse_known_args(argv)
     if args.command == "serve":

@@ -1,16 +1,17 @@
 """daari's metrics: counters and latency histograms kept as plain numbers, exposed at GET /metrics through
 prometheus-client (a custom collector builds the families at scrape time).
 
-Callers name a metric and its labels (`metrics.inc("requests_total", tier="L3")`); each name is declared
-on first use with the label names it came with, in one registry per server. Per-request callers hold the
-family instead (`metrics.counter(name, label_names).inc(values)`). State that is read at scrape time
-(actor and breaker states) is passed to `render` as `Sample`s.
+Callers name a metric and its labels (`metrics.inc("requests_total", tier="L3")`); every name is declared once,
+with its label names, in COUNTERS or HISTOGRAMS below, and is on the page from startup (counting into an
+undeclared name raises). Per-request callers hold the family instead (`metrics.counter(name,
+label_names).inc(values)`). State that is read at scrape time (actor and breaker states) is passed to `render`
+as `Sample`s.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,29 +26,67 @@ CONTENT_TYPE = prometheus_client.CONTENT_TYPE_LATEST
 # Seconds: a cache hit takes well under 10 ms, a local model seconds, a frontier answer up to minutes.
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
 
-HELP = {
-    "requests_total": "Chat requests answered, by the tier that answered and the cache result.",
-    "errors_total": "Chat requests that ended in an error, by error code (a client that left is not one).",
-    "abandoned_total": "Chat requests whose client left before the answer was finished (status 499), by tier.",
-    "refused_total": "Requests refused before routing (bad body, unknown route, guard...), by code and status.",
-    "escalations_total": "Answers below their tier's confidence threshold that escalated to the next tier.",
-    "tier_failures_total": "Tier attempts that failed, by tier and error code.",
-    "cache_false_hits_avoided_total": "L1 candidates the verifier rejected: near-misses that were never served.",
-    "cache_l1_rejections_total": "L1 candidates the verifier rejected, by the rule that rejected them.",
-    "cache_bypassed_total": "Requests routed without the cache because it failed, by operation (read, write).",
-    "cache_write_failures_total": "Answers whose L0 disk write failed (disk full, read-only, locked).",
-    "cache_write_queue_full_total": "Answers not cached because too many writes were pending.",
-    "requests_by_client_total": "Chat requests answered, by tier, client protocol and client family.",
-    "cache_lookups_total": "Cache lookups by level (L0, L1) and result (hit, miss).",
-    "escalations_by_path_total": "Answers that escalated, by the path taken (e.g. L3>L4>L6).",
-    "cost_usd_total": "Estimated cost of the answers (pricing:), by the tier that answered.",
-    "cost_saved_usd_total": "Estimated cost saved against sending every answered request to L6.",
-    "decision_log_rows_dropped_total": "Decisions not written to the decision log (it fell behind or failed).",
-    "tail_connections_total": "Live-tail websocket connections accepted.",
+@dataclass(frozen=True)
+class Declared:
+    """A counter or histogram daari exports: its label names (sorted), its help text, and the series known
+    from the start (label values), present at 0 before the first event (Prometheus practice: `rate()` and
+    alerts need the series to exist). A counter without labels always has its one series from the start."""
+
+    labels: tuple[str, ...]
+    help: str
+    start: tuple[tuple[str, ...], ...] = ()
+
+
+_LOOKUPS = (("L0", "hit"), ("L0", "miss"), ("L1", "hit"), ("L1", "miss"))
+# Every counter daari counts into, declared once: counting into an undeclared name is an error.
+COUNTERS: dict[str, Declared] = {
+    "requests_total": Declared(("cache", "tier"), "Chat requests answered, by the tier that answered and the cache "
+                               "result."),
+    "errors_total": Declared(("code",), "Chat requests that ended in an error, by error code (a client that left "
+                             "is not one)."),
+    "abandoned_total": Declared(("tier",), "Chat requests whose client left before the answer was finished "
+                                "(status 499), by tier."),
+    "refused_total": Declared(("code", "status"), "Requests refused before routing (bad body, unknown route, "
+                              "guard...), by code and status."),
+    "escalations_total": Declared(("tier",), "Answers below their tier's confidence threshold that escalated to "
+                                  "the next tier."),
+    "tier_failures_total": Declared(("code", "tier"), "Tier attempts that failed, by tier and error code."),
+    "cache_false_hits_avoided_total": Declared((), "L1 candidates the verifier rejected: near-misses that were "
+                                               "never served."),
+    "cache_l1_rejections_total": Declared(("rule",), "L1 candidates the verifier rejected, by the rule that "
+                                          "rejected them."),
+    "cache_bypassed_total": Declared(("op",), "Requests routed without the cache because it failed, by operation "
+                                     "(read, write).", (("read",), ("write",))),
+    "cache_write_failures_total": Declared((), "Answers whose L0 disk write failed (disk full, read-only, "
+                                           "locked)."),
+    "cache_write_queue_full_total": Declared((), "Answers not cached because too many writes were pending."),
+    "requests_by_client_total": Declared(("client", "protocol", "tier"), "Chat requests answered, by tier, client "
+                                         "protocol and client family."),
+    "cache_lookups_total": Declared(("level", "result"), "Cache lookups by level (L0, L1) and result (hit, miss).",
+                                    _LOOKUPS),
+    "escalations_by_path_total": Declared(("path",), "Answers that escalated, by the path taken (e.g. L3>L4>L6)."),
+    "cost_usd_total": Declared(("tier",), "Estimated cost of the answers (pricing:), by the tier that answered."),
+    "cost_saved_usd_total": Declared((), "Estimated cost saved against sending every answered request to L6."),
+    "decision_log_rows_dropped_total": Declared((), "Decisions not written to the decision log (it fell behind or "
+                                                "failed)."),
+    "tail_connections_total": Declared((), "Live-tail websocket connections accepted."),
+    "decision_subscribers_dropped_total": Declared(("subscriber",), "Decision hub subscribers dropped for falling "
+                                                   "behind."),
+    "unknown_request_shapes_total": Declared(("kind", "protocol"), "Requests routed past L0 holding an input item, "
+                                             "content part, block or role type daari does not know (served as agent "
+                                             "turns), by protocol and shape."),
+}
+HISTOGRAMS: dict[str, Declared] = {
+    "request_duration_seconds": Declared(("tier",), "Time to answer a chat request (until its last byte), by "
+                                         "answering tier."),
+    "first_byte_seconds": Declared(("tier",), "Time until a chat response started (a stream's first event), by "
+                                   "answering tier."),
+}
+# Counters whose series are the configured tiers (Metrics(tiers=...)): known at start, so present at 0.
+TIER_SERIES = ("escalations_total",)
+# Scrape-time values (`Sample`s), kept elsewhere and read when /metrics is scraped.
+SAMPLES_HELP = {
     "tail_subscribers": "Live-tail websocket clients connected now.",
-    "decision_subscribers_dropped_total": "Decision hub subscribers dropped for falling behind.",
-    "request_duration_seconds": "Time to answer a chat request (until its last byte), by answering tier.",
-    "first_byte_seconds": "Time until a chat response started (a stream's first event), by answering tier.",
     "actor_restarts_total": "Restarts of each actor since daari started.",
     "actor_up": "1 while the actor runs, else 0.",
     "actor_mailbox_depth": "Messages waiting in the actor's mailbox (not those being handled).",
@@ -55,9 +94,8 @@ HELP = {
     "breaker_open": "1 while the tier's circuit breaker is open.",
     "breaker_half_open": "1 while the tier's circuit breaker lets a trial request through.",
     "breaker_consecutive_failures": "Consecutive failures the tier's circuit breaker has counted.",
-    "unknown_request_shapes_total": "Requests routed past L0 holding an input item, content part, block or role "
-                                    "type daari does not know (served as agent turns), by protocol and shape.",
 }
+HELP = {**{name: d.help for name, d in (COUNTERS | HISTOGRAMS).items()}, **SAMPLES_HELP}
 
 _UPPER_BOUNDS = (*(float(b) for b in LATENCY_BUCKETS), float("inf"))
 # The `le` label of each bucket, as prometheus-client writes it.
@@ -78,13 +116,12 @@ class CounterFamily:
     """One counter's series, keyed by label values (in `label_names` order). Each series is a cell, `[value]`:
     a per-request caller may hold the cell of a series it updates often and add to `cell[0]` itself."""
 
-    __slots__ = ("name", "label_names", "cells", "_shown")
+    __slots__ = ("name", "label_names", "cells")
 
-    def __init__(self, name: str, label_names: tuple[str, ...], shown: list[CounterFamily | HistogramFamily]) -> None:
+    def __init__(self, name: str, label_names: tuple[str, ...]) -> None:
         self.name = name
         self.label_names = label_names
         self.cells: dict[tuple[str, ...], list[float]] = {}
-        self._shown = shown
 
     def inc(self, values: tuple[str, ...], amount: float = 1) -> None:
         """Add `amount` (never negative: the caller's promise, not checked on this path) to series `values`."""
@@ -93,12 +130,10 @@ class CounterFamily:
 
     def cell(self, values: tuple[str, ...]) -> list[float]:
         """The cell of series `values`, created at 0 on first use: the page lists it from then on, so create
-        it only to count into it."""
+        it only to count into it (or for a series known from the start)."""
         cell = self.cells.get(values)
         if cell is None:
             _check_arity(self.name, self.label_names, values)
-            if not self.cells:
-                self._shown.append(self)
             cell = self.cells[values] = [0.0]
         return cell
 
@@ -113,14 +148,13 @@ class HistogramFamily:
     """One latency histogram's series (LATENCY_BUCKETS), keyed by label values; update with `observe`, or hold
     a series (`series(values)`) and `record` into it."""
 
-    __slots__ = ("name", "label_names", "all_series", "_shown")
+    __slots__ = ("name", "label_names", "all_series")
 
-    def __init__(self, name: str, label_names: tuple[str, ...], shown: list[CounterFamily | HistogramFamily]) -> None:
+    def __init__(self, name: str, label_names: tuple[str, ...]) -> None:
         self.name = name
         self.label_names = label_names
         # Per series: the count of each bucket alone (not cumulative; +Inf last), then the sum of the values.
         self.all_series: dict[tuple[str, ...], list[float]] = {}
-        self._shown = shown
 
     def observe(self, values: tuple[str, ...], seconds: float) -> None:
         record(self.all_series.get(values) or self.series(values), seconds)
@@ -130,8 +164,6 @@ class HistogramFamily:
         counts = self.all_series.get(values)
         if counts is None:
             _check_arity(self.name, self.label_names, values)
-            if not self.all_series:
-                self._shown.append(self)
             counts = self.all_series[values] = [0] * len(_UPPER_BOUNDS) + [0.0]
         return counts
 
@@ -159,16 +191,23 @@ class Metrics:
     Counts are plain numbers in dicts keyed by label values, updated on the event loop thread (every caller
     is on it): no lock and no prometheus-client child per update, which cost the L0 hit path microseconds
     a metric. `counter`/`histogram` hand a per-request caller the family (and through it a series' cell) to
-    update by label-value tuple; `inc`/`observe` name the metric and its labels.
+    update by label-value tuple; `inc`/`observe` name the metric and its labels. Every family is declared
+    (COUNTERS, HISTOGRAMS) and listed from the start, its known series at 0; `tiers` are the configured tiers,
+    the known series of the counters in TIER_SERIES.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, tiers: Sequence[str] = ()) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
-        self._counters: dict[str, CounterFamily] = {}
-        self._histograms: dict[str, HistogramFamily] = {}
-        # Families in the order their first series appeared: the page lists them so, as prometheus-client's
-        # metrics declared on first use did.
-        self._shown: list[CounterFamily | HistogramFamily] = []
+        self._counters = {name: CounterFamily(name, d.labels) for name, d in COUNTERS.items()}
+        self._histograms = {name: HistogramFamily(name, d.labels) for name, d in HISTOGRAMS.items()}
+        for name, family in self._counters.items():
+            for values in COUNTERS[name].start or ([()] if not family.label_names else []):
+                family.cell(values)
+            if name in TIER_SERIES:
+                for tier in tiers:
+                    family.cell((tier,))
+        # The page lists families in the order they are declared.
+        self._shown: list[CounterFamily | HistogramFamily] = [*self._counters.values(), *self._histograms.values()]
         # (kind:name, labels as passed) -> (family, label values in its order): `inc` without sorting names.
         self._series: dict[tuple[str, tuple[tuple[str, str], ...]], tuple[Any, tuple[str, ...]]] = {}
         self.registry.register(_FamilyCollector(self._shown))
@@ -177,8 +216,7 @@ class Metrics:
         """Counter `name` with `label_names` (sorted); its `inc(values, amount)` takes values in that order."""
         family = self._counters.get(name)
         if family is None:
-            _check_sorted(name, label_names)
-            family = self._counters[name] = CounterFamily(name, label_names, self._shown)
+            raise ValueError(f"counter {name} is not declared (daari/metrics.py COUNTERS)")
         _check_labels(name, family.label_names, label_names)
         return family
 
@@ -186,8 +224,7 @@ class Metrics:
         """Latency histogram `name` (seconds) with `label_names` (sorted); `observe(values, seconds)`."""
         family = self._histograms.get(name)
         if family is None:
-            _check_sorted(name, label_names)
-            family = self._histograms[name] = HistogramFamily(name, label_names, self._shown)
+            raise ValueError(f"histogram {name} is not declared (daari/metrics.py HISTOGRAMS)")
         _check_labels(name, family.label_names, label_names)
         return family
 
@@ -245,11 +282,6 @@ def _help(name: str) -> str:
 def _check_labels(name: str, declared: tuple[str, ...], names: tuple[str, ...]) -> None:
     if names != declared:
         raise ValueError(f"metric {name} has labels {list(declared)}, got {list(names)}")
-
-
-def _check_sorted(name: str, names: tuple[str, ...]) -> None:
-    if list(names) != sorted(names):
-        raise ValueError(f"metric {name}: label names must be sorted (the page lists them so), got {list(names)}")
 
 
 def _check_arity(name: str, names: tuple[str, ...], values: tuple[str, ...]) -> None:

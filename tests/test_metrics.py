@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import httpx
@@ -9,11 +10,12 @@ import pytest
 import trio
 from prometheus_client.parser import text_string_to_metric_families
 
-from daari.metrics import Metrics, Sample
+from daari.metrics import COUNTERS, HISTOGRAMS, Metrics, Sample
 from tests.fakes.openai_upstream import FakeOpenAI
 from tests.fakes.serving import serve_app
 from tests.support import daari_server, make_config, upstream_tier
 
+REPO = Path(__file__).resolve().parents[1]
 ASK = {"model": "good", "messages": [{"role": "user", "content": "metrics please"}]}
 
 
@@ -95,3 +97,62 @@ async def test_a_restarting_actors_queue_shows_in_healthz_and_metrics(tmp_path: 
     families = {f.name: f for f in text_string_to_metric_families(text)}
     depth = {s.labels["actor"]: s.value for s in families["daari_actor_mailbox_depth"].samples}
     assert depth["executor"] == queued and depth["cache"] == 0
+def test_counting_into_an_undeclared_name_fails() -> None:
+    metrics = Metrics()
+    with pytest.raises(ValueError, match="not declared"):
+        metrics.inc("requests_totl", tier="L3", cache="hit")
+    with pytest.raises(ValueError, match="not declared"):
+        metrics.observe("request_seconds", 0.1, tier="L3")
+
+
+def test_declared_label_names_are_sorted_as_the_page_lists_them() -> None:
+    for name, declared in (COUNTERS | HISTOGRAMS).items():
+        assert list(declared.labels) == sorted(declared.labels), name
+        assert all(len(values) == len(declared.labels) for values in declared.start), name
+
+
+def counted_names() -> set[str]:
+    """Every counter name the code counts into: `metrics.inc("name"...)`, `.counter("name"...)`, and the name
+    constants they are given (`METRIC = "..._total"`)."""
+    names: set[str] = set()
+    patterns = (re.compile(r"""\.inc\(\s*["']([a-z0-9_]+)["']"""),
+                re.compile(r"""\.counter\(\s*["']([a-z0-9_]+)["']"""),
+                re.compile(r"""^METRIC\s*=\s*["']([a-z0-9_]+)["']""", re.M))
+    for root in (REPO / "daari", REPO / "actors"):
+        for path in root.rglob("*.py"):
+            text = path.read_text()
+            for pattern in patterns:
+                names.update(pattern.findall(text))
+    return names
+
+
+async def test_every_counter_the_code_counts_is_on_a_fresh_servers_page_at_zero(tmp_path: Path) -> None:
+    """Prometheus practice: a counter is on the page from startup, so rate() and alerts see it before the
+    first event. Labelled counters are listed (HELP and TYPE) from the start, with the series known then."""
+    names = counted_names()
+    assert {"cache_false_hits_avoided_total", "requests_total", "unknown_request_shapes_total",
+            "decision_subscribers_dropped_total"} <= names  # the scan finds the ways the code counts
+    assert names <= set(COUNTERS), f"counted but not declared: {names - set(COUNTERS)}"
+    config = make_config(tmp_path, tiers={"L3": upstream_tier("openai", "http://127.0.0.1:9/v1"),
+                                          "L6": upstream_tier("openai", "http://127.0.0.1:9/v1")},
+                         frontier={"enabled": True}, cache={"l1": {"enabled": False}})
+    async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url) as client:
+        text = (await client.get("/metrics")).text
+    families = {f.name: f for f in text_string_to_metric_families(text)}
+    for name in COUNTERS:
+        assert f"# TYPE daari_{name} counter" in text, name
+        assert families[f"daari_{name.removesuffix('_total')}"].type == "counter"
+    for name in HISTOGRAMS:
+        assert f"# TYPE daari_{name} histogram" in text, name
+    values = {(s.name, tuple(sorted(s.labels.items()))): s.value
+              for f in families.values() if f.type == "counter" for s in f.samples}
+    assert values[("daari_cache_false_hits_avoided_total", ())] == 0
+    for unlabeled in ("cache_write_failures_total", "cost_saved_usd_total", "decision_log_rows_dropped_total",
+                      "tail_connections_total", "cache_write_queue_full_total"):
+        assert values[(f"daari_{unlabeled}", ())] == 0, unlabeled
+    for level in ("L0", "L1"):
+        for result in ("hit", "miss"):
+            assert values[("daari_cache_lookups_total", (("level", level), ("result", result)))] == 0
+    assert values[("daari_cache_bypassed_total", (("op", "read"),))] == 0
+    assert values[("daari_escalations_total", (("tier", "L3"),))] == 0
+    assert values[("daari_escalations_total", (("tier", "L6"),))] == 0

@@ -13,7 +13,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, generate_la
 
 from actors.hub import Hub
 from daari.config import PriceConfig, PricingConfig
-from daari.metrics import HELP, LATENCY_BUCKETS, PREFIX, Metrics
+from daari.metrics import COUNTERS, HELP, HISTOGRAMS, LATENCY_BUCKETS, PREFIX, TIER_SERIES, Metrics
 from daari.observe.decision_log import COLUMNS
 from daari.observe.decision_row import DecisionRows, decision_row, decision_values, l1_verdict
 from daari.observe.metrics_subscriber import ObservedMetrics
@@ -26,23 +26,26 @@ prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]  # 
 
 
 class ReferenceMetrics:
-    """How daari counted before: a prometheus-client Counter/Histogram per name, declared on first use."""
+    """prometheus-client's own Counter/Histogram for every declared name, made at start with its known series
+    (as the Prometheus docs advise), then counted name by name."""
 
-    def __init__(self) -> None:
+    def __init__(self, tiers: tuple[str, ...] = ()) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         self.metrics: dict[str, Any] = {}
+        for name, declared in COUNTERS.items():
+            counter = self.metrics[name] = Counter(PREFIX + name, _doc(name), declared.labels, registry=self.registry)
+            for values in (*declared.start, *((tier,) for tier in tiers if name in TIER_SERIES)):
+                counter.labels(*values)
+        for name, declared in HISTOGRAMS.items():
+            self.metrics["histogram:" + name] = Histogram(PREFIX + name, _doc(name), declared.labels,
+                                                          registry=self.registry, buckets=LATENCY_BUCKETS)
 
     def inc(self, name: str, amount: float = 1, **labels: str) -> None:
-        counter = self.metrics.get(name)
-        if counter is None:
-            counter = self.metrics[name] = Counter(PREFIX + name, _doc(name), sorted(labels), registry=self.registry)
+        counter = self.metrics[name]
         (counter.labels(**labels) if labels else counter).inc(amount)
 
     def observe(self, name: str, value: float, **labels: str) -> None:
-        histogram = self.metrics.get("histogram:" + name)
-        if histogram is None:
-            histogram = self.metrics["histogram:" + name] = Histogram(
-                PREFIX + name, _doc(name), sorted(labels), registry=self.registry, buckets=LATENCY_BUCKETS)
+        histogram = self.metrics["histogram:" + name]
         (histogram.labels(**labels) if labels else histogram).observe(value)
 
     def render(self) -> bytes:
@@ -150,8 +153,8 @@ def reference_observe(metrics: ReferenceMetrics, d: RoutingDecision) -> None:
 
 def test_the_attached_subscribers_count_a_mix_of_decisions_as_before() -> None:
     hub: Hub[RoutingDecision] = Hub()
-    metrics, reference = Metrics(), ReferenceMetrics()
-    metrics.inc("refused_total", code="not_found", status="404")  # counted elsewhere first: listed first
+    metrics, reference = Metrics(tiers=("L3", "L6")), ReferenceMetrics(tiers=("L3", "L6"))
+    metrics.inc("refused_total", code="not_found", status="404")  # counted elsewhere too
     reference.inc("refused_total", code="not_found", status="404")
     attach_decision_subscribers(hub, metrics, [ObservedMetrics(metrics, PRICING).observe])
     for d in MIX * 3:

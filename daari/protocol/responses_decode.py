@@ -2,7 +2,10 @@
 
 - Text: `response.output_text.delta` (and refusal deltas) -> TextDelta. Tool calls: a `function_call` (or a
   custom tool call) item -> ToolCallStart at its output_index, its argument deltas -> ToolCallDelta; a call
-  whose arguments only arrive in `output_item.done` gets them from there.
+  whose arguments only arrive in `output_item.done` gets them from there. Calls take the neutral model's
+  names and shapes (responses_tools.py), as the request's tools did: a namespaced call's name is
+  `<namespace>__<name>`, and a freeform call's input streams as its function form, `{"input": "..."}`, so the
+  judge checks them against the request's tools like any other call.
 - Reasoning deltas keep the idle timeout armed (KeepAlive): a long thinking phase is not a hang.
 - `response.completed` / `response.incomplete` -> Finish (incomplete for max_output_tokens is "length");
   `response.failed` and `error` events raise UpstreamError with the upstream's message. A stream that ends
@@ -11,14 +14,27 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from daari.errors import UpstreamError, UpstreamOverloaded, UpstreamRateLimited
 from daari.protocol.chat import FinishReason, Usage
 from daari.protocol.events import Event, Finish, KeepAlive, TextDelta, ToolCallDelta, ToolCallStart
+from daari.protocol.responses_tools import custom_arguments, flat_name
 
 CALL_ITEMS = {"function_call": "arguments", "custom_tool_call": "input"}
 TERMINAL = ("response.completed", "response.incomplete")
+# A freeform call's input, streamed as the function form custom_arguments() gives: opened at the item, each
+# piece JSON-escaped, closed at the item's end.
+CUSTOM_OPEN, CUSTOM_CLOSE = '{"input": "', '"}'
+
+
+def _escaped(text: str) -> str:
+    return json.dumps(text, ensure_ascii=False)[1:-1]
+
+
+def _call_name(item: dict[str, Any]) -> str:
+    return flat_name(str(item.get("name") or ""), item.get("namespace"))
 
 
 def _malformed(what: str) -> UpstreamError:
@@ -76,7 +92,9 @@ def _item_events(index: int, item: dict[str, Any]) -> list[Event]:
         arguments = item.get(CALL_ITEMS[kind]) or ""
         if not isinstance(arguments, str):
             raise _malformed(f"output[{index}].{CALL_ITEMS[kind]} is not a string")
-        events: list[Event] = [ToolCallStart(index=index, id=call_id, name=name)]
+        events: list[Event] = [ToolCallStart(index=index, id=call_id, name=_call_name(item))]
+        if kind == "custom_tool_call":
+            arguments = custom_arguments(arguments)
         return [*events, ToolCallDelta(index=index, arguments=arguments)] if arguments else events
     return []
 
@@ -104,6 +122,7 @@ class ResponsesEventDecoder:
     def __init__(self) -> None:
         self.finished = False
         self._calls: dict[int, int] = {}  # output_index -> argument characters streamed so far
+        self._custom: set[int] = set()  # output_index of freeform calls still open (CUSTOM_OPEN sent)
 
     def feed(self, name: str, data: dict[str, Any]) -> list[Event]:
         if name == "error":
@@ -119,15 +138,19 @@ class ResponsesEventDecoder:
             item = data.get("item")
             if isinstance(item, dict) and item.get("type") in CALL_ITEMS and isinstance(index, int):
                 self._calls[index] = 0
-                return [ToolCallStart(index=index, id=str(item.get("call_id") or f"call_{index}"),
-                                      name=str(item.get("name") or ""))]
+                events: list[Event] = [ToolCallStart(index=index, id=str(item.get("call_id") or f"call_{index}"),
+                                                     name=_call_name(item))]
+                if item.get("type") == "custom_tool_call":
+                    self._custom.add(index)
+                    events.append(ToolCallDelta(index=index, arguments=CUSTOM_OPEN))
+                return events
             return []
         if name in ("response.function_call_arguments.delta", "response.custom_tool_call_input.delta"):
             delta = data.get("delta")
             if not isinstance(index, int) or index not in self._calls or not isinstance(delta, str) or not delta:
                 return []
             self._calls[index] += len(delta)
-            return [ToolCallDelta(index=index, arguments=delta)]
+            return [ToolCallDelta(index=index, arguments=_escaped(delta) if index in self._custom else delta)]
         if name == "response.output_item.done":
             return self._item_done(index, data.get("item"))
         if name in TERMINAL:
@@ -146,11 +169,14 @@ class ResponsesEventDecoder:
             return []
         arguments = item.get(CALL_ITEMS[str(item.get("type"))])
         if index not in self._calls:  # no added event came: the whole call now
-            self._calls[index] = 0
-            events = _item_events(index, item)
             self._calls[index] = len(arguments) if isinstance(arguments, str) else 0
-            return events
+            return _item_events(index, item)
+        custom = index in self._custom
+        events: list[Event] = []
         if self._calls[index] == 0 and isinstance(arguments, str) and arguments:
             self._calls[index] = len(arguments)
-            return [ToolCallDelta(index=index, arguments=arguments)]
-        return []
+            events.append(ToolCallDelta(index=index, arguments=_escaped(arguments) if custom else arguments))
+        if custom:
+            self._custom.discard(index)
+            events.append(ToolCallDelta(index=index, arguments=CUSTOM_CLOSE))
+        return events

@@ -217,7 +217,7 @@ async def compose(config: Config, *, shortcuts: Mapping[str, ShortcutTier] | Non
     partition_secret = (await _secret(Path(config.data_dir), "cache partition")
                         if forwards_client_keys(config) else None)
     log_secret = await _log_secret(config)
-    metrics = Metrics()
+    metrics = Metrics(tiers=config.configured_tiers())  # their series are on /metrics from the start
     health = Health()
     executors = make_executors(config)
     decisions: Hub[RoutingDecision] = Hub(default_buffer=256, on_drop=lambda name: metrics.inc(

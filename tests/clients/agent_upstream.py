@@ -1,6 +1,7 @@
 """A fake model provider for real agent CLIs: Anthropic Messages, OpenAI Responses and chat completions on
-127.0.0.1. Every agent turn with a shell tool and no tool result yet gets a shell tool call; a turn whose
-last input is a tool result gets text quoting it; anything else gets plain text. Answers depend only on
+127.0.0.1. Every agent turn with a shell tool and no tool result yet gets a shell tool call (or, offered only
+Codex's freeform `exec`, JavaScript that runs the command); a turn whose last input is a tool result gets text
+quoting it; anything else gets plain text. Answers depend only on
 the request, so a repeated identical run asks identical questions. GET /stats counts requests per path.
 
     python -m tests.clients.agent_upstream --port 9100
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from collections import Counter
 from typing import Any
 
@@ -45,10 +47,18 @@ def anthropic_answer(body: dict[str, Any]) -> list[dict[str, Any]]:
     results = [b for b in blocks if isinstance(b, dict) and b.get("type") == "tool_result"]
     if results:
         return [{"type": "text", "text": f"The command printed: {_text_of(results[-1].get('content')).strip()}"}]
-    if any(t.get("name") == "Bash" for t in body.get("tools") or []):
+    tools = body.get("tools") or []
+    if any(t.get("name") == "Bash" for t in tools):
         return [{"type": "tool_use", "id": "toolu_fake_1", "name": "Bash",
                  "input": {"command": COMMAND, "description": "Print the marker"}}]
-    return [{"type": "text", "text": "Hello from the fake upstream."}]
+    if (call := _shell_call(tools)) is not None:  # another client's shell tool, translated by daari
+        return [{"type": "tool_use", "id": "toolu_fake_1", "name": call[0], "input": json.loads(call[1])}]
+    if _exec_tool(tools):
+        return [{"type": "tool_use", "id": "toolu_fake_1", "name": "exec", "input": {"input": EXEC_SCRIPT}}]
+    system = body.get("system")
+    edit = aider_edit([{"role": "system", "content": system}, *(body.get("messages") or [])] if system
+                      else body.get("messages") or [])
+    return [{"type": "text", "text": edit or "Hello from the fake upstream."}]
 
 
 async def anthropic_messages(body: dict[str, Any], send: Send) -> None:
@@ -89,9 +99,10 @@ def _shell_call(tools: list[dict[str, Any]]) -> tuple[str, str] | None:
     """(tool name, arguments JSON) for the client's shell tool, shaped after its own parameter schema."""
     for tool in tools:
         name = tool.get("name") or (tool.get("function") or {}).get("name")
-        if name not in ("shell", "exec_command", "shell_command", "container.exec"):
+        if name not in ("shell", "exec_command", "shell_command", "container.exec", "bash", "Bash"):
             continue
-        props = (tool.get("parameters") or (tool.get("function") or {}).get("parameters") or {}).get("properties", {})
+        props = (tool.get("parameters") or (tool.get("function") or {}).get("parameters")
+                 or tool.get("input_schema") or {}).get("properties", {})
         if "cmd" in props:
             return name, json.dumps({"cmd": COMMAND})
         if (props.get("command") or {}).get("type") == "array":
@@ -100,21 +111,50 @@ def _shell_call(tools: list[dict[str, Any]]) -> tuple[str, str] | None:
     return None
 
 
+# Codex's default model has one freeform tool, `exec`: JavaScript that calls the other tools. Only the
+# command's output is returned (not its random chunk id), so a repeated run sends the same tool result.
+EXEC_SCRIPT = f'const r = await tools.exec_command({{cmd: "{COMMAND}"}});\ntext(r.output);\n'
+
+
+def responses_tools(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every tool offered: top-level `tools` and `additional_tools` input items (Codex's default model sends
+    its tools only there), namespaces flattened."""
+    tools = list(body.get("tools") or [])
+    items = body.get("input")
+    for item in items if isinstance(items, list) else []:
+        if isinstance(item, dict) and item.get("type") == "additional_tools":
+            tools += item.get("tools") or []
+    flat: list[dict[str, Any]] = []
+    for tool in tools:
+        flat += tool.get("tools") or [] if tool.get("type") == "namespace" else [tool]
+    return flat
+
+
+def _exec_tool(tools: list[dict[str, Any]]) -> bool:
+    return any((t.get("name") or (t.get("function") or {}).get("name")) == "exec" for t in tools)
+
+
 def responses_output(body: dict[str, Any]) -> list[dict[str, Any]]:
     items = body.get("input")
     items = items if isinstance(items, list) else [{"type": "message", "role": "user", "content": items or ""}]
     last = items[-1] if items else {}
+    tools = responses_tools(body)
     if last.get("type") in ("function_call_output", "custom_tool_call_output", "local_shell_call_output"):
         text = f"The command printed: {_text_of(last.get('output')).strip()}"
-    elif "goal" in json.dumps(items[-1:]) and any(t.get("name") == "get_goal" for t in body.get("tools") or []):
+    elif "goal" in json.dumps(items[-1:]) and any(t.get("name") == "get_goal" for t in tools):
         # Codex's get_goal answers the same every run (its shell output carries a random chunk id).
         return [{"type": "function_call", "id": "fc_fake_1", "call_id": "call_fake_1", "name": "get_goal",
                  "arguments": "{}", "status": "completed"}]
-    elif (call := _shell_call(body.get("tools") or [])) is not None:
+    elif (call := _shell_call(tools)) is not None:
         return [{"type": "function_call", "id": "fc_fake_1", "call_id": "call_fake_1", "name": call[0],
                  "arguments": call[1], "status": "completed"}]
+    elif _exec_tool(tools):
+        return [{"type": "custom_tool_call", "id": "ctc_fake_1", "call_id": "call_fake_1", "name": "exec",
+                 "input": EXEC_SCRIPT, "status": "completed"}]
     else:
-        text = "Hello from the fake upstream."
+        messages = [{"role": "system", "content": body.get("instructions") or ""},
+                    *(i for i in items if isinstance(i, dict) and "role" in i)]
+        text = aider_edit(messages) or "Hello from the fake upstream."
     return [{"type": "message", "id": "msg_fake_1", "role": "assistant", "status": "completed",
              "content": [{"type": "output_text", "text": text, "annotations": []}]}]
 
@@ -145,6 +185,13 @@ async def responses(body: dict[str, Any], send: Send) -> None:
                           delta=item["arguments"]),
                        ev("response.function_call_arguments.done", item_id=item["id"], output_index=index,
                           arguments=item["arguments"])]
+        elif item["type"] == "custom_tool_call":
+            chunks += [ev("response.output_item.added", output_index=index, item={**item, "input": "",
+                                                                                   "status": "in_progress"}),
+                       ev("response.custom_tool_call_input.delta", item_id=item["id"], output_index=index,
+                          delta=item["input"]),
+                       ev("response.custom_tool_call_input.done", item_id=item["id"], output_index=index,
+                          input=item["input"])]
         else:
             part = item["content"][0]
             chunks += [ev("response.output_item.added", output_index=index,
@@ -165,6 +212,27 @@ async def responses(body: dict[str, Any], send: Send) -> None:
 # ---------------------------------------------------------------- chat completions (for translated tiers)
 
 
+EDIT_ASK = re.compile(r"Change (\S+) to say (\S+)")
+
+
+def aider_edit(messages: list[dict[str, Any]]) -> str | None:
+    """aider's edit protocol (no tools): asked "Change FILE to say TEXT" with FILE's content in the chat, answer
+    the SEARCH/REPLACE block aider applies."""
+    if not any("*SEARCH/REPLACE block*" in _text_of(m.get("content")) for m in messages if m.get("role") == "system"):
+        return None
+    asks = [EDIT_ASK.search(_text_of(m.get("content"))) for m in messages if m.get("role") == "user"]
+    ask = asks[-1] if asks else None
+    if ask is None:
+        return None
+    name, new = ask.groups()
+    shown = [re.search(rf"^{re.escape(name)}\n```\n(.*?)\n```", _text_of(m.get("content")), re.M | re.S)
+             for m in messages if m.get("role") == "user"]
+    found = [m for m in shown if m]
+    if not found:
+        return None
+    return f"{name}\n```\n<<<<<<< SEARCH\n{found[-1].group(1)}\n=======\n{new}\n>>>>>>> REPLACE\n```\n"
+
+
 async def chat_completions(body: dict[str, Any], send: Send, strict_system: bool = False) -> None:
     if strict_system and "system" in [m.get("role") for m in body.get("messages") or []][1:]:
         # As llama.cpp and Qwen chat templates answer a system message that is not first.
@@ -172,12 +240,17 @@ async def chat_completions(body: dict[str, Any], send: Send, strict_system: bool
                                           "type": "invalid_request_error"}})
         return
     last = (body.get("messages") or [{}])[-1]
-    call = _shell_call(body.get("tools") or []) or (
+    tools = body.get("tools") or []
+    call = _shell_call(tools) or (
         ("Bash", json.dumps({"command": COMMAND, "description": "Print the marker"}))
-        if any((t.get("function") or {}).get("name") == "Bash" for t in body.get("tools") or []) else None)
+        if any((t.get("function") or {}).get("name") == "Bash" for t in tools) else None) or (
+        # Codex's freeform exec as daari translates it: a function with one string argument, `input`.
+        ("exec", json.dumps({"input": EXEC_SCRIPT})) if _exec_tool(tools) else None)
     message: dict[str, Any] = {"role": "assistant", "content": None}
     if last.get("role") == "tool":
         message["content"], finish = f"The command printed: {_text_of(last.get('content')).strip()}", "stop"
+    elif (edit := aider_edit(body.get("messages") or [])) is not None:
+        message["content"], finish = edit, "stop"
     elif call is not None:
         message["tool_calls"] = [{"id": "call_fake_1", "type": "function",
                                   "function": {"name": call[0], "arguments": call[1]}}]

@@ -9,9 +9,10 @@ Usage:
 Behaviour by `model` (unknown names behave as "good"), or popped from `fake.script`:
     good      a reasoning item first (encrypted_content when `include` asks for
               "reasoning.encrypted_content"), then a message quoting the last user text
-    tools     a call to the request's first tool: `function_call` with arguments filled from its required
-              properties, or `custom_tool_call` (freeform input) for a custom tool; when the last input item
-              is a tool output: a message quoting it
+    tools     a call to the first function or custom tool offered (top-level `tools`, then `additional_tools`
+              items; inside a namespace, its first tool, the call naming the namespace): `function_call` with
+              arguments filled from its required properties, or `custom_tool_call` (freeform input) for a
+              custom tool; when the last input item is a tool output: a message quoting it
     length    a message, then status "incomplete" (max_output_tokens)
     failed    stream: created, in_progress, then response.failed; whole: 500
     error400  HTTP 400 invalid_request_error
@@ -53,6 +54,22 @@ class RecordedRequest:
     body: Any
 
 
+
+
+def _offered(body: dict[str, Any], items: list[dict[str, Any]]) -> list[tuple[dict[str, Any], str | None]]:
+    """The function and custom tools the model is offered, with their namespace: top-level `tools` and
+    `additional_tools` input items (Codex's default model sends its tools only there)."""
+    tools = [t for t in body.get("tools") or [] if isinstance(t, dict)]
+    for item in items:
+        if item.get("type") == "additional_tools":
+            tools += [t for t in item.get("tools") or [] if isinstance(t, dict)]
+    offered: list[tuple[dict[str, Any], str | None]] = []
+    for tool in tools:
+        if tool.get("type") == "namespace":
+            offered += [(t, tool.get("name")) for t in tool.get("tools") or [] if isinstance(t, dict)]
+        elif tool.get("type") in ("function", "custom"):
+            offered.append((tool, None))
+    return offered
 
 
 def _items(body: dict[str, Any]) -> list[dict[str, Any]]:
@@ -137,19 +154,22 @@ class FakeResponses:
 
     def _output(self, behaviour: str, body: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
         items = _items(body)
-        tools = [t for t in body.get("tools") or [] if isinstance(t, dict)]
+        tools = _offered(body, items)
         last = items[-1] if items else {}
         if behaviour == "tools" and tools and last.get("type") not in ("function_call_output",
                                                                         "custom_tool_call_output"):
-            tool = tools[0]
+            tool, namespace = tools[0]
+            # As OpenAI's API: a call to a namespaced tool names the namespace (the default one, Codex's
+            # "functions", is left out).
+            scope = {"namespace": namespace} if namespace and namespace != "functions" else {}
             if tool.get("type") == "custom":
                 return [{"id": self._id("ctc"), "type": "custom_tool_call", "status": "completed",
-                         "call_id": self._id("call"), "name": tool["name"], "input": PATCH}], "completed"
+                         "call_id": self._id("call"), "name": tool["name"], "input": PATCH, **scope}], "completed"
             schema = tool.get("parameters") or {}
             arguments = {k: _sample(schema.get("properties", {}).get(k)) for k in schema.get("required", [])}
             return [{"id": self._id("fc"), "type": "function_call", "status": "completed",
                      "call_id": self._id("call"), "name": tool["name"],
-                     "arguments": json.dumps(arguments)}], "completed"
+                     "arguments": json.dumps(arguments), **scope}], "completed"
         if behaviour == "tools" and last.get("type") in ("function_call_output", "custom_tool_call_output"):
             text = f"The tool said: {_text_of(last.get('output'))}"
         else:

@@ -1,0 +1,1 @@
+"""`daari code`: one command from nothing to a coding agent running through daari (docs/agents.md)."""
