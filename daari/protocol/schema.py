@@ -44,12 +44,14 @@ def check(value: object, schema: Any, style: Style, at: Path = ()) -> Any:
 
 
 def check_each(items: Sequence[Any], heads: Sequence[Any], shapes: Mapping[str, Any], style: Style,
-               at: Path) -> Iterator[tuple[Any, Any | None]]:
-    """For each element of an open list: (the element as sent, its known shape checked, or None when daari
-    does not model its type). `heads` are the elements as the outer schema read them (with `.type`)."""
+               at: Path) -> Iterator[tuple[int, str, Any, Any | None]]:
+    """The elements of an open list at `at`: (index, type, the element as sent, the element checked against
+    its type's shape, or None when `shapes` has none). `heads` are the elements as the list's own schema read
+    them (objects with a string `type`)."""
     for index, (item, head) in enumerate(zip(items, heads, strict=True)):
-        schema = shapes.get(head.type) if not isinstance(head, str) else None
-        yield item, (check(item, schema, style, (*at, index)) if schema is not None else None)
+        kind = head.type
+        shape = shapes.get(kind)
+        yield index, kind, item, (check(item, shape, style, (*at, index)) if shape is not None else None)
 
 
 def param(path: Path, style: Style) -> str:
@@ -153,7 +155,11 @@ def _unwrap(node: mi.Type) -> list[mi.Type]:
 
 
 def _step(node: mi.Type | None, part: str | int) -> mi.Type | None:
-    for alt in _unwrap(node) if node is not None else []:
+    alts = _unwrap(node) if node is not None else []
+    tags = tuple(alt.tag for alt in alts if isinstance(alt, mi.StructType) and alt.tag_field == part)
+    if tags:  # the tag of a tagged union: one of its members' tags
+        return mi.LiteralType(values=tags)
+    for alt in alts:
         if isinstance(part, int) and isinstance(alt, mi.ListType):
             return alt.item_type
         if isinstance(part, str) and isinstance(alt, mi.StructType):
