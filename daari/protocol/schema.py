@@ -43,8 +43,8 @@ def check(value: object, schema: Any, style: Style, at: Path = ()) -> Any:
         raise _Failure.read(str(exc)).error(value, schema, style, at) from None
 
 
-def check_each(items: Sequence[Any], heads: Sequence[Any], shapes: Mapping[str, Any], style: Style,
-               at: Path) -> Iterator[tuple[int, str, Any, Any | None]]:
+def check_each(items: Sequence[Any], heads: Sequence[Any], shapes: Mapping[Any, Any], style: Style,
+               at: Path) -> Iterator[tuple[int, str | None, Any, Any | None]]:
     """The elements of an open list at `at`: (index, type, the element as sent, the element checked against
     its type's shape, or None when `shapes` has none). `heads` are the elements as the list's own schema read
     them (objects with a string `type`)."""
