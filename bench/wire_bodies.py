@@ -28,7 +28,8 @@ def _schema(fields: int) -> dict[str, Any]:
 
 
 CLAUDE_TOOLS = ["Task", "Bash", "Glob", "Grep", "ExitPlanMode", "Read", "Edit", "MultiEdit", "Write", "NotebookEdit",
-                "WebFetch", "TodoWrite", "WebSearch", "BashOutput", "KillShell", "SlashCommand", "mcp__ide__getDiagnostics"]
+                "WebFetch", "TodoWrite", "WebSearch", "BashOutput", "KillShell", "SlashCommand",
+                "mcp__ide__getDiagnostics"]
 
 
 def claude_code_turn(rounds: int = 12) -> dict[str, Any]:

@@ -158,13 +158,13 @@ def _message(read: anthropic_schema.MessageParam, sent: dict[str, Any], at: Path
     if role == "assistant":
         return [_assistant_message(blocks, at)]
     if role == "system":
-        parts = [_part(kind, block, checked, (*at, i)) for i, kind, block, checked in blocks
+        parts = [_part(block, checked, (*at, i)) for i, kind, block, checked in blocks
                  if kind not in _HISTORY_ONLY_BLOCKS]
         return [Message(role="system", content=_simplify(parts))]
     return _user_messages(blocks, at)
 
 
-Blocks = Iterable[tuple[int, str, dict[str, Any], Any]]
+Blocks = Iterable[tuple[int, str | None, dict[str, Any], Any]]  # schema.check_each's
 
 
 def _assistant_message(blocks: Blocks, at: Path) -> Message:
@@ -177,7 +177,7 @@ def _assistant_message(blocks: Blocks, at: Path) -> Message:
             raise fail(f"{param((*at, index), 'anthropic')}: tool_result blocks belong in user messages",
                        (*at, index), "anthropic")
         elif kind not in _HISTORY_ONLY_BLOCKS:
-            parts.append(_part(kind, block, checked, (*at, index)))
+            parts.append(_part(block, checked, (*at, index)))
     return Message(role="assistant", content=_simplify(parts), tool_calls=calls)
 
 
@@ -192,7 +192,7 @@ def _user_messages(blocks: Blocks, at: Path) -> list[Message]:
             raise fail(f"{param((*at, index), 'anthropic')}: tool_use blocks belong in assistant messages",
                        (*at, index), "anthropic")
         elif kind not in _HISTORY_ONLY_BLOCKS:
-            parts.append(_part(kind, block, checked, (*at, index)))
+            parts.append(_part(block, checked, (*at, index)))
     if parts or not results:
         results.append(Message(role="user", content=_simplify(parts)))
     return results
@@ -204,11 +204,11 @@ def _tool_result(read: anthropic_schema.ToolResultBlock, sent: dict[str, Any], a
     else:
         at = (*at, "content")
         blocks = check_each(sent["content"], read.content, anthropic_schema.RESULT_BLOCKS, "anthropic", at)
-        content = [_part(kind, block, checked, (*at, i)) for i, kind, block, checked in blocks]
+        content = [_part(block, checked, (*at, i)) for i, kind, block, checked in blocks]
     return Message(role="tool", content=content, tool_call_id=read.tool_use_id, is_error=read.is_error)
 
 
-def _part(kind: str, block: dict[str, Any], checked: Any, at: Path) -> ContentPart:
+def _part(block: dict[str, Any], checked: Any, at: Path) -> ContentPart:
     if isinstance(checked, anthropic_schema.TextBlock):
         return {"type": "text", "text": checked.text}
     if isinstance(checked, anthropic_schema.ImageBlock):
