@@ -28,7 +28,7 @@ Choices (documented here because both directions depend on them):
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from daari.errors import InvalidRequest
@@ -36,7 +36,7 @@ from daari.protocol import anthropic_schema
 from daari.protocol.anthropic_schema import CountTokensBody, MessagesBody
 from daari.protocol.chat import ChatRequest, ContentPart, Message, Role, Tool, ToolCall, WireShapes
 from daari.protocol.key_fields import is_billing_block, uninterpreted, without_cache_markers
-from daari.protocol.schema import Path, check, check_each, fail, param
+from daari.protocol.schema import Path, check, fail, param
 from daari.protocol.tokens import estimate_request_tokens
 
 DEFAULT_MODEL = "daari"
@@ -48,12 +48,11 @@ PASSTHROUGH_HEADERS = ("anthropic-beta", "anthropic-version", "anthropic-dangero
                        "x-app", "user-agent", "x-claude-code-session-id", "x-client-request-id")
 _PASSTHROUGH = frozenset(PASSTHROUGH_HEADERS)
 _SECRET_HEADERS = frozenset(("x-api-key", "authorization"))
-_HISTORY_ONLY_BLOCKS = ("thinking", "redacted_thinking")
-# Blocks daari knows; any other type is a new client shape (carried whole, and counted). Server and MCP tool
-# blocks (and every `*_tool_result`) are tool calls and results the client's history holds.
-KNOWN_BLOCKS = ("text", "image", "document", "tool_use", "tool_result", "thinking", "redacted_thinking",
-                "search_result", "container_upload")
-SERVER_TOOL_BLOCKS = ("server_tool_use", "mcp_tool_use", "mcp_tool_result")
+# Blocks daari knows (anthropic_schema); any other type is a new client shape (carried whole, and counted).
+# Server and MCP tool blocks (and every `*_tool_result`) are tool calls and results the client's history holds.
+KNOWN_BLOCKS = frozenset(anthropic_schema.KNOWN_BLOCKS)
+SERVER_TOOL_BLOCKS = anthropic_schema.SERVER_TOOL_BLOCKS
+HISTORY_ONLY_BLOCKS = anthropic_schema.HISTORY_ONLY_BLOCKS
 # OpenAI reasoning_effort <-> Anthropic thinking budget_tokens, both directions (docs/agents.md).
 EFFORT_BUDGET = {"low": 1024, "medium": 4096, "high": 16384}
 _MIN_THINKING_BUDGET = 1024
@@ -99,10 +98,10 @@ def _parse(body: object, headers: Mapping[str, str], *, schema: type[MessagesBod
     read = check(body, schema, "anthropic")
     if not read.messages:  # Anthropic's own words (clients and their users know them)
         raise fail("messages: at least one message is required", ("messages",), "anthropic")
-    messages = _system_messages(read.system, body.get("system"))
+    messages = _system_messages(read.system)
     seen = _Seen()
-    for index, (message, sent) in enumerate(zip(read.messages, body["messages"], strict=True)):
-        messages.extend(_message(message, sent, ("messages", index), seen))
+    for index, message in enumerate(read.messages):
+        messages.extend(_message(message, ("messages", index), seen))
     return ChatRequest(
         messages=messages,
         model=DEFAULT_MODEL if read.model is None else read.model,
@@ -127,24 +126,28 @@ class _Seen:
         self.tool_items: list[str] = []
 
     def block(self, kind: str) -> None:
+        """A block type not in KNOWN_BLOCKS (callers check that first: most blocks are known)."""
         if kind in SERVER_TOOL_BLOCKS or (kind.endswith("_tool_result") and kind != "tool_result"):
             self.tool_items.append(kind)
-        elif kind not in KNOWN_BLOCKS:
+        else:
             self.unknown.append(f"block:{kind}")
 
 
-def _system_messages(system: str | list[anthropic_schema.BlockHead] | None, sent: Any) -> list[Message]:
+Blocks = list[tuple[int, str, dict[str, Any], Any]]  # schema.Open.read's
+
+
+def _system_messages(system: str | list[Any] | None) -> list[Message]:
     if system is None:
         return []
     if isinstance(system, str):
         return [Message(role="system", content=system)] if system else []
-    blocks = check_each(sent, system, anthropic_schema.TOP_SYSTEM_BLOCKS, "anthropic", ("system",))
+    blocks = anthropic_schema.TOP_SYSTEM_BLOCKS.read(system, "anthropic", ("system",))
     texts = [read.text for _, _, _, read in blocks
-             if isinstance(read, anthropic_schema.TextBlock) and not is_billing_block(read.text)]
+             if type(read) is anthropic_schema.TextBlock and not is_billing_block(read.text)]
     return [Message(role="system", content="\n".join(texts))] if texts else []
 
 
-def _message(read: anthropic_schema.MessageParam, sent: dict[str, Any], at: Path, seen: _Seen) -> list[Message]:
+def _message(read: anthropic_schema.MessageParam, at: Path, seen: _Seen) -> list[Message]:
     # A role daari does not know is the client's input, read as such (docs/agents.md).
     role: Role = _KNOWN_ROLES.get(read.role, "user")
     if read.role not in _KNOWN_ROLES:
@@ -152,68 +155,72 @@ def _message(read: anthropic_schema.MessageParam, sent: dict[str, Any], at: Path
     if isinstance(read.content, str):
         return [Message(role=role, content=read.content)]
     at = (*at, "content")
-    for block in read.content:
-        seen.block(block.type)
-    blocks = check_each(sent["content"], read.content, anthropic_schema.BLOCKS[role], "anthropic", at)
+    blocks = anthropic_schema.BLOCKS[role].read(read.content, "anthropic", at)
     if role == "assistant":
-        return [_assistant_message(blocks, at)]
+        return [_assistant_message(blocks, at, seen)]
     if role == "system":
-        parts = [_part(block, checked, (*at, i)) for i, kind, block, checked in blocks
-                 if kind not in _HISTORY_ONLY_BLOCKS]
+        parts: list[ContentPart] = []
+        for i, kind, block, checked in blocks:
+            if kind not in KNOWN_BLOCKS:
+                seen.block(kind)
+            if kind not in HISTORY_ONLY_BLOCKS:
+                parts.append(_part(block, checked, (*at, i)))
         return [Message(role="system", content=_simplify(parts))]
-    return _user_messages(blocks, at)
+    return _user_messages(blocks, at, seen)
 
 
-Blocks = Iterable[tuple[int, str | None, dict[str, Any], Any]]  # schema.check_each's
-
-
-def _assistant_message(blocks: Blocks, at: Path) -> Message:
+def _assistant_message(blocks: Blocks, at: Path, seen: _Seen) -> Message:
     parts: list[ContentPart] = []
     calls: list[ToolCall] = []
     for index, kind, block, checked in blocks:
-        if isinstance(checked, anthropic_schema.ToolUseBlock):
+        if kind not in KNOWN_BLOCKS:
+            seen.block(kind)
+        if kind in HISTORY_ONLY_BLOCKS:
+            continue
+        if type(checked) is anthropic_schema.ToolUseBlock:
             calls.append(ToolCall(id=checked.id, name=checked.name, arguments=compact_json(block.get("input", {}))))
         elif kind == "tool_result":
             raise fail(f"{param((*at, index), 'anthropic')}: tool_result blocks belong in user messages",
                        (*at, index), "anthropic")
-        elif kind not in _HISTORY_ONLY_BLOCKS:
+        else:
             parts.append(_part(block, checked, (*at, index)))
     return Message(role="assistant", content=_simplify(parts), tool_calls=calls)
 
 
-def _user_messages(blocks: Blocks, at: Path) -> list[Message]:
+def _user_messages(blocks: Blocks, at: Path, seen: _Seen) -> list[Message]:
     """Tool results first, one tool Message each in order, then one user Message for everything else."""
     results: list[Message] = []
     parts: list[ContentPart] = []
     for index, kind, block, checked in blocks:
-        if isinstance(checked, anthropic_schema.ToolResultBlock):
-            results.append(_tool_result(checked, block, (*at, index)))
+        if kind not in KNOWN_BLOCKS:
+            seen.block(kind)
+        if type(checked) is anthropic_schema.ToolResultBlock:
+            results.append(_tool_result(checked, (*at, index)))
         elif kind == "tool_use":
             raise fail(f"{param((*at, index), 'anthropic')}: tool_use blocks belong in assistant messages",
                        (*at, index), "anthropic")
-        elif kind not in _HISTORY_ONLY_BLOCKS:
+        elif kind not in HISTORY_ONLY_BLOCKS:
             parts.append(_part(block, checked, (*at, index)))
     if parts or not results:
         results.append(Message(role="user", content=_simplify(parts)))
     return results
 
 
-def _tool_result(read: anthropic_schema.ToolResultBlock, sent: dict[str, Any], at: Path) -> Message:
+def _tool_result(read: anthropic_schema.ToolResultBlock, at: Path) -> Message:
     if isinstance(read.content, str):
         content: str | list[ContentPart] = read.content
     else:
         at = (*at, "content")
-        blocks = check_each(sent["content"], read.content, anthropic_schema.RESULT_BLOCKS, "anthropic", at)
-        content = [_part(block, checked, (*at, i)) for i, kind, block, checked in blocks]
+        blocks = anthropic_schema.RESULT_BLOCKS.read(read.content, "anthropic", at)
+        content = [_part(block, checked, (*at, i)) for i, _, block, checked in blocks]
     return Message(role="tool", content=content, tool_call_id=read.tool_use_id, is_error=read.is_error)
 
 
 def _part(block: dict[str, Any], checked: Any, at: Path) -> ContentPart:
-    if isinstance(checked, anthropic_schema.TextBlock):
+    if type(checked) is anthropic_schema.TextBlock:
         return {"type": "text", "text": checked.text}
-    if isinstance(checked, anthropic_schema.ImageBlock):
-        source = checked.source
-        shape = anthropic_schema.SOURCES.get(source.get("type"))  # type: ignore[arg-type]
+    if type(checked) is anthropic_schema.ImageBlock:
+        shape = anthropic_schema.SOURCES.get(checked.source.get("type"))
         read = check(block["source"], shape, "anthropic", (*at, "source")) if shape is not None else None
         if isinstance(read, anthropic_schema.Base64Source):
             return {"type": "image", "media_type": read.media_type, "data": read.data}

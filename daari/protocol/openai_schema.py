@@ -4,68 +4,65 @@
 Declared as the reference API has them, with daari's choices: a JSON null is an absent field; `model` may be
 left out; `n` is checked here as an integer, and `openai_wire` refuses more than one choice; the legacy
 `function` role is a known role so that `openai_wire` can say what replaced it. Fields not declared here are
-not read (they travel in `raw` and the cache key's `extra`). Content parts are open: `PartHead` checks that a
-part is an object with a type, `PARTS` declares the types daari reads in each role's messages.
+not read (they travel in `raw` and the cache key's `extra`). Content parts are open (`schema.Open`): `PARTS`
+declares the types daari reads in each role's messages, the others are carried whole.
 """
 
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from msgspec import Meta, Struct
+from msgspec import Meta
+
+from daari.protocol.schema import Open, Shape
 
 NonEmpty = Annotated[str, Meta(min_length=1)]
 Role = Literal["system", "developer", "user", "assistant", "tool", "function"]
 
 
-class PartHead(Struct):
-    """Any content part: an object with a type (the rest is read by the part's own shape, or kept whole)."""
-
-    type: NonEmpty
-
-
-class TextPart(Struct):
+class TextPart(Shape, tag_field="type", tag="text"):
     text: str
 
 
-class RefusalPart(Struct):
+class RefusalPart(Shape, tag_field="type", tag="refusal"):
     refusal: str
 
 
-class ImageUrl(Struct):
+class ImageUrl(Shape):
     url: Annotated[str, Meta(min_length=1, description="an http(s) or data: URL")]
 
 
-class ImageUrlPart(Struct):
+class ImageUrlPart(Shape, tag_field="type", tag="image_url"):
     image_url: Annotated[str, Meta(min_length=1, description="an http(s) or data: URL")] | ImageUrl
 
 
+# Part types daari knows and does not read (carried whole: an OpenAI-compatible upstream reads them, the cache
+# key hashes them whole); any other type is carried whole too, and counted as a new shape.
+CARRIED_PARTS = ("input_audio", "file")
+_PART = "a content part object"
 # The part types daari reads, by the role of the message that holds them (system, developer and tool
-# messages: text only); any other type is carried whole.
-PARTS: dict[str, dict[str, type[Struct]]] = {
-    "user": {"text": TextPart, "image_url": ImageUrlPart},
-    "assistant": {"text": TextPart, "refusal": RefusalPart},
+# messages: text only). `image_url` and `refusal` are refused where they are not read (openai_wire).
+PARTS: dict[str, Open] = {
+    "user": Open(TextPart, ImageUrlPart, carried=CARRIED_PARTS, element=_PART),
+    "assistant": Open(TextPart, RefusalPart, carried=CARRIED_PARTS, element=_PART),
 }
-OTHER_PARTS: dict[str, type[Struct]] = {"text": TextPart}
-# Types daari reads that only some roles may hold: elsewhere they are refused, not carried.
+OTHER_PARTS = Open(TextPart, carried=CARRIED_PARTS, element=_PART)
 ROLE_BOUND_PARTS = ("image_url", "refusal")
 
-ContentItem = Annotated[str | PartHead, Meta(description="a content part object (or a string)")]
 
-
-class CallFunction(Struct):
+class CallFunction(Shape):
     name: NonEmpty
     arguments: Annotated[str | dict[str, Any], Meta(description="a JSON string")] = ""
 
 
-class ToolCallParam(Struct):
+class ToolCallParam(Shape):
     id: NonEmpty
     function: CallFunction
 
 
-class MessageParam(Struct, kw_only=True):
+class MessageParam(Shape, kw_only=True):
     role: Annotated[Role, Meta(description="one of system, developer, user, assistant, tool")]
-    content: Annotated[str | list[ContentItem] | None,
+    content: Annotated[str | list[Any] | None,  # its parts: PARTS (a bare string part is text)
                        Meta(description="a string, null, or a list of content parts")] = None
     name: str | None = None
     tool_calls: list[ToolCallParam] | None = None
@@ -73,22 +70,22 @@ class MessageParam(Struct, kw_only=True):
     function_call: Any = None  # legacy: refused by openai_wire
 
 
-class FunctionDef(Struct):
+class FunctionDef(Shape):
     name: NonEmpty
     description: str | None = None
     parameters: Annotated[dict[str, Any], Meta(description="a JSON schema object")] | None = None
 
 
-class ToolParam(Struct):
+class ToolParam(Shape):
     function: Annotated[FunctionDef, Meta(description="an object with a name")]
     type: Annotated[Literal["function"], Meta(description="'function'")] = "function"
 
 
-class NamedFunction(Struct):
+class NamedFunction(Shape):
     name: NonEmpty
 
 
-class NamedToolChoice(Struct):
+class NamedToolChoice(Shape):
     function: NamedFunction
     type: str | None = None
 
@@ -96,7 +93,7 @@ class NamedToolChoice(Struct):
 TOOL_CHOICE = "'none', 'auto', 'required' or {\"type\": \"function\", \"function\": {\"name\": ...}}"
 
 
-class ChatBody(Struct, kw_only=True):
+class ChatBody(Shape, kw_only=True):
     """A chat-completions body: the fields daari reads. Numbers keep their range here, in words for errors."""
 
     model: Annotated[str, Meta(min_length=1, description="a non-empty string")] | None = None

@@ -79,35 +79,32 @@ def _image(url: str, at: Path) -> ContentPart:
     return {"type": "image", "url": url}
 
 
-def _content(content: str | list[str | openai_schema.PartHead] | None, sent: list[Any], role: Role, at: Path,
+def _content(content: str | list[Any] | None, role: Role, at: Path,
              unknown: list[str]) -> str | list[ContentPart] | None:
     if content is None or isinstance(content, str):
         return content
     shapes = openai_schema.PARTS.get(role, openai_schema.OTHER_PARTS)
     parts: list[ContentPart] = []
-    for j, (head, part) in enumerate(zip(content, sent, strict=True)):
-        if isinstance(head, str):  # a bare string part: some clients send it, it can only mean text
-            parts.append({"type": "text", "text": head})
+    for j, part in enumerate(content):
+        if isinstance(part, str):  # a bare string part: some clients send it, it can only mean text
+            parts.append({"type": "text", "text": part})
             continue
-        kind = head.type
-        shape = shapes.get(kind)
-        if shape is None:
-            if kind in openai_schema.ROLE_BOUND_PARTS:
-                allowed = " and ".join(shapes)
-                raise fail(f"content part type {kind!r} is not supported in a {role} message (allowed: {allowed})",
-                           (*at, j, "type"), "openai")
+        kind, read = shapes.one(part, "openai", (*at, j))
+        if type(read) is openai_schema.TextPart:
+            parts.append({"type": "text", "text": read.text})
+        elif type(read) is openai_schema.RefusalPart:
+            parts.append({"type": "text", "text": read.refusal})
+        elif type(read) is openai_schema.ImageUrlPart:
+            url = read.image_url if isinstance(read.image_url, str) else read.image_url.url
+            parts.append(_image(url, (*at, j)))
+        elif kind in openai_schema.ROLE_BOUND_PARTS:
+            allowed = "text and image_url" if role == "user" else "text and refusal" if role == "assistant" else "text"
+            raise fail(f"content part type {kind!r} is not supported in a {role} message (allowed: {allowed})",
+                       (*at, j, "type"), "openai")
+        else:
             if kind not in KNOWN_PARTS:
                 unknown.append(f"content_part:{kind}")
             parts.append(dict(part))  # input_audio, file, future types: carried whole (and keyed whole)
-            continue
-        read = check(part, shape, "openai", (*at, j))
-        if isinstance(read, openai_schema.TextPart):
-            parts.append({"type": "text", "text": read.text})
-        elif isinstance(read, openai_schema.RefusalPart):
-            parts.append({"type": "text", "text": read.refusal})
-        else:
-            url = read.image_url if isinstance(read.image_url, str) else read.image_url.url
-            parts.append(_image(url, (*at, j)))
     return parts
 
 
@@ -121,14 +118,13 @@ def _tool_calls(calls: list[openai_schema.ToolCallParam]) -> list[ToolCall]:
     return out
 
 
-def _message(read: openai_schema.MessageParam, sent: dict[str, Any], i: int, unknown: list[str]) -> Message:
+def _message(read: openai_schema.MessageParam, i: int, unknown: list[str]) -> Message:
     at: Path = ("messages", i)
     if read.role == "function":
         raise fail("the legacy 'function' role is not supported: send 'tool' messages with tool_call_id",
                    (*at, "role"), "openai")
     role = _ROLES[read.role]
-    message = Message(role=role, content=_content(read.content, sent.get("content") or [], role, (*at, "content"),
-                                                  unknown), name=read.name)
+    message = Message(role=role, content=_content(read.content, role, (*at, "content"), unknown), name=read.name)
     if role == "assistant":
         message.tool_calls = _tool_calls(read.tool_calls or [])
         if read.function_call is not None:
@@ -184,8 +180,7 @@ def parse_chat_request(body: object, headers: Mapping[str, str]) -> ChatRequest:
                        "openai")
     read: openai_schema.ChatBody = check(body, openai_schema.ChatBody, "openai")
     unknown: list[str] = []
-    messages = [_message(m, sent, i, unknown) for i, (m, sent) in enumerate(zip(read.messages, body["messages"],
-                                                                                strict=True))]
+    messages = [_message(m, i, unknown) for i, m in enumerate(read.messages)]
     return ChatRequest(
         messages=messages,
         model=read.model if read.model is not None else DEFAULT_MODEL,

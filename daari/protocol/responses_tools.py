@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from daari.protocol.chat import ChatRequest, Tool
-from daari.protocol.responses_schema import NAMESPACE_TOOLS, TOOLS, CustomTool, FunctionTool, NamespaceTool, ToolHead
-from daari.protocol.schema import Path, check_each, fail, param
+from daari.protocol.responses_schema import NAMESPACE_TOOLS, TOOLS, CustomTool, FunctionTool, NamespaceTool
+from daari.protocol.schema import Path, fail, param
 
 TRANSLATABLE_TOOLS = ("function", "custom")
 NAMESPACE_SEPARATOR = "__"
@@ -63,7 +63,7 @@ def _custom_description(tool: Mapping[str, Any]) -> str | None:
 def _tool(checked: FunctionTool | CustomTool, tool: dict[str, Any], namespace: str | None) -> Tool:
     """A function or custom tool (checked, and as sent) as a neutral tool."""
     scope = {"namespace": namespace} if namespace else {}
-    if isinstance(checked, FunctionTool):
+    if type(checked) is FunctionTool:
         extra = {k: v for k, v in tool.items()
                  if k not in ("type", "name", "description", "parameters") and v is not None}
         return Tool(name=flat_name(checked.name, namespace), description=checked.description,
@@ -88,24 +88,24 @@ def hosted_name(tool: Mapping[str, Any]) -> str:
     return f"{tool.get('type')}:{label}" if isinstance(label, str) and label else str(tool.get("type"))
 
 
-def split_tools(sent: list[dict[str, Any]], heads: list[ToolHead], at: Path) -> ToolSet:
-    """A `tools` list at `at` (top-level, or an `additional_tools` item's), as sent and as its schema read it
-    (`ToolHead`s), as neutral tools (namespaces flattened) and the hosted tools it offers."""
-    tools: list[Tool] = []
+def split_tools(tools: list[Any], at: Path) -> ToolSet:
+    """A `tools` list at `at` (top-level, or an `additional_tools` item's) as neutral tools (namespaces
+    flattened) and the hosted tools it offers (kept as sent)."""
+    out: list[Tool] = []
     hosted: list[dict[str, Any]] = []
-    for index, _, tool, checked in check_each(sent, heads, TOOLS, "openai", at):
-        if isinstance(checked, NamespaceTool):
+    for index, _, tool, checked in TOOLS.read(tools, "openai", at):
+        if type(checked) is NamespaceTool:
             where = (*at, index, "tools")
-            for j, _, inner, read in check_each(tool["tools"], checked.tools, NAMESPACE_TOOLS, "openai", where):
-                if read is None:
+            for j, _, inner, read in NAMESPACE_TOOLS.read(checked.tools, "openai", where):
+                if type(read) not in (FunctionTool, CustomTool):
                     raise fail(f"'{param((*where, j, 'type'), 'openai')}' must be 'function' or 'custom'",
                                (*where, j, "type"), "openai")
-                tools.append(_tool(read, inner, checked.name))
-        elif isinstance(checked, FunctionTool | CustomTool):
-            tools.append(_tool(checked, tool, None))
+                out.append(_tool(read, inner, checked.name))
+        elif type(checked) in (FunctionTool, CustomTool):
+            out.append(_tool(checked, tool, None))
         else:
             hosted.append(dict(tool))
-    return ToolSet(tools, hosted)
+    return ToolSet(out, hosted)
 
 
 def custom_arguments(text: str) -> str:

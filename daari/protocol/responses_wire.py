@@ -43,37 +43,28 @@ from daari.protocol.key_fields import uninterpreted
 from daari.protocol.openai_headers import client_headers
 from daari.protocol.openai_wire import DEFAULT_MODEL
 from daari.protocol.responses_schema import (
+    CALL_OUTPUT_ITEMS,
+    DROPPABLE_ITEMS,
+    HOSTED_ITEMS,
     ITEMS,
+    MESSAGE_ITEMS,
+    NATIVE_ITEMS,
     PARTS,
+    TEXT_PARTS,
     AdditionalToolsItem,
-    CallOutputItem,
     CustomToolCallItem,
     FunctionCallItem,
     ImagePart,
-    ItemHead,
-    MessageItem,
     NamedToolChoice,
-    PartHead,
     RefusalPart,
     ResponsesBody,
-    TextPart,
 )
 from daari.protocol.responses_tools import ToolSet, custom_arguments, flat_name, hosted_name, split_tools
-from daari.protocol.schema import Path, check, check_each, fail
+from daari.protocol.schema import Path, check, fail
 
 _ROLES: dict[str, Role] = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant"}
 NEUTRAL_ITEMS = ("message", "function_call", "function_call_output", "custom_tool_call", "custom_tool_call_output",
                  "additional_tools")
-# Items with no neutral form that a translated request may leave out (they are the model's own scratch work).
-DROPPABLE_ITEMS = ("reasoning",)
-# Calls of hosted tools, their results inside: another tier reads them as a short note (`hosted_note`).
-HOSTED_ITEMS = ("web_search_call", "file_search_call", "code_interpreter_call", "image_generation_call",
-                "mcp_call", "mcp_list_tools", "mcp_approval_request", "mcp_approval_response")
-# Items daari knows and cannot translate: only a Responses upstream reads them.
-NATIVE_ITEMS = ("item_reference", "compaction", "compaction_summary", "compaction_trigger", "context_compaction",
-                "local_shell_call", "local_shell_call_output", "shell_call", "shell_call_output", "apply_patch_call",
-                "apply_patch_call_output", "computer_call", "computer_call_output", "tool_search_call",
-                "tool_search_output")
 # Content parts daari knows (the rest are a new shape); only text and URL images translate.
 KNOWN_PARTS = ("input_text", "output_text", "text", "refusal", "summary_text", "reasoning_text", "input_image",
                "input_file", "input_audio", "input_video")
@@ -106,16 +97,16 @@ def _opaque(part: Mapping[str, Any]) -> ContentPart:
     return {"type": "opaque", "kind": str(part.get("type")), "sha256": _digest(part)}
 
 
-def _content(value: str | list[PartHead], sent: Any, at: Path, unknown: list[str]) -> str | list[ContentPart]:
+def _content(value: str | list[Any], at: Path, unknown: list[str]) -> str | list[ContentPart]:
     if isinstance(value, str):
         return value
     parts: list[ContentPart] = []
-    for j, kind, part, checked in check_each(sent, value, PARTS, "openai", at):
-        if isinstance(checked, TextPart):
+    for j, kind, part, checked in PARTS.read(value, "openai", at):
+        if type(checked) in TEXT_PARTS:
             parts.append({"type": "text", "text": checked.text})
-        elif isinstance(checked, RefusalPart):
+        elif type(checked) is RefusalPart:
             parts.append({"type": "text", "text": checked.refusal})
-        elif isinstance(checked, ImagePart) and (image := _image(checked.image_url, (*at, j))) is not None:
+        elif type(checked) is ImagePart and (image := _image(checked.image_url, (*at, j))) is not None:
             parts.append(image)
         else:
             if kind not in KNOWN_PARTS:
@@ -153,30 +144,25 @@ class _Items:
             self.messages.append(last)
         return last
 
-    def add(self, item: dict[str, Any], head: ItemHead, i: int) -> None:
+    def add(self, i: int, kind: str, item: dict[str, Any], checked: Any) -> None:
         at: Path = ("input", i)
-        kind = head.type or ("message" if "role" in item else None)
-        shape = ITEMS.get(kind)
-        checked = check(item, shape, "openai", at) if shape is not None else None
-        if isinstance(checked, MessageItem):
-            content = _content(checked.content, item.get("content"), (*at, "content"), self.unknown)
+        if type(checked) in MESSAGE_ITEMS:
+            content = _content(checked.content, (*at, "content"), self.unknown)
             self.messages.append(Message(role=_ROLES[checked.role], content=content))
-        elif isinstance(checked, FunctionCallItem):
+        elif type(checked) is FunctionCallItem:
             self._assistant().tool_calls.append(ToolCall(id=checked.call_id, arguments=checked.arguments,
                                                          name=flat_name(checked.name, checked.namespace)))
-        elif isinstance(checked, CustomToolCallItem):
+        elif type(checked) is CustomToolCallItem:
             self._assistant().tool_calls.append(ToolCall(id=checked.call_id, arguments=custom_arguments(checked.input),
                                                          name=flat_name(checked.name, checked.namespace)))
-        elif isinstance(checked, CallOutputItem):
-            output = "" if checked.output is None else _content(checked.output, item.get("output"), (*at, "output"),
-                                                                 self.unknown)
+        elif type(checked) in CALL_OUTPUT_ITEMS:
+            output = "" if checked.output is None else _content(checked.output, (*at, "output"), self.unknown)
             self.messages.append(Message(role="tool", content=output, tool_call_id=checked.call_id))
-        elif isinstance(checked, AdditionalToolsItem):
-            found = split_tools(item["tools"], checked.tools, (*at, "tools")) if checked.tools else None
-            if found is not None:
-                self.tools.extend(found.tools)
-                self.hosted.extend(found.hosted)
-        elif kind is not None:
+        elif type(checked) is AdditionalToolsItem:
+            found = split_tools(checked.tools, (*at, "tools")) if checked.tools else ToolSet([], [])
+            self.tools.extend(found.tools)
+            self.hosted.extend(found.hosted)
+        else:
             # reasoning, item_reference, hosted tool calls...: hashed, in order, for the key.
             self.opaque.append({"at": len(self.messages), "sha256": _digest(item)})
             if kind in HOSTED_ITEMS:
@@ -184,8 +170,6 @@ class _Items:
                 self.messages.append(Message(role="assistant", content=hosted_note(item)))
             elif kind not in (*DROPPABLE_ITEMS, *NATIVE_ITEMS):
                 self.unknown.append(f"input_item:{kind}")
-        else:
-            raise fail(f"'input[{i}].type' is required", (*at, "type"), "openai")
 
 
 def _merge_tools(*groups: list[Tool]) -> list[Tool]:
@@ -250,19 +234,19 @@ def parse_responses_request(body: object, headers: Mapping[str, str]) -> ChatReq
                    "'input', or chain with 'previous_response_id'", ("conversation",), "openai")
     items = _Items()
     if read.instructions:
-        items.messages.append(Message(role="system", content=_content(read.instructions, body["instructions"],
-                                                                      ("instructions",), items.unknown)))
+        items.messages.append(Message(role="system", content=_content(read.instructions, ("instructions",),
+                                                                      items.unknown)))
     if isinstance(read.input, str):
         items.messages.append(Message(role="user", content=read.input))
     elif read.input is not None:
-        for i, (item, head) in enumerate(zip(body["input"], read.input, strict=True)):
-            items.add(item, head, i)
+        for element in ITEMS.read(read.input, "openai", ("input",)):
+            items.add(*element)
     if not any(m.role != "system" for m in items.messages) and not items.opaque:
         raise fail("'input' must hold at least one message or item", ("input",), "openai")
     extra = uninterpreted("responses", body, INTERPRETED)
     if items.opaque:
         extra["input_items"] = items.opaque
-    top = split_tools(body["tools"], read.tools, ("tools",)) if read.tools else ToolSet([], [])
+    top = split_tools(read.tools, ("tools",)) if read.tools else ToolSet([], [])
     if top.hosted or items.hosted:
         extra["hosted_tools"] = [*top.hosted, *items.hosted]
     sampling = _sampling(read, body)

@@ -17,12 +17,13 @@ into a path, and the path's declared description, the bad value and the style ma
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
-from typing import Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar, Union
 
 import msgspec
+from msgspec import Meta
 from msgspec import inspect as mi
 
 from daari.errors import InvalidRequest
@@ -43,15 +44,74 @@ def check(value: object, schema: Any, style: Style, at: Path = ()) -> Any:
         raise _Failure.read(str(exc)).error(value, schema, style, at) from None
 
 
-def check_each(items: Sequence[Any], heads: Sequence[Any], shapes: Mapping[Any, Any], style: Style,
-               at: Path) -> Iterator[tuple[int, str | None, Any, Any | None]]:
-    """The elements of an open list at `at`: (index, type, the element as sent, the element checked against
-    its type's shape, or None when `shapes` has none). `heads` are the elements as the list's own schema read
-    them (objects with a string `type`)."""
-    for index, (item, head) in enumerate(zip(items, heads, strict=True)):
-        kind = head.type
-        shape = shapes.get(kind)
-        yield index, kind, item, (check(item, shape, style, (*at, index)) if shape is not None else None)
+class Shape(msgspec.Struct, gc=False):
+    """The base of every declared request shape. Shapes live for one parse and hold no cycles, so the garbage
+    collector need not track them (a parse makes one per message, block and part)."""
+
+
+class Open:
+    """The elements of an open list (content parts, blocks, input items, tools): objects whose `type` picks a
+    shape daari reads (a Struct tagged with that type), a type daari knows and carries whole (`carried`), or a
+    type it does not know, carried whole too (and found the slow way: one msgspec call per element).
+
+    A whole list is checked in one msgspec call (through a holder Struct: msgspec keeps what it learnt of a
+    Struct's types, not of a bare union's); a list holding a type no shape names is checked element by element.
+    """
+
+    def __init__(self, *shapes: type[Shape], carried: Sequence[str] = (), element: str,
+                 type_words: str = "a non-empty string",
+                 untyped: tuple[str, type[Shape]] | None = None) -> None:
+        """`untyped`: (a field, a shape): an element with that field and no type is read by that shape."""
+        self._carried = tuple(msgspec.defstruct(f"Carried_{kind}", [], bases=(Shape,), tag_field="type", tag=kind)
+                              for kind in carried if kind not in {_tag(s) for s in shapes})
+        self._carried_types = frozenset(self._carried)
+        self.union: Any = Annotated[Union[(*shapes, *self._carried)], Meta(description=element)]  # noqa: UP007
+        self._one: Any = msgspec.defstruct("OpenElement", [("v", self.union)], bases=(Shape,))
+        self._many: Any = msgspec.defstruct("OpenList", [("v", list[self.union])], bases=(Shape,))  # type: ignore[name-defined]
+        self.type_words = type_words
+        self.untyped = untyped
+
+    def read(self, items: Sequence[Any], style: Style, at: Path) -> list[tuple[int, str, Any, Any]]:
+        """(index, type, the element as sent, the element as its shape read it, or None when it is carried)."""
+        try:
+            checked = msgspec.convert({"v": items}, self._many).v
+        except msgspec.ValidationError:  # a type no shape names (or a bad element): one at a time
+            out = []
+            for index, item in enumerate(items):
+                kind, read = self.one(item, style, (*at, index))
+                out.append((index, kind, item, read))
+            return out
+        carried = self._carried_types  # type() and a set: isinstance with a Struct class that misses is slow
+        return [(index, item["type"], item, None if type(read) in carried else read)
+                for index, (item, read) in enumerate(zip(items, checked, strict=True))]
+
+    def one(self, item: Any, style: Style, at: Path) -> tuple[str, Any]:
+        """One element at `at`: (its type, the element as its shape read it, or None when it is carried)."""
+        if self.untyped is not None and isinstance(item, dict) and not item.get("type") and self.untyped[0] in item:
+            return "", check(item, self.untyped[1], style, at)
+        try:
+            checked = msgspec.convert({"v": item}, self._one).v
+        except msgspec.ValidationError as exc:
+            failure = _Failure.read(str(exc))
+            failure = _Failure(failure.kind, failure.path[1:], failure.text, failure.types, failure.bound,
+                               failure.length)  # the path inside the holder
+            return self._other(item, failure, style, at), None
+        return item["type"], (None if type(checked) in self._carried_types else checked)
+
+    def _other(self, item: Any, failure: _Failure, style: Style, at: Path) -> str:
+        """The type of an element no shape took: one daari does not know (carried), or the element's fault."""
+        if failure.path != ("type",):
+            raise failure.error(item, self.union, style, at)
+        kind = item.get("type")
+        if failure.kind == "choice" and kind:
+            return str(kind)
+        words = self.type_words if style == "openai" else None
+        raise _Failure(failure.kind if failure.kind == "missing" else "type", failure.path, failure.text,
+                       ("str",)).error(item, self.union, style, at, words)
+
+
+def _tag(shape: type[msgspec.Struct]) -> object:
+    return shape.__struct_config__.tag
 
 
 def param(path: Path, style: Style) -> str:
@@ -118,10 +178,12 @@ class _Failure:
             return cls("choice", tuple(path), text)
         return cls("other", tuple(path), text)
 
-    def error(self, value: object, schema: Any, style: Style, at: Path) -> InvalidRequest:
+    def error(self, value: object, schema: Any, style: Style, at: Path,
+              description: str | None = None) -> InvalidRequest:
         path = (*at, *self.path)
         node = _node(_info(schema), self.path)
-        description = _description(node) if node is not None else None
+        if description is None and node is not None:
+            description = _description(node)
         name = param(path, style)
         if style == "anthropic":
             text = _anthropic_text(self, description, node)
@@ -129,9 +191,16 @@ class _Failure:
         return fail(_openai_text(self, name, description, node, _value_at(value, self.path)), path, style)
 
 
-@cache
 def _info(schema: Any) -> mi.Type:
     """The schema's declared types (only read when a request failed; kept once read)."""
+    try:
+        return _cached_info(schema)
+    except TypeError:  # an unhashable type
+        return mi.type_info(schema)
+
+
+@cache
+def _cached_info(schema: Any) -> mi.Type:
     return mi.type_info(schema)
 
 
