@@ -17,6 +17,7 @@ into a path, and the path's declared description, the bad value and the style ma
 from __future__ import annotations
 
 import re
+import reprlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -32,7 +33,10 @@ Style = Literal["openai", "anthropic"]
 Path = tuple[str | int, ...]
 T = TypeVar("T")
 
-_SHOWN_VALUE = 80  # characters of a bad value quoted back (a 1 MB string is not echoed)
+# A bad value quoted back in an error: cut short (a 1 MB string is not echoed) and only a few levels deep (a
+# deeply nested value must not make the error itself fail).
+_SHOWN = reprlib.Repr()
+_SHOWN.maxlevel, _SHOWN.maxstring, _SHOWN.maxother, _SHOWN.maxlist, _SHOWN.maxdict, _SHOWN.maxlong = 3, 60, 60, 4, 4, 40
 
 
 def check(value: object, schema: Any, style: Style, at: Path = ()) -> Any:
@@ -65,6 +69,7 @@ class Open:
         self._carried = tuple(msgspec.defstruct(f"Carried_{kind}", [], bases=(Shape,), tag_field="type", tag=kind)
                               for kind in carried if kind not in {_tag(s) for s in shapes})
         self._carried_types = frozenset(self._carried)
+        self._tags = frozenset(_tag(shape) for shape in (*shapes, *self._carried))
         self.union: Any = Annotated[Union[(*shapes, *self._carried)], Meta(description=element)]  # noqa: UP007
         self._one: Any = msgspec.defstruct("OpenElement", [("v", self.union)], bases=(Shape,))
         self._many: Any = msgspec.defstruct("OpenList", [("v", list[self.union])], bases=(Shape,))  # type: ignore[name-defined]
@@ -87,8 +92,12 @@ class Open:
 
     def one(self, item: Any, style: Style, at: Path) -> tuple[str, Any]:
         """One element at `at`: (its type, the element as its shape read it, or None when it is carried)."""
-        if self.untyped is not None and isinstance(item, dict) and not item.get("type") and self.untyped[0] in item:
-            return "", check(item, self.untyped[1], style, at)
+        if isinstance(item, dict):
+            kind = item.get("type")
+            if type(kind) is str and kind and kind not in self._tags:
+                return kind, None  # a type no shape names: carried as sent (no exception raised per element)
+            if self.untyped is not None and not kind and self.untyped[0] in item:
+                return "", check(item, self.untyped[1], style, at)
         try:
             checked = msgspec.convert({"v": item}, self._one).v
         except msgspec.ValidationError as exc:
@@ -269,8 +278,7 @@ def _value_at(value: object, path: Path) -> object:
 
 
 def _show(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= _SHOWN_VALUE else text[:_SHOWN_VALUE] + "..."
+    return _SHOWN.repr(value)
 
 
 def _join(words: list[str]) -> str:
