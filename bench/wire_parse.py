@@ -20,7 +20,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 BEFORE_SCHEMAS = "4230299"  # main before the declared wire schemas (the hand-written checks)
 PARSERS = {"openai": ("daari.protocol.openai_wire", "parse_chat_request"),
