@@ -79,6 +79,24 @@ class MessageParam(Shape):
     content: str | list[Any]  # its blocks: BLOCKS[role]
 
 
+# Every block type declared above, whatever the role: what a message holds when none is new to daari.
+ALL_BLOCKS = Open(TextBlock, ImageBlock, ToolUseBlock, ToolResultBlock, carried=CARRIED, element=_BLOCK)
+
+
+class KnownMessage(Shape):
+    """A message whose blocks are all of types declared here (the role's rules are anthropic_wire's)."""
+
+    role: str
+    content: str | list[ALL_BLOCKS.union]  # type: ignore[name-defined]
+
+
+class KnownMessages(Shape):
+    """A body's messages when every block is of a declared type: checked in one msgspec call. A list holding
+    any other type (or a bad message) is checked message by message instead (MessageParam, BLOCKS)."""
+
+    v: list[KnownMessage]
+
+
 class ToolParam(Shape, kw_only=True):
     name: NonEmpty
     description: str | None = None
@@ -109,7 +127,7 @@ class CountTokensBody(Shape, kw_only=True):
     """`POST /v1/messages/count_tokens`: a Messages body without max_tokens."""
 
     model: str | None = None
-    messages: list[MessageParam]
+    messages: list[Any]  # KnownMessages, else each a MessageParam
     system: str | list[Any] | None = None  # its blocks: TOP_SYSTEM_BLOCKS
     max_tokens: Annotated[int, Meta(ge=1)] | None = None
     stop_sequences: list[str] | None = None

@@ -31,12 +31,14 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+import msgspec
+
 from daari.errors import InvalidRequest
 from daari.protocol import anthropic_schema
 from daari.protocol.anthropic_schema import CountTokensBody, MessagesBody
 from daari.protocol.chat import ChatRequest, ContentPart, Message, Role, Tool, ToolCall, WireShapes
 from daari.protocol.key_fields import is_billing_block, uninterpreted, without_cache_markers
-from daari.protocol.schema import Path, check, fail, param
+from daari.protocol.schema import Open, Path, check, fail, param
 from daari.protocol.tokens import estimate_request_tokens
 
 DEFAULT_MODEL = "daari"
@@ -100,8 +102,21 @@ def _parse(body: object, headers: Mapping[str, str], *, schema: type[MessagesBod
         raise fail("messages: at least one message is required", ("messages",), "anthropic")
     messages = _system_messages(read.system)
     seen = _Seen()
-    for index, message in enumerate(read.messages):
-        messages.extend(_message(message, ("messages", index), seen))
+    try:  # the common case, every block of a declared type: one msgspec call for all the messages
+        known = msgspec.convert({"v": read.messages}, anthropic_schema.KnownMessages).v
+    except msgspec.ValidationError:
+        known = None
+    for index, sent in enumerate(read.messages):
+        at: Path = ("messages", index)
+        if known is not None:
+            message: anthropic_schema.KnownMessage | anthropic_schema.MessageParam = known[index]
+            blocks = (None if isinstance(message.content, str)
+                      else anthropic_schema.ALL_BLOCKS.zipped(sent["content"], message.content))
+        else:  # one at a time, each block against its role's shapes: a new block type, or the first bad field
+            message = check(sent, anthropic_schema.MessageParam, "anthropic", at)
+            blocks = None if isinstance(message.content, str) else _role_blocks(message.role).read(
+                message.content, "anthropic", (*at, "content"))
+        messages.extend(_message(message.role, message.content, blocks, at, seen))
     return ChatRequest(
         messages=messages,
         model=DEFAULT_MODEL if read.model is None else read.model,
@@ -147,15 +162,20 @@ def _system_messages(system: str | list[Any] | None) -> list[Message]:
     return [Message(role="system", content="\n".join(texts))] if texts else []
 
 
-def _message(read: anthropic_schema.MessageParam, at: Path, seen: _Seen) -> list[Message]:
+def _role_blocks(role: str) -> Open:
+    """The blocks a message of `role` may hold (a role daari does not know: the user's)."""
+    return anthropic_schema.BLOCKS[_KNOWN_ROLES.get(role, "user")]
+
+
+def _message(sent_role: str, content: str | list[Any], blocks: Blocks | None, at: Path,
+             seen: _Seen) -> list[Message]:
     # A role daari does not know is the client's input, read as such (docs/agents.md).
-    role: Role = _KNOWN_ROLES.get(read.role, "user")
-    if read.role not in _KNOWN_ROLES:
-        seen.unknown.append(f"role:{read.role}")
-    if isinstance(read.content, str):
-        return [Message(role=role, content=read.content)]
+    role: Role = _KNOWN_ROLES.get(sent_role, "user")
+    if sent_role not in _KNOWN_ROLES:
+        seen.unknown.append(f"role:{sent_role}")
+    if isinstance(content, str) or blocks is None:
+        return [Message(role=role, content=content if isinstance(content, str) else "")]
     at = (*at, "content")
-    blocks = anthropic_schema.BLOCKS[role].read(read.content, "anthropic", at)
     if role == "assistant":
         return [_assistant_message(blocks, at, seen)]
     if role == "system":

@@ -131,8 +131,29 @@ ITEMS = Open(MessageItem, FunctionCallItem, CustomToolCallItem, FunctionCallOutp
              element="an object", untyped=("role", UntypedMessageItem))
 
 
-MESSAGE_ITEMS = frozenset({MessageItem, UntypedMessageItem})
-CALL_OUTPUT_ITEMS = frozenset({FunctionCallOutputItem, CustomToolCallOutputItem})
+
+
+# The same items when every part in them is of a type PARTS declares: a whole `input` is then checked in one
+# msgspec call (KNOWN_ITEMS); an input holding any other type is checked item by item instead (ITEMS, PARTS).
+class KnownMessageItem(MessageItem, tag="message"):
+    content: str | list[PARTS.union] = ""  # type: ignore[name-defined]
+
+
+class KnownFunctionCallOutputItem(FunctionCallOutputItem, tag="function_call_output"):
+    output: str | list[PARTS.union] | None = None  # type: ignore[name-defined]
+
+
+class KnownCustomToolCallOutputItem(FunctionCallOutputItem, tag="custom_tool_call_output"):
+    output: str | list[PARTS.union] | None = None  # type: ignore[name-defined]
+
+
+KNOWN_ITEMS = Open(KnownMessageItem, FunctionCallItem, CustomToolCallItem, KnownFunctionCallOutputItem,
+                   KnownCustomToolCallOutputItem, AdditionalToolsItem,
+                   carried=(*DROPPABLE_ITEMS, *HOSTED_ITEMS, *NATIVE_ITEMS), element="an object")
+KNOWN_PARTS_ITEMS = frozenset({KnownMessageItem, KnownFunctionCallOutputItem, KnownCustomToolCallOutputItem})
+MESSAGE_ITEMS = frozenset({MessageItem, UntypedMessageItem, KnownMessageItem})
+CALL_OUTPUT_ITEMS = frozenset({FunctionCallOutputItem, CustomToolCallOutputItem, KnownFunctionCallOutputItem,
+                               KnownCustomToolCallOutputItem})
 
 
 _TOOL_TYPE = "a string ('function', 'custom', 'web_search'...)"

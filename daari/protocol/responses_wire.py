@@ -37,6 +37,8 @@ import hashlib
 from collections.abc import Mapping
 from typing import Any
 
+import msgspec
+
 from daari.jsonio import canonical
 from daari.protocol.chat import ChatRequest, ContentPart, Message, Role, Tool, ToolCall, WireShapes
 from daari.protocol.key_fields import uninterpreted
@@ -47,6 +49,8 @@ from daari.protocol.responses_schema import (
     DROPPABLE_ITEMS,
     HOSTED_ITEMS,
     ITEMS,
+    KNOWN_ITEMS,
+    KNOWN_PARTS_ITEMS,
     MESSAGE_ITEMS,
     NATIVE_ITEMS,
     PARTS,
@@ -97,11 +101,14 @@ def _opaque(part: Mapping[str, Any]) -> ContentPart:
     return {"type": "opaque", "kind": str(part.get("type")), "sha256": _digest(part)}
 
 
-def _content(value: str | list[Any], at: Path, unknown: list[str]) -> str | list[ContentPart]:
+def _content(value: str | list[Any], sent: Any, at: Path, unknown: list[str],
+             checked_parts: bool = False) -> str | list[ContentPart]:
+    """Content as a string or parts; `checked_parts`: `value` holds the parts already checked (KNOWN_ITEMS)."""
     if isinstance(value, str):
         return value
     parts: list[ContentPart] = []
-    for j, kind, part, checked in PARTS.read(value, "openai", at):
+    elements = PARTS.zipped(sent, value) if checked_parts else PARTS.read(value, "openai", at)
+    for j, kind, part, checked in elements:
         if type(checked) in TEXT_PARTS:
             parts.append({"type": "text", "text": checked.text})
         elif type(checked) is RefusalPart:
@@ -147,7 +154,8 @@ class _Items:
     def add(self, i: int, kind: str, item: dict[str, Any], checked: Any) -> None:
         at: Path = ("input", i)
         if type(checked) in MESSAGE_ITEMS:
-            content = _content(checked.content, (*at, "content"), self.unknown)
+            content = _content(checked.content, item.get("content"), (*at, "content"), self.unknown,
+                               type(checked) in KNOWN_PARTS_ITEMS)
             self.messages.append(Message(role=_ROLES[checked.role], content=content))
         elif type(checked) is FunctionCallItem:
             self._assistant().tool_calls.append(ToolCall(id=checked.call_id, arguments=checked.arguments,
@@ -156,7 +164,8 @@ class _Items:
             self._assistant().tool_calls.append(ToolCall(id=checked.call_id, arguments=custom_arguments(checked.input),
                                                          name=flat_name(checked.name, checked.namespace)))
         elif type(checked) in CALL_OUTPUT_ITEMS:
-            output = "" if checked.output is None else _content(checked.output, (*at, "output"), self.unknown)
+            output = "" if checked.output is None else _content(
+                checked.output, item.get("output"), (*at, "output"), self.unknown, type(checked) in KNOWN_PARTS_ITEMS)
             self.messages.append(Message(role="tool", content=output, tool_call_id=checked.call_id))
         elif type(checked) is AdditionalToolsItem:
             found = split_tools(checked.tools, (*at, "tools")) if checked.tools else ToolSet([], [])
@@ -234,12 +243,16 @@ def parse_responses_request(body: object, headers: Mapping[str, str]) -> ChatReq
                    "'input', or chain with 'previous_response_id'", ("conversation",), "openai")
     items = _Items()
     if read.instructions:
-        items.messages.append(Message(role="system", content=_content(read.instructions, ("instructions",),
+        items.messages.append(Message(role="system", content=_content(read.instructions, None, ("instructions",),
                                                                       items.unknown)))
     if isinstance(read.input, str):
         items.messages.append(Message(role="user", content=read.input))
     elif read.input is not None:
-        for element in ITEMS.read(read.input, "openai", ("input",)):
+        try:  # the common case, every item and part of a declared type: one msgspec call for the whole input
+            elements = KNOWN_ITEMS.zipped(read.input, msgspec.convert({"v": read.input}, KNOWN_ITEMS.many).v)
+        except msgspec.ValidationError:  # item by item: a new type, or the first bad field
+            elements = ITEMS.read(read.input, "openai", ("input",))
+        for element in elements:
             items.add(*element)
     if not any(m.role != "system" for m in items.messages) and not items.opaque:
         raise fail("'input' must hold at least one message or item", ("input",), "openai")

@@ -72,20 +72,24 @@ class Open:
         self._tags = frozenset(_tag(shape) for shape in (*shapes, *self._carried))
         self.union: Any = Annotated[Union[(*shapes, *self._carried)], Meta(description=element)]  # noqa: UP007
         self._one: Any = msgspec.defstruct("OpenElement", [("v", self.union)], bases=(Shape,))
-        self._many: Any = msgspec.defstruct("OpenList", [("v", list[self.union])], bases=(Shape,))  # type: ignore[name-defined]
+        self.many: Any = msgspec.defstruct("OpenList", [("v", list[self.union])], bases=(Shape,))  # type: ignore[name-defined]
         self.type_words = type_words
         self.untyped = untyped
 
     def read(self, items: Sequence[Any], style: Style, at: Path) -> list[tuple[int, str, Any, Any]]:
         """(index, type, the element as sent, the element as its shape read it, or None when it is carried)."""
         try:
-            checked = msgspec.convert({"v": items}, self._many).v
+            checked = msgspec.convert({"v": items}, self.many).v
         except msgspec.ValidationError:  # a type no shape names (or a bad element): one at a time
             out = []
             for index, item in enumerate(items):
                 kind, read = self.one(item, style, (*at, index))
                 out.append((index, kind, item, read))
             return out
+        return self.zipped(items, checked)
+
+    def zipped(self, items: Sequence[Any], checked: Sequence[Any]) -> list[tuple[int, str, Any, Any]]:
+        """`read`'s answer for a list already checked against `union` (inside a larger shape)."""
         carried = self._carried_types  # type() and a set: isinstance with a Struct class that misses is slow
         return [(index, item["type"], item, None if type(read) in carried else read)
                 for index, (item, read) in enumerate(zip(items, checked, strict=True))]
