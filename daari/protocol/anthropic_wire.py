@@ -1,5 +1,5 @@
-"""Anthropic Messages requests: parse and validate a client body into a neutral `ChatRequest`, count its
-tokens, and build an Anthropic upstream body from any neutral request.
+"""Anthropic Messages requests: read a client body, checked against its declared schema (`anthropic_schema`),
+into a neutral `ChatRequest`, count its tokens, and build an Anthropic upstream body from any neutral request.
 
 Choices (documented here because both directions depend on them):
 - Tool-call arguments from a `tool_use` block's `input` are encoded as compact JSON in the model's key order

@@ -1,5 +1,6 @@
-"""OpenAI chat-completions requests: parse and validate a client's body into a `ChatRequest`, and build the
-body daari sends to an OpenAI-compatible upstream from any `ChatRequest`.
+"""OpenAI chat-completions requests: read a client's body, checked against its declared schema
+(`openai_schema`), into a `ChatRequest`, and build the body daari sends to an OpenAI-compatible upstream from
+any `ChatRequest`.
 
 Choices made here, because clients differ from the reference API:
 - `model` missing: many local clients omit it, so it defaults to DEFAULT_MODEL ("daari") instead of a 400.

@@ -1,5 +1,6 @@
-"""OpenAI Responses requests (`POST /v1/responses`): parse a client's body into a `ChatRequest`, say what of
-it only a Responses upstream can serve, and build the body a Responses upstream gets from any `ChatRequest`.
+"""OpenAI Responses requests (`POST /v1/responses`): read a client's body, checked against its declared schema
+(`responses_schema`), into a `ChatRequest`, say what of it only a Responses upstream can serve, and build the
+body a Responses upstream gets from any `ChatRequest`.
 
 Choices made here (docs/agents.md, "OpenAI Responses API"):
 - `input` is a string (one user message) or a list of items. `message`, `function_call` and
