@@ -35,16 +35,15 @@ def msgspec_anthropic(body: dict[str, Any]) -> object:
     for message in known or ():
         for block in message.content if isinstance(message.content, list) else ():
             if type(block) is anthropic_schema.ToolResultBlock and isinstance(block.content, list):
-                anthropic_schema.RESULT_BLOCKS.read(block.content, "anthropic", ())
+                anthropic_schema.RESULT_BLOCKS.check(block.content, "anthropic", ())
     if known is not None:
         return known
     for index, message in enumerate(check(m, anthropic_schema.MessageParam, "anthropic") for m in read.messages):
         if isinstance(message.content, list):
             role = message.role if message.role in anthropic_schema.BLOCKS else "user"
-            for _, _, _, block in anthropic_schema.BLOCKS[role].read(message.content, "anthropic",
-                                                                    ("messages", index)):
+            for block in anthropic_schema.BLOCKS[role].check(message.content, "anthropic", ("messages", index)):
                 if type(block) is anthropic_schema.ToolResultBlock and isinstance(block.content, list):
-                    anthropic_schema.RESULT_BLOCKS.read(block.content, "anthropic", ())
+                    anthropic_schema.RESULT_BLOCKS.check(block.content, "anthropic", ())
     return read
 
 

@@ -110,13 +110,12 @@ def _parse(body: object, headers: Mapping[str, str], *, schema: type[MessagesBod
         at: Path = ("messages", index)
         if known is not None:
             message: anthropic_schema.KnownMessage | anthropic_schema.MessageParam = known[index]
-            blocks = (None if isinstance(message.content, str)
-                      else anthropic_schema.ALL_BLOCKS.zipped(sent["content"], message.content))
+            blocks = message.content
         else:  # one at a time, each block against its role's shapes: a new block type, or the first bad field
             message = check(sent, anthropic_schema.MessageParam, "anthropic", at)
-            blocks = None if isinstance(message.content, str) else _role_blocks(message.role).read(
+            blocks = message.content if isinstance(message.content, str) else _role_blocks(message.role).check(
                 message.content, "anthropic", (*at, "content"))
-        messages.extend(_message(message.role, message.content, blocks, at, seen))
+        messages.extend(_message(message.role, sent["content"], blocks, at, seen))
     return ChatRequest(
         messages=messages,
         model=DEFAULT_MODEL if read.model is None else read.model,
@@ -148,16 +147,13 @@ class _Seen:
             self.unknown.append(f"block:{kind}")
 
 
-Blocks = list[tuple[int, str, dict[str, Any], Any]]  # schema.Open.read's
-
-
 def _system_messages(system: str | list[Any] | None) -> list[Message]:
     if system is None:
         return []
     if isinstance(system, str):
         return [Message(role="system", content=system)] if system else []
-    blocks = anthropic_schema.TOP_SYSTEM_BLOCKS.read(system, "anthropic", ("system",))
-    texts = [read.text for _, _, _, read in blocks
+    checked = anthropic_schema.TOP_SYSTEM_BLOCKS.check(system, "anthropic", ("system",))
+    texts = [read.text for read in checked
              if type(read) is anthropic_schema.TextBlock and not is_billing_block(read.text)]
     return [Message(role="system", content="\n".join(texts))] if texts else []
 
@@ -167,60 +163,64 @@ def _role_blocks(role: str) -> Open:
     return anthropic_schema.BLOCKS[_KNOWN_ROLES.get(role, "user")]
 
 
-def _message(sent_role: str, content: str | list[Any], blocks: Blocks | None, at: Path,
+def _message(sent_role: str, content: str | list[dict[str, Any]], checked: str | list[Any], at: Path,
              seen: _Seen) -> list[Message]:
+    """One message: `content` as sent, `checked` its blocks as their shapes read them (`schema.Open.check`)."""
     # A role daari does not know is the client's input, read as such (docs/agents.md).
     role: Role = _KNOWN_ROLES.get(sent_role, "user")
     if sent_role not in _KNOWN_ROLES:
         seen.unknown.append(f"role:{sent_role}")
-    if isinstance(content, str) or blocks is None:
+    if isinstance(content, str) or isinstance(checked, str):
         return [Message(role=role, content=content if isinstance(content, str) else "")]
     at = (*at, "content")
     if role == "assistant":
-        return [_assistant_message(blocks, at, seen)]
+        return [_assistant_message(content, checked, at, seen)]
     if role == "system":
         parts: list[ContentPart] = []
-        for i, kind, block, checked in blocks:
+        for index, (block, read) in enumerate(zip(content, checked, strict=True)):
+            kind = block["type"]
             if kind not in KNOWN_BLOCKS:
                 seen.block(kind)
             if kind not in HISTORY_ONLY_BLOCKS:
-                parts.append(_part(block, checked, (*at, i)))
+                parts.append(_part(block, read, at, index))
         return [Message(role="system", content=_simplify(parts))]
-    return _user_messages(blocks, at, seen)
+    return _user_messages(content, checked, at, seen)
 
 
-def _assistant_message(blocks: Blocks, at: Path, seen: _Seen) -> Message:
+def _assistant_message(blocks: list[dict[str, Any]], checked: list[Any], at: Path, seen: _Seen) -> Message:
     parts: list[ContentPart] = []
     calls: list[ToolCall] = []
-    for index, kind, block, checked in blocks:
+    for index, (block, read) in enumerate(zip(blocks, checked, strict=True)):
+        kind = block["type"]
         if kind not in KNOWN_BLOCKS:
             seen.block(kind)
         if kind in HISTORY_ONLY_BLOCKS:
             continue
-        if type(checked) is anthropic_schema.ToolUseBlock:
-            calls.append(ToolCall(id=checked.id, name=checked.name, arguments=compact_json(block.get("input", {}))))
+        if type(read) is anthropic_schema.ToolUseBlock:
+            calls.append(ToolCall(id=read.id, name=read.name, arguments=compact_json(block.get("input", {}))))
         elif kind == "tool_result":
             raise fail(f"{param((*at, index), 'anthropic')}: tool_result blocks belong in user messages",
                        (*at, index), "anthropic")
         else:
-            parts.append(_part(block, checked, (*at, index)))
+            parts.append(_part(block, read, at, index))
     return Message(role="assistant", content=_simplify(parts), tool_calls=calls)
 
 
-def _user_messages(blocks: Blocks, at: Path, seen: _Seen) -> list[Message]:
+def _user_messages(blocks: list[dict[str, Any]], checked: list[Any], at: Path, seen: _Seen) -> list[Message]:
     """Tool results first, one tool Message each in order, then one user Message for everything else."""
     results: list[Message] = []
     parts: list[ContentPart] = []
-    for index, kind, block, checked in blocks:
+    for index, (block, read) in enumerate(zip(blocks, checked, strict=True)):
+        kind = block["type"]
         if kind not in KNOWN_BLOCKS:
             seen.block(kind)
-        if type(checked) is anthropic_schema.ToolResultBlock:
-            results.append(_tool_result(checked, (*at, index)))
+        if type(read) is anthropic_schema.ToolResultBlock:
+            results.append(_tool_result(read, (*at, index)))
         elif kind == "tool_use":
             raise fail(f"{param((*at, index), 'anthropic')}: tool_use blocks belong in assistant messages",
                        (*at, index), "anthropic")
         elif kind not in HISTORY_ONLY_BLOCKS:
-            parts.append(_part(block, checked, (*at, index)))
+            parts.append(_part(block, read, at, index))
     if parts or not results:
         results.append(Message(role="user", content=_simplify(parts)))
     return results
@@ -231,17 +231,20 @@ def _tool_result(read: anthropic_schema.ToolResultBlock, at: Path) -> Message:
         content: str | list[ContentPart] = read.content
     else:
         at = (*at, "content")
-        blocks = anthropic_schema.RESULT_BLOCKS.read(read.content, "anthropic", at)
-        content = [_part(block, checked, (*at, i)) for i, _, block, checked in blocks]
+        checked = anthropic_schema.RESULT_BLOCKS.check(read.content, "anthropic", at)
+        content = [_part(block, inner, at, i) for i, (block, inner) in enumerate(zip(read.content, checked,
+                                                                                      strict=True))]
     return Message(role="tool", content=content, tool_call_id=read.tool_use_id, is_error=read.is_error)
 
 
-def _part(block: dict[str, Any], checked: Any, at: Path) -> ContentPart:
+def _part(block: dict[str, Any], checked: Any, at: Path, index: int) -> ContentPart:
+    """A block as a neutral part: text and images read, any other block (`checked` not a shape daari reads)
+    kept whole."""
     if type(checked) is anthropic_schema.TextBlock:
         return {"type": "text", "text": checked.text}
     if type(checked) is anthropic_schema.ImageBlock:
         shape = anthropic_schema.SOURCES.get(checked.source.get("type"))
-        read = check(block["source"], shape, "anthropic", (*at, "source")) if shape is not None else None
+        read = check(block["source"], shape, "anthropic", (*at, index, "source")) if shape is not None else None
         if isinstance(read, anthropic_schema.Base64Source):
             return {"type": "image", "media_type": read.media_type, "data": read.data}
         if isinstance(read, anthropic_schema.UrlSource):

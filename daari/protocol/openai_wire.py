@@ -90,7 +90,8 @@ def _content(content: str | list[Any] | None, role: Role, at: Path,
         if isinstance(part, str):  # a bare string part: some clients send it, it can only mean text
             parts.append({"type": "text", "text": part})
             continue
-        kind, read = shapes.one(part, "openai", (*at, j))
+        read = shapes.one(part, "openai", (*at, j))
+        kind = part["type"]
         if type(read) is openai_schema.TextPart:
             parts.append({"type": "text", "text": read.text})
         elif type(read) is openai_schema.RefusalPart:

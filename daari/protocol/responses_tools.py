@@ -93,10 +93,11 @@ def split_tools(tools: list[Any], at: Path) -> ToolSet:
     flattened) and the hosted tools it offers (kept as sent)."""
     out: list[Tool] = []
     hosted: list[dict[str, Any]] = []
-    for index, _, tool, checked in TOOLS.read(tools, "openai", at):
+    for index, (tool, checked) in enumerate(zip(tools, TOOLS.check(tools, "openai", at), strict=True)):
         if type(checked) is NamespaceTool:
             where = (*at, index, "tools")
-            for j, _, inner, read in NAMESPACE_TOOLS.read(checked.tools, "openai", where):
+            inner_tools = NAMESPACE_TOOLS.check(checked.tools, "openai", where)
+            for j, (inner, read) in enumerate(zip(checked.tools, inner_tools, strict=True)):
                 if type(read) not in (FunctionTool, CustomTool):
                     raise fail(f"'{param((*where, j, 'type'), 'openai')}' must be 'function' or 'custom'",
                                (*where, j, "type"), "openai")

@@ -103,13 +103,14 @@ def _opaque(part: Mapping[str, Any]) -> ContentPart:
 
 
 def _content(value: str | list[Any], sent: Any, at: Path, unknown: list[str],
-             checked_parts: bool = False) -> str | list[ContentPart]:
-    """Content as a string or parts; `checked_parts`: `value` holds the parts already checked (KNOWN_ITEMS)."""
+             already_checked: bool = False) -> str | list[ContentPart]:
+    """Content as a string or parts. `value` holds the parts as sent, or, `already_checked` (KNOWN_ITEMS), as
+    their shapes read them; `sent` is the content as sent."""
     if isinstance(value, str):
         return value
     parts: list[ContentPart] = []
-    elements = PARTS.zipped(sent, value) if checked_parts else PARTS.read(value, "openai", at)
-    for j, kind, part, checked in elements:
+    sent_parts, read_parts = (sent, value) if already_checked else (value, PARTS.check(value, "openai", at))
+    for j, (part, checked) in enumerate(zip(sent_parts, read_parts, strict=True)):
         if type(checked) in TEXT_PARTS:
             parts.append({"type": "text", "text": checked.text})
         elif type(checked) is RefusalPart:
@@ -117,7 +118,7 @@ def _content(value: str | list[Any], sent: Any, at: Path, unknown: list[str],
         elif type(checked) is ImagePart and (image := _image(checked.image_url, (*at, j))) is not None:
             parts.append(image)
         else:
-            if kind not in KNOWN_PARTS:
+            if (kind := part.get("type")) not in KNOWN_PARTS:
                 unknown.append(f"content_part:{kind}")
             parts.append(_opaque(part))
     return parts
@@ -152,7 +153,8 @@ class _Items:
             self.messages.append(last)
         return last
 
-    def add(self, i: int, kind: str, item: dict[str, Any], checked: Any) -> None:
+    def add(self, i: int, item: dict[str, Any], checked: Any) -> None:
+        """Input item `i`, as sent and as its shape read it (`schema.Open.check`)."""
         at: Path = ("input", i)
         if type(checked) in MESSAGE_ITEMS:
             content = _content(checked.content, item.get("content"), (*at, "content"), self.unknown,
@@ -174,6 +176,7 @@ class _Items:
             self.hosted.extend(found.hosted)
         else:
             # reasoning, item_reference, hosted tool calls...: hashed, in order, for the key.
+            kind = item["type"]
             self.opaque.append({"at": len(self.messages), "sha256": _digest(item)})
             if kind in HOSTED_ITEMS:
                 self.tool_items.append(kind)
@@ -250,11 +253,11 @@ def parse_responses_request(body: object, headers: Mapping[str, str]) -> ChatReq
         items.messages.append(Message(role="user", content=read.input))
     elif read.input is not None:
         try:  # the common case, every item and part of a declared type: one msgspec call for the whole input
-            elements = KNOWN_ITEMS.zipped(read.input, msgspec.convert({"v": read.input}, KNOWN_ITEMS.many).v)
+            checked: list[Any] = msgspec.convert({"v": read.input}, KNOWN_ITEMS.many).v
         except msgspec.ValidationError:  # item by item: a new type, or the first bad field
-            elements = ITEMS.read(read.input, "openai", ("input",))
-        for element in elements:
-            items.add(*element)
+            checked = ITEMS.check(read.input, "openai", ("input",))
+        for i, (item, read_item) in enumerate(zip(read.input, checked, strict=True)):
+            items.add(i, item, read_item)
     if not any(m.role != "system" for m in items.messages) and not items.opaque:
         raise fail("'input' must hold at least one message or item", ("input",), "openai")
     extra = uninterpreted("responses", body, INTERPRETED)

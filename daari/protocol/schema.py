@@ -3,9 +3,9 @@ an `InvalidRequest` that names the field the way the client's protocol does, in 
 
 The schemas (`openai_schema`, `anthropic_schema`, `responses_schema`) say what each field must be: its type,
 its bounds (`Meta(ge=..., min_length=...)`) and, where the type alone says too little, a `description` in
-words ("a number between 0 and 2"), which is what an error says. Objects whose type field picks among shapes
-daari knows and shapes it carries whole (content parts, blocks, input items) are open: `Shapes` declares the
-known ones, `check_each` checks each element against its own and leaves the others as sent.
+words ("a number between 0 and 2"), which is what an error says. Lists whose elements' `type` picks their
+shape (content parts, blocks, input items, tools) are open: an `Open` declares the shapes daari reads and the
+types it carries whole, checks each element against its own shape and leaves other types as sent.
 
 msgspec stops at the first bad field and says where (`$.messages[0].content`); `_Failure` reads that back
 into a path, and the path's declared description, the bad value and the style make the message:
@@ -21,7 +21,7 @@ import reprlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
-from typing import Annotated, Any, Literal, TypeVar, Union
+from typing import Annotated, Any, Literal, Union
 
 import msgspec
 from msgspec import Meta
@@ -31,7 +31,6 @@ from daari.errors import InvalidRequest
 
 Style = Literal["openai", "anthropic"]
 Path = tuple[str | int, ...]
-T = TypeVar("T")
 
 # A bad value quoted back in an error: cut short (a 1 MB string is not echoed) and only a few levels deep (a
 # deeply nested value must not make the error itself fail).
@@ -56,68 +55,59 @@ class Shape(msgspec.Struct, gc=False):
 class Open:
     """The elements of an open list (content parts, blocks, input items, tools): objects whose `type` picks a
     shape daari reads (a Struct tagged with that type), a type daari knows and carries whole (`carried`), or a
-    type it does not know, carried whole too (and found the slow way: one msgspec call per element).
+    type it does not know, carried whole too.
 
-    A whole list is checked in one msgspec call (through a holder Struct: msgspec keeps what it learnt of a
-    Struct's types, not of a bare union's); a list holding a type no shape names is checked element by element.
+    `check` answers, for each element in order, the element as its shape read it, or another object for an
+    element carried whole (a `Carried_<type>` Struct, or None); readers test for the shapes they read
+    (`type(x) is TextBlock`) and take any other element as sent. A whole list is checked in one msgspec call
+    (through a holder Struct: msgspec keeps what it learnt of a Struct's types, not of a bare union's); a list
+    holding a type no shape names, or a bad element, is checked element by element.
     """
 
     def __init__(self, *shapes: type[Shape], carried: Sequence[str] = (), element: str,
                  type_words: str = "a non-empty string",
                  untyped: tuple[str, type[Shape]] | None = None) -> None:
         """`untyped`: (a field, a shape): an element with that field and no type is read by that shape."""
-        self._carried = tuple(msgspec.defstruct(f"Carried_{kind}", [], bases=(Shape,), tag_field="type", tag=kind)
-                              for kind in carried if kind not in {_tag(s) for s in shapes})
-        self._carried_types = frozenset(self._carried)
-        self._tags = frozenset(_tag(shape) for shape in (*shapes, *self._carried))
-        self.union: Any = Annotated[Union[(*shapes, *self._carried)], Meta(description=element)]  # noqa: UP007
+        read = {_tag(s) for s in shapes}
+        carried_shapes = tuple(msgspec.defstruct(f"Carried_{kind}", [], bases=(Shape,), tag_field="type", tag=kind)
+                               for kind in carried if kind not in read)
+        self._tags = frozenset((*read, *carried))
+        self.union: Any = Annotated[Union[(*shapes, *carried_shapes)], Meta(description=element)]  # noqa: UP007
         self._one: Any = msgspec.defstruct("OpenElement", [("v", self.union)], bases=(Shape,))
         self.many: Any = msgspec.defstruct("OpenList", [("v", list[self.union])], bases=(Shape,))  # type: ignore[name-defined]
         self.type_words = type_words
         self.untyped = untyped
 
-    def read(self, items: Sequence[Any], style: Style, at: Path) -> list[tuple[int, str, Any, Any]]:
-        """(index, type, the element as sent, the element as its shape read it, or None when it is carried)."""
+    def check(self, items: Sequence[Any], style: Style, at: Path) -> list[Any]:
+        """The elements of the list at `at`, each as its shape read it (see the class)."""
         try:
-            checked = msgspec.convert({"v": items}, self.many).v
+            checked: list[Any] = msgspec.convert({"v": items}, self.many).v
+            return checked
         except msgspec.ValidationError:  # a type no shape names (or a bad element): one at a time
-            out = []
-            for index, item in enumerate(items):
-                kind, read = self.one(item, style, (*at, index))
-                out.append((index, kind, item, read))
-            return out
-        return self.zipped(items, checked)
+            return [self.one(item, style, (*at, index)) for index, item in enumerate(items)]
 
-    def zipped(self, items: Sequence[Any], checked: Sequence[Any]) -> list[tuple[int, str, Any, Any]]:
-        """`read`'s answer for a list already checked against `union` (inside a larger shape)."""
-        carried = self._carried_types  # type() and a set: isinstance with a Struct class that misses is slow
-        return [(index, item["type"], item, None if type(read) in carried else read)
-                for index, (item, read) in enumerate(zip(items, checked, strict=True))]
-
-    def one(self, item: Any, style: Style, at: Path) -> tuple[str, Any]:
-        """One element at `at`: (its type, the element as its shape read it, or None when it is carried)."""
+    def one(self, item: Any, style: Style, at: Path) -> Any:
+        """One element at `at`, as its shape read it; None for a type no shape names."""
         if isinstance(item, dict):
             kind = item.get("type")
             if type(kind) is str and kind and kind not in self._tags:
-                return kind, None  # a type no shape names: carried as sent (no exception raised per element)
+                return None  # a type no shape names: carried as sent (no exception raised per element)
             if self.untyped is not None and not kind and self.untyped[0] in item:
-                return "", check(item, self.untyped[1], style, at)
+                return check(item, self.untyped[1], style, at)
         try:
-            checked = msgspec.convert({"v": item}, self._one).v
+            return msgspec.convert({"v": item}, self._one).v
         except msgspec.ValidationError as exc:
             failure = _Failure.read(str(exc))
             failure = _Failure(failure.kind, failure.path[1:], failure.text, failure.types, failure.bound,
                                failure.length)  # the path inside the holder
-            return self._other(item, failure, style, at), None
-        return item["type"], (None if type(checked) in self._carried_types else checked)
+            return self._other(item, failure, style, at)
 
-    def _other(self, item: Any, failure: _Failure, style: Style, at: Path) -> str:
-        """The type of an element no shape took: one daari does not know (carried), or the element's fault."""
+    def _other(self, item: Any, failure: _Failure, style: Style, at: Path) -> None:
+        """An element no shape took: one of a type daari does not know (carried), or the element's fault."""
         if failure.path != ("type",):
             raise failure.error(item, self.union, style, at)
-        kind = item.get("type")
-        if failure.kind == "choice" and kind:
-            return str(kind)
+        if failure.kind == "choice" and item.get("type"):
+            return None
         words = self.type_words if style == "openai" else None
         raise _Failure(failure.kind if failure.kind == "missing" else "type", failure.path, failure.text,
                        ("str",)).error(item, self.union, style, at, words)
