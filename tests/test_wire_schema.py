@@ -114,3 +114,12 @@ def test_deeply_nested_values_daari_does_not_read_are_not_walked() -> None:
         node = node["properties"]["a"]
     request = parse_messages_request(messages(tools=[{"name": "t", "input_schema": schema}]), {})
     assert request.tools[0].parameters is schema
+
+
+@pytest.mark.parametrize(("parse", "body", "param"), [
+    (parse_chat_request, chat(messages=[{"role": [], "content": "x"}]), "messages[0].role"),
+    (parse_messages_request, messages(messages=[{"role": {}, "content": "x"}]), "messages.0.role"),
+    (parse_responses_request, responses(input=[{"type": "message", "role": [], "content": "x"}]), "input[0].role"),
+])
+def test_a_role_of_the_wrong_type_is_a_400(parse: Parse, body: dict[str, Any], param: str) -> None:
+    assert refusal(parse, body).param == param  # the hand-written checks raised TypeError on a list: a 500
