@@ -146,7 +146,8 @@ def _tools(tools: list[openai_schema.ToolParam], sent: list[dict[str, Any]]) -> 
         function = tool.function
         extra = {k: v for k, v in definition["function"].items() if k not in _FUNCTION_FIELDS}
         extra.update({k: v for k, v in definition.items() if k not in _TOOL_FIELDS})
-        parameters = function.parameters if function.parameters is not None else {"type": "object", "properties": {}}
+        parameters = (definition["function"]["parameters"] if function.parameters is not None  # as sent
+                      else {"type": "object", "properties": {}})
         out.append(Tool(name=function.name, description=function.description, parameters=parameters,
                         extra=without_cache_markers(extra)))
     return out
@@ -164,10 +165,9 @@ def _sampling(read: openai_schema.ChatBody, body: Mapping[str, Any]) -> dict[str
     if isinstance(read.tool_choice, openai_schema.NamedToolChoice):
         # The neutral form of a forced tool, shared with Anthropic requests (and so with their L0 keys).
         sampling["tool_choice"] = {"name": read.tool_choice.function.name}
-    max_tokens = read.max_completion_tokens if read.max_completion_tokens is not None else read.max_tokens
-    if max_tokens is not None:
-        sampling["max_tokens"] = body["max_completion_tokens" if read.max_completion_tokens is not None
-                                      else "max_tokens"]
+    limit = "max_completion_tokens" if read.max_completion_tokens is not None else "max_tokens"
+    if body.get(limit) is not None:  # the newer name wins: OpenAI documents max_tokens as its deprecated alias
+        sampling["max_tokens"] = body[limit]
     return sampling
 
 
