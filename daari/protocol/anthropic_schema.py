@@ -4,9 +4,9 @@ into the neutral request.
 
 Declared with daari's choices: a JSON null is an absent field; `model` may be left out; any role string is
 accepted (`anthropic_wire` reads one it does not know as the user's); emptiness of `messages` and which
-blocks a role may hold are `anthropic_wire`'s rules, in Anthropic's words. Content blocks are open (`schema.Open`):
-the tables below declare the types daari reads where they appear; every other block (thinking, document,
-search_result, server tool blocks, future ones) is carried whole.
+blocks a role may hold are `anthropic_wire`'s rules, in Anthropic's words. Content blocks are open
+(`schema.Open`): the tables below declare the types daari reads where they appear; every other block
+(thinking, document, search_result, server tool blocks, future ones) is carried whole.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ class ToolResultBlock(Shape, tag_field="type", tag="tool_result"):
 
 # Block types daari knows and does not read: carried whole wherever they appear (`thinking` blocks and their
 # signatures, documents, server and MCP tool blocks...). A type in no list is carried whole too (and counted
-# as a new shape), at the cost of an exception; these are the common ones.
+# as a new shape), but a message holding one is checked block by block instead of with all the others at once.
 HISTORY_ONLY_BLOCKS = ("thinking", "redacted_thinking")
 SERVER_TOOL_BLOCKS = ("server_tool_use", "mcp_tool_use", "mcp_tool_result")
 KNOWN_BLOCKS = ("text", "image", "document", "tool_use", "tool_result", *HISTORY_ONLY_BLOCKS, "search_result",
