@@ -213,7 +213,7 @@ _DELETE = object()
     (_with("messages.0.content", [{"text": "no type"}]), "messages.0.content.0.type"),
     (_with("messages.0.content", [{"type": "text", "text": 3}]), "messages.0.content.0.text"),
     (_with("messages.0.content", [{"type": "image", "source": {"type": "base64"}}]),
-     "messages.0.content.0.source"),
+     "messages.0.content.0.source.media_type"),
     (_with("messages.0.content", [{"type": "image"}]), "messages.0.content.0.source"),
     (_with("messages.0.content", [{"type": "tool_result"}]), "messages.0.content.0.tool_use_id"),
     (_with("messages.0.content", [{"type": "tool_result", "tool_use_id": "t", "content": 3}]),

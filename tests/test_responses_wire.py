@@ -75,7 +75,7 @@ def test_sampling_translates_to_neutral_names() -> None:
     ({"input": 3}, "input"),
     ({"input": []}, "input"),
     ({"input": [{"type": "message", "role": "robot", "content": "x"}]}, "input[0].role"),
-    ({"input": [{"type": "function_call", "name": "f"}]}, "input[0]"),
+    ({"input": [{"type": "function_call", "name": "f"}]}, "input[0].call_id"),
     ({"input": "x", "tools": [{"type": "function"}]}, "tools[0].name"),
     ({"input": "x", "max_output_tokens": 0}, "max_output_tokens"),
     ({"input": "x", "temperature": 3}, "temperature"),

@@ -1,5 +1,5 @@
-"""Anthropic Messages requests: parse and validate a client body into a neutral `ChatRequest`, count its
-tokens, and build an Anthropic upstream body from any neutral request.
+"""Anthropic Messages requests: read a client body, checked against its declared schema (`anthropic_schema`),
+into a neutral `ChatRequest`, count its tokens, and build an Anthropic upstream body from any neutral request.
 
 Choices (documented here because both directions depend on them):
 - Tool-call arguments from a `tool_use` block's `input` are encoded as compact JSON in the model's key order
@@ -31,9 +31,14 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+import msgspec
+
 from daari.errors import InvalidRequest
+from daari.protocol import anthropic_schema
+from daari.protocol.anthropic_schema import CountTokensBody, MessagesBody
 from daari.protocol.chat import ChatRequest, ContentPart, Message, Role, Tool, ToolCall, WireShapes
 from daari.protocol.key_fields import is_billing_block, uninterpreted, without_cache_markers
+from daari.protocol.schema import Open, Path, check, fail, param
 from daari.protocol.tokens import estimate_request_tokens
 
 DEFAULT_MODEL = "daari"
@@ -45,13 +50,11 @@ PASSTHROUGH_HEADERS = ("anthropic-beta", "anthropic-version", "anthropic-dangero
                        "x-app", "user-agent", "x-claude-code-session-id", "x-client-request-id")
 _PASSTHROUGH = frozenset(PASSTHROUGH_HEADERS)
 _SECRET_HEADERS = frozenset(("x-api-key", "authorization"))
-_HISTORY_ONLY_BLOCKS = ("thinking", "redacted_thinking")
-# Blocks daari knows; any other type is a new client shape (carried whole, and counted). Server and MCP tool
-# blocks (and every `*_tool_result`) are tool calls and results the client's history holds.
-KNOWN_BLOCKS = ("text", "image", "document", "tool_use", "tool_result", "thinking", "redacted_thinking",
-                "search_result", "container_upload")
-SERVER_TOOL_BLOCKS = ("server_tool_use", "mcp_tool_use", "mcp_tool_result")
-_TOOL_CHOICE_TO_NEUTRAL = {"auto": "auto", "any": "required", "none": "none"}
+# Blocks daari knows (anthropic_schema); any other type is a new client shape (carried whole, and counted).
+# Server and MCP tool blocks (and every `*_tool_result`) are tool calls and results the client's history holds.
+KNOWN_BLOCKS = frozenset(anthropic_schema.KNOWN_BLOCKS)
+SERVER_TOOL_BLOCKS = anthropic_schema.SERVER_TOOL_BLOCKS
+HISTORY_ONLY_BLOCKS = anthropic_schema.HISTORY_ONLY_BLOCKS
 # OpenAI reasoning_effort <-> Anthropic thinking budget_tokens, both directions (docs/agents.md).
 EFFORT_BUDGET = {"low": 1024, "medium": 4096, "high": 16384}
 _MIN_THINKING_BUDGET = 1024
@@ -76,13 +79,14 @@ def compact_json(value: Any) -> str:
 
 
 def parse_messages_request(body: object, headers: Mapping[str, str]) -> ChatRequest:
-    """Validate an Anthropic Messages body and turn it into a neutral `ChatRequest` (protocol "anthropic")."""
-    return _parse(body, headers, require_max_tokens=True)
+    """Check an Anthropic Messages body against its declared schema (`anthropic_schema`) and read it into a
+    neutral `ChatRequest` (protocol "anthropic"); raise `InvalidRequest` naming the first bad field."""
+    return _parse(body, headers, schema=MessagesBody)
 
 
 def parse_count_tokens_request(body: object, headers: Mapping[str, str]) -> ChatRequest:
     """`POST /v1/messages/count_tokens`: the same body as messages, without max_tokens."""
-    return _parse(body, headers, require_max_tokens=False)
+    return _parse(body, headers, schema=CountTokensBody)
 
 
 def count_tokens(body: object, headers: Mapping[str, str]) -> dict[str, int]:
@@ -90,208 +94,163 @@ def count_tokens(body: object, headers: Mapping[str, str]) -> dict[str, int]:
     return {"input_tokens": estimate_request_tokens(parse_count_tokens_request(body, headers))}
 
 
-def _parse(body: object, headers: Mapping[str, str], *, require_max_tokens: bool) -> ChatRequest:
+def _parse(body: object, headers: Mapping[str, str], *, schema: type[MessagesBody | CountTokensBody]) -> ChatRequest:
     if not isinstance(body, dict):
         raise InvalidRequest("request body must be a JSON object")
-    model = body.get("model")
-    model = DEFAULT_MODEL if model is None else model
-    if not isinstance(model, str):
-        raise InvalidRequest("model: expected a string", param="model")
-    messages = _system_messages(body.get("system"))
-    raw_messages = body.get("messages")
-    # Anthropic's own wording for the common refusals (clients and their users know these texts).
-    if raw_messages is None:
-        raise InvalidRequest("messages: Field required", param="messages")
-    if not isinstance(raw_messages, list):
-        raise InvalidRequest("messages: Input should be a valid list", param="messages")
-    if not raw_messages:
-        raise InvalidRequest("messages: at least one message is required", param="messages")
-    for index, raw in enumerate(raw_messages):
-        messages.extend(_parse_message(raw, f"messages.{index}"))
-    stream = body.get("stream")
-    stream = False if stream is None else stream
-    if not isinstance(stream, bool):
-        raise InvalidRequest("stream: expected a boolean", param="stream")
+    read = check(body, schema, "anthropic")
+    if not read.messages:  # Anthropic's own words (clients and their users know them)
+        raise fail("messages: at least one message is required", ("messages",), "anthropic")
+    messages = _system_messages(read.system)
+    seen = _Seen()
+    try:  # the common case, every block of a declared type: one msgspec call for all the messages
+        known = msgspec.convert({"v": read.messages}, anthropic_schema.KnownMessages).v
+    except msgspec.ValidationError:
+        known = None
+    for index, sent in enumerate(read.messages):
+        at: Path = ("messages", index)
+        if known is not None:
+            message: anthropic_schema.KnownMessage | anthropic_schema.MessageParam = known[index]
+            blocks = message.content
+        else:  # one at a time, each block against its role's shapes: a new block type, or the first bad field
+            message = check(sent, anthropic_schema.MessageParam, "anthropic", at)
+            blocks = message.content if isinstance(message.content, str) else _role_blocks(message.role).check(
+                message.content, "anthropic", (*at, "content"))
+        messages.extend(_message(message.role, sent["content"], blocks, at, seen))
     return ChatRequest(
         messages=messages,
-        model=model,
+        model=DEFAULT_MODEL if read.model is None else read.model,
         protocol="anthropic",
-        stream=stream,
-        temperature=_temperature(body),
-        tools=_parse_tools(body.get("tools")),
-        sampling=_sampling(body, require_max_tokens),
+        stream=bool(read.stream),
+        temperature=read.temperature,
+        tools=_tools(read.tools, body["tools"]) if read.tools else [],
+        sampling=_sampling(read, body),
         raw=body,
         passthrough_headers=passthrough_headers(headers),
         extra=uninterpreted("anthropic", body, _INTERPRETED),
-        shapes=_shapes(raw_messages),
+        shapes=WireShapes(tuple(seen.unknown), tuple(seen.tool_items)) if seen.unknown or seen.tool_items
+        else WireShapes(),
     )
 
 
-def _shapes(raw_messages: list[Any]) -> WireShapes:
-    """Roles and block types daari does not know, and server tool blocks (the messages are validated)."""
-    unknown: list[str] = []
-    tool_items: list[str] = []
-    for message in raw_messages:
-        role = message.get("role")
-        if role not in _KNOWN_ROLES:
-            unknown.append(f"role:{role}")
-        for block in message.get("content") if isinstance(message.get("content"), list) else []:
-            kind = block["type"]
-            if kind in SERVER_TOOL_BLOCKS or (kind.endswith("_tool_result") and kind != "tool_result"):
-                tool_items.append(kind)
-            elif kind not in KNOWN_BLOCKS:
-                unknown.append(f"block:{kind}")
-    return WireShapes(tuple(unknown), tuple(tool_items)) if unknown or tool_items else WireShapes()
+class _Seen:
+    """Roles and block types daari does not know, and server tool blocks: what `ChatRequest.shapes` shows."""
+
+    def __init__(self) -> None:
+        self.unknown: list[str] = []
+        self.tool_items: list[str] = []
+
+    def block(self, kind: str) -> None:
+        """A block type not in KNOWN_BLOCKS (callers check that first: most blocks are known)."""
+        if kind in SERVER_TOOL_BLOCKS or (kind.endswith("_tool_result") and kind != "tool_result"):
+            self.tool_items.append(kind)
+        else:
+            self.unknown.append(f"block:{kind}")
 
 
-def _system_messages(system: object) -> list[Message]:
+def _system_messages(system: str | list[Any] | None) -> list[Message]:
     if system is None:
         return []
     if isinstance(system, str):
         return [Message(role="system", content=system)] if system else []
-    if not isinstance(system, list):
-        raise InvalidRequest("system: expected a string or a list of text blocks", param="system")
-    texts: list[str] = []
-    for index, block in enumerate(system):
-        param = f"system.{index}"
-        _require_block(block, param)
-        if block["type"] == "text" and not is_billing_block(text := _block_text(block, param)):
-            texts.append(text)
+    checked = anthropic_schema.TOP_SYSTEM_BLOCKS.check(system, "anthropic", ("system",))
+    texts = [read.text for read in checked
+             if type(read) is anthropic_schema.TextBlock and not is_billing_block(read.text)]
     return [Message(role="system", content="\n".join(texts))] if texts else []
 
 
-def _parse_message(raw: object, param: str) -> list[Message]:
-    if not isinstance(raw, dict):
-        raise InvalidRequest(f"{param}: expected an object", param=param)
-    raw_role = raw.get("role")
-    if not isinstance(raw_role, str):
-        # Anthropic's own wording: clients (Claude Code) recognise role errors by it.
-        raise InvalidRequest(f"{param}.role: Input should be 'user' or 'assistant'", param=f"{param}.role")
+def _role_blocks(role: str) -> Open:
+    """The blocks a message of `role` may hold (a role daari does not know: the user's)."""
+    return anthropic_schema.BLOCKS[_KNOWN_ROLES.get(role, "user")]
+
+
+def _message(sent_role: str, content: str | list[dict[str, Any]], checked: str | list[Any], at: Path,
+             seen: _Seen) -> list[Message]:
+    """One message: `content` as sent, `checked` its blocks as their shapes read them (`schema.Open.check`)."""
     # A role daari does not know is the client's input, read as such (docs/agents.md).
-    role: Role = _KNOWN_ROLES.get(raw_role, "user")
-    content = raw.get("content")
-    if isinstance(content, str):
-        return [Message(role=role, content=content)]
-    if not isinstance(content, list):
-        raise InvalidRequest(f"{param}.content: expected a string or a list of content blocks",
-                             param=f"{param}.content")
-    for index, block in enumerate(content):
-        _require_block(block, f"{param}.content.{index}")
+    role: Role = _KNOWN_ROLES.get(sent_role, "user")
+    if sent_role not in _KNOWN_ROLES:
+        seen.unknown.append(f"role:{sent_role}")
+    if isinstance(content, str) or isinstance(checked, str):
+        return [Message(role=role, content=content if isinstance(content, str) else "")]
+    at = (*at, "content")
     if role == "assistant":
-        return [_assistant_message(content, f"{param}.content")]
+        return [_assistant_message(content, checked, at, seen)]
     if role == "system":
-        parts = [_content_part(b, f"{param}.content.{i}") for i, b in enumerate(content)
-                 if b["type"] not in _HISTORY_ONLY_BLOCKS]
+        parts: list[ContentPart] = []
+        for index, (block, read) in enumerate(zip(content, checked, strict=True)):
+            kind = block["type"]
+            if kind not in KNOWN_BLOCKS:
+                seen.block(kind)
+            if kind not in HISTORY_ONLY_BLOCKS:
+                parts.append(_part(block, read, at, index))
         return [Message(role="system", content=_simplify(parts))]
-    return _user_messages(content, f"{param}.content")
+    return _user_messages(content, checked, at, seen)
 
 
-def _require_block(block: object, param: str) -> None:
-    if not isinstance(block, dict):
-        raise InvalidRequest(f"{param}: expected a content block object", param=param)
-    if not isinstance(block.get("type"), str):
-        raise InvalidRequest(f"{param}.type: every content block needs a string type", param=f"{param}.type")
-
-
-def _block_text(block: dict[str, Any], param: str) -> str:
-    text = block.get("text")
-    if not isinstance(text, str):
-        raise InvalidRequest(f"{param}.text: expected a string", param=f"{param}.text")
-    return text
-
-
-def _assistant_message(blocks: list[dict[str, Any]], param: str) -> Message:
+def _assistant_message(blocks: list[dict[str, Any]], checked: list[Any], at: Path, seen: _Seen) -> Message:
     parts: list[ContentPart] = []
     calls: list[ToolCall] = []
-    for index, block in enumerate(blocks):
-        where = f"{param}.{index}"
+    for index, (block, read) in enumerate(zip(blocks, checked, strict=True)):
         kind = block["type"]
-        if kind == "tool_use":
-            calls.append(_tool_call(block, where))
+        if kind not in KNOWN_BLOCKS:
+            seen.block(kind)
+        if kind in HISTORY_ONLY_BLOCKS:
+            continue
+        if type(read) is anthropic_schema.ToolUseBlock:
+            calls.append(ToolCall(id=read.id, name=read.name, arguments=compact_json(block.get("input", {}))))
         elif kind == "tool_result":
-            raise InvalidRequest(f"{where}: tool_result blocks belong in user messages", param=where)
-        elif kind not in _HISTORY_ONLY_BLOCKS:
-            parts.append(_content_part(block, where))
+            raise fail(f"{param((*at, index), 'anthropic')}: tool_result blocks belong in user messages",
+                       (*at, index), "anthropic")
+        else:
+            parts.append(_part(block, read, at, index))
     return Message(role="assistant", content=_simplify(parts), tool_calls=calls)
 
 
-def _tool_call(block: dict[str, Any], param: str) -> ToolCall:
-    call_id, name = block.get("id"), block.get("name")
-    if not isinstance(call_id, str) or not call_id:
-        raise InvalidRequest(f"{param}.id: tool_use needs a string id", param=f"{param}.id")
-    if not isinstance(name, str) or not name:
-        raise InvalidRequest(f"{param}.name: tool_use needs a string name", param=f"{param}.name")
-    tool_input = block.get("input", {})
-    if not isinstance(tool_input, dict):
-        raise InvalidRequest(f"{param}.input: expected an object", param=f"{param}.input")
-    return ToolCall(id=call_id, name=name, arguments=compact_json(tool_input))
-
-
-def _user_messages(blocks: list[dict[str, Any]], param: str) -> list[Message]:
+def _user_messages(blocks: list[dict[str, Any]], checked: list[Any], at: Path, seen: _Seen) -> list[Message]:
     """Tool results first, one tool Message each in order, then one user Message for everything else."""
     results: list[Message] = []
     parts: list[ContentPart] = []
-    for index, block in enumerate(blocks):
-        where = f"{param}.{index}"
+    for index, (block, read) in enumerate(zip(blocks, checked, strict=True)):
         kind = block["type"]
-        if kind == "tool_result":
-            results.append(_tool_result(block, where))
+        if kind not in KNOWN_BLOCKS:
+            seen.block(kind)
+        if type(read) is anthropic_schema.ToolResultBlock:
+            results.append(_tool_result(read, (*at, index)))
         elif kind == "tool_use":
-            raise InvalidRequest(f"{where}: tool_use blocks belong in assistant messages", param=where)
-        elif kind not in _HISTORY_ONLY_BLOCKS:
-            parts.append(_content_part(block, where))
+            raise fail(f"{param((*at, index), 'anthropic')}: tool_use blocks belong in assistant messages",
+                       (*at, index), "anthropic")
+        elif kind not in HISTORY_ONLY_BLOCKS:
+            parts.append(_part(block, read, at, index))
     if parts or not results:
         results.append(Message(role="user", content=_simplify(parts)))
     return results
 
 
-def _tool_result(block: dict[str, Any], param: str) -> Message:
-    call_id = block.get("tool_use_id")
-    if not isinstance(call_id, str) or not call_id:
-        raise InvalidRequest(f"{param}.tool_use_id: expected a string", param=f"{param}.tool_use_id")
-    is_error = block.get("is_error", False)
-    if not isinstance(is_error, bool):
-        raise InvalidRequest(f"{param}.is_error: expected a boolean", param=f"{param}.is_error")
-    content = block.get("content", "")
-    if isinstance(content, list):
-        parts = []
-        for index, inner in enumerate(content):
-            _require_block(inner, f"{param}.content.{index}")
-            parts.append(_content_part(inner, f"{param}.content.{index}"))
-        content = parts
-    elif not isinstance(content, str):
-        raise InvalidRequest(f"{param}.content: expected a string or a list of content blocks",
-                             param=f"{param}.content")
-    return Message(role="tool", content=content, tool_call_id=call_id, is_error=is_error)
+def _tool_result(read: anthropic_schema.ToolResultBlock, at: Path) -> Message:
+    if isinstance(read.content, str):
+        content: str | list[ContentPart] = read.content
+    else:
+        at = (*at, "content")
+        checked = anthropic_schema.RESULT_BLOCKS.check(read.content, "anthropic", at)
+        content = [_part(block, inner, at, i) for i, (block, inner) in enumerate(zip(read.content, checked,
+                                                                                      strict=True))]
+    return Message(role="tool", content=content, tool_call_id=read.tool_use_id, is_error=read.is_error)
 
 
-def _content_part(block: dict[str, Any], param: str) -> ContentPart:
-    kind = block["type"]
-    if kind == "text":
-        return {"type": "text", "text": _block_text(block, param)}
-    if kind == "image":
-        return _image_part(block, param)
-    # A block daari does not model: keep it whole (the key leaves out its cache_control), so it survives.
+def _part(block: dict[str, Any], checked: Any, at: Path, index: int) -> ContentPart:
+    """A block as a neutral part: text and images read, any other block (`checked` not a shape daari reads)
+    kept whole."""
+    if type(checked) is anthropic_schema.TextBlock:
+        return {"type": "text", "text": checked.text}
+    if type(checked) is anthropic_schema.ImageBlock:
+        shape = anthropic_schema.SOURCES.get(checked.source.get("type"))
+        read = check(block["source"], shape, "anthropic", (*at, index, "source")) if shape is not None else None
+        if isinstance(read, anthropic_schema.Base64Source):
+            return {"type": "image", "media_type": read.media_type, "data": read.data}
+        if isinstance(read, anthropic_schema.UrlSource):
+            return {"type": "image", "url": read.url}
+    # A block daari does not model (or an image from a file): kept whole (the key leaves out its cache_control).
     return dict(block)
-
-
-def _image_part(block: dict[str, Any], param: str) -> ContentPart:
-    source = block.get("source")
-    if not isinstance(source, dict):
-        raise InvalidRequest(f"{param}.source: an image needs a source object", param=f"{param}.source")
-    kind = source.get("type")
-    if kind == "base64":
-        media_type, data = source.get("media_type"), source.get("data")
-        if not isinstance(media_type, str) or not isinstance(data, str):
-            raise InvalidRequest(f"{param}.source: base64 images need string media_type and data",
-                                 param=f"{param}.source")
-        return {"type": "image", "media_type": media_type, "data": data}
-    if kind == "url":
-        url = source.get("url")
-        if not isinstance(url, str):
-            raise InvalidRequest(f"{param}.source.url: expected a string", param=f"{param}.source.url")
-        return {"type": "image", "url": url}
-    return dict(block)  # file sources and future kinds: carried as is
 
 
 def _simplify(parts: list[ContentPart]) -> str | list[ContentPart]:
@@ -300,102 +259,49 @@ def _simplify(parts: list[ContentPart]) -> str | list[ContentPart]:
     return parts
 
 
-def _temperature(body: dict[str, Any]) -> float | None:
-    value = body.get("temperature")
-    if value is None:
-        return None
-    if not _is_number(value) or not 0 <= value <= ANTHROPIC_MAX_TEMPERATURE:
-        raise InvalidRequest("temperature: expected a number from 0 to 1", param="temperature")
-    return float(value)
+_TOOL_CHOICE_TO_NEUTRAL: dict[type[anthropic_schema.ToolChoiceAuto], str] = {
+    anthropic_schema.ToolChoiceAuto: "auto",
+    anthropic_schema.ToolChoiceAny: "required",
+    anthropic_schema.ToolChoiceNone: "none",
+}
 
 
-def _is_number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _sampling(body: dict[str, Any], require_max_tokens: bool) -> dict[str, Any]:
+def _sampling(read: CountTokensBody, body: dict[str, Any]) -> dict[str, Any]:
+    # The values as the client sent them (1 stays 1, not 1.0: the cache key hashes them).
     sampling: dict[str, Any] = {}
-    max_tokens = body.get("max_tokens")
-    if max_tokens is None:
-        if require_max_tokens:
-            raise InvalidRequest("max_tokens: Field required", param="max_tokens")
-    elif not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
-        raise InvalidRequest("max_tokens: expected an integer >= 1", param="max_tokens")
-    else:
-        sampling["max_tokens"] = max_tokens
-    stop = body.get("stop_sequences")
-    if stop is not None:
-        if not isinstance(stop, list) or not all(isinstance(s, str) for s in stop):
-            raise InvalidRequest("stop_sequences: expected a list of strings", param="stop_sequences")
-        if stop:
-            sampling["stop"] = stop
-    top_p = body.get("top_p")
-    if top_p is not None:
-        if not _is_number(top_p) or not 0 <= top_p <= 1:
-            raise InvalidRequest("top_p: expected a number from 0 to 1", param="top_p")
-        sampling["top_p"] = top_p
-    top_k = body.get("top_k")
-    if top_k is not None:
-        if not isinstance(top_k, int) or isinstance(top_k, bool) or top_k < 0:
-            raise InvalidRequest("top_k: expected an integer >= 0", param="top_k")
-        sampling["top_k"] = top_k
-    if body.get("tool_choice") is not None:
-        sampling.update(_tool_choice(body["tool_choice"]))
-    thinking = body.get("thinking")
-    if thinking is not None:
-        if not isinstance(thinking, dict):
-            raise InvalidRequest("thinking: expected an object", param="thinking")
-        sampling["thinking"] = thinking  # changes the answer, so it belongs in the cache key
+    if read.max_tokens is not None:
+        sampling["max_tokens"] = body["max_tokens"]
+    if read.stop_sequences:
+        sampling["stop"] = body["stop_sequences"]
+    if read.top_p is not None:
+        sampling["top_p"] = body["top_p"]
+    if read.top_k is not None:
+        sampling["top_k"] = body["top_k"]
+    choice = read.tool_choice
+    if isinstance(choice, anthropic_schema.ToolChoiceTool):
+        sampling["tool_choice"] = {"name": choice.name}
+    elif choice is not None:
+        sampling["tool_choice"] = _TOOL_CHOICE_TO_NEUTRAL[type(choice)]
+    if choice is not None and choice.disable_parallel_tool_use is True:
+        sampling["parallel_tool_calls"] = False  # OpenAI's name for the same switch
+    if read.thinking is not None:
+        sampling["thinking"] = body["thinking"]  # changes the answer, so it belongs in the cache key
     return sampling
 
 
-def _tool_choice(choice: object) -> dict[str, Any]:
-    if not isinstance(choice, dict) or not isinstance(choice.get("type"), str):
-        raise InvalidRequest("tool_choice: expected an object with a type", param="tool_choice")
-    kind = choice["type"]
-    out: dict[str, Any] = {}
-    if kind == "tool":
-        name = choice.get("name")
-        if not isinstance(name, str) or not name:
-            raise InvalidRequest("tool_choice.name: expected the tool's name", param="tool_choice.name")
-        out["tool_choice"] = {"name": name}
-    elif kind in _TOOL_CHOICE_TO_NEUTRAL:
-        out["tool_choice"] = _TOOL_CHOICE_TO_NEUTRAL[kind]
-    else:
-        raise InvalidRequest(f"tool_choice.type: expected auto, any, tool or none, got {kind!r}",
-                             param="tool_choice.type")
-    if choice.get("disable_parallel_tool_use") is True:
-        out["parallel_tool_calls"] = False  # OpenAI's name for the same switch
-    return out
-
-
-def _parse_tools(tools: object) -> list[Tool]:
-    if tools is None:
-        return []
-    if not isinstance(tools, list):
-        raise InvalidRequest("tools: expected a list", param="tools")
+def _tools(tools: list[anthropic_schema.ToolParam], sent: list[dict[str, Any]]) -> list[Tool]:
     parsed: list[Tool] = []
-    for index, tool in enumerate(tools):
-        param = f"tools.{index}"
-        if not isinstance(tool, dict):
-            raise InvalidRequest(f"{param}: expected an object", param=param)
-        name = tool.get("name")
-        if not isinstance(name, str) or not name:
-            raise InvalidRequest(f"{param}.name: expected a string", param=f"{param}.name")
-        description = tool.get("description")
-        if description is not None and not isinstance(description, str):
-            raise InvalidRequest(f"{param}.description: expected a string", param=f"{param}.description")
-        kind = tool.get("type")
-        extra = without_cache_markers({k: v for k, v in tool.items() if k not in _TOOL_FIELDS})
-        if kind not in (None, "custom"):
+    for index, (tool, definition) in enumerate(zip(tools, sent, strict=True)):
+        extra = without_cache_markers({k: v for k, v in definition.items() if k not in _TOOL_FIELDS})
+        if tool.type not in (None, "custom"):
             # A server tool (web_search_..., bash_..., text_editor_...): its definition rides in `raw`.
-            parsed.append(Tool(name=name, description=description, parameters={}, extra=extra))
+            parsed.append(Tool(name=tool.name, description=tool.description, parameters={}, extra=extra))
             continue
-        schema = tool.get("input_schema")
-        if not isinstance(schema, dict):
-            raise InvalidRequest(f"{param}.input_schema: expected a JSON schema object",
-                                 param=f"{param}.input_schema")
-        parsed.append(Tool(name=name, description=description, parameters=schema, extra=extra))
+        if tool.input_schema is None:
+            raise fail(f"tools.{index}.input_schema: Field required (a client tool's JSON schema)",
+                       ("tools", index, "input_schema"), "anthropic")
+        parsed.append(Tool(name=tool.name, description=tool.description, parameters=definition["input_schema"],
+                           extra=extra))
     return parsed
 
 

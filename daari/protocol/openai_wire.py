@@ -1,5 +1,6 @@
-"""OpenAI chat-completions requests: parse and validate a client's body into a `ChatRequest`, and build the
-body daari sends to an OpenAI-compatible upstream from any `ChatRequest`.
+"""OpenAI chat-completions requests: read a client's body, checked against its declared schema
+(`openai_schema`), into a `ChatRequest`, and build the body daari sends to an OpenAI-compatible upstream from
+any `ChatRequest`.
 
 Choices made here, because clients differ from the reference API:
 - `model` missing: many local clients omit it, so it defaults to DEFAULT_MODEL ("daari") instead of a 400.
@@ -36,14 +37,16 @@ set by daari, and tool_choice / parallel_tool_calls left out without tools. Anyt
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from daari.errors import InvalidRequest
+from daari.protocol import openai_schema
 from daari.protocol.anthropic_wire import EFFORT_BUDGET
 from daari.protocol.chat import ChatRequest, ContentPart, Message, Role, Tool, ToolCall, WireShapes
 from daari.protocol.key_fields import uninterpreted, without_cache_markers
 from daari.protocol.openai_headers import client_headers
+from daari.protocol.schema import Path, check, fail
 
 DEFAULT_MODEL = "daari"
 TOOL_ERROR_PREFIX = "Error: "
@@ -51,7 +54,7 @@ TOOL_ERROR_PREFIX = "Error: "
 _ROLES: dict[str, Role] = {
     "system": "system", "developer": "system", "user": "user", "assistant": "assistant", "tool": "tool",
 }
-# Sampling keys passed through as the client set them (validated below where a wrong type is common).
+# Sampling keys passed through as the client set them (their types are declared in openai_schema).
 _SAMPLING_KEYS = (
     "top_p", "stop", "n", "seed", "tool_choice", "response_format", "presence_penalty", "frequency_penalty",
     "logit_bias", "logprobs", "top_logprobs", "parallel_tool_calls",
@@ -66,272 +69,134 @@ _FUNCTION_FIELDS = ("name", "description", "parameters")
 KNOWN_PARTS = ("text", "image_url", "refusal", "input_audio", "file")
 
 
-def _fail(message: str, param: str) -> InvalidRequest:
-    return InvalidRequest(message, param=param)
-
-
-def _is_number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _number(body: Mapping[str, Any], key: str, low: float, high: float) -> float | None:
-    value = body.get(key)
-    if value is None:
-        return None
-    if not _is_number(value) or not low <= value <= high:
-        raise _fail(f"'{key}' must be a number between {low:g} and {high:g}, got {value!r}", key)
-    return float(value)
-
-
-def _int(body: Mapping[str, Any], key: str, low: int, high: int | None = None) -> int | None:
-    value = body.get(key)
-    if value is None:
-        return None
-    if not _is_int(value) or value < low or (high is not None and value > high):
-        bound = f"between {low} and {high}" if high is not None else f">= {low}"
-        raise _fail(f"'{key}' must be an integer {bound}, got {value!r}", key)
-    return int(value)
-
-
-def _bool(body: Mapping[str, Any], key: str) -> bool | None:
-    value = body.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, bool):
-        raise _fail(f"'{key}' must be a boolean, got {value!r}", key)
-    return value
-
-
-def _image_part(part: Mapping[str, Any], param: str) -> ContentPart:
-    image = part.get("image_url")
-    url = image.get("url") if isinstance(image, dict) else image if isinstance(image, str) else None
-    if not isinstance(url, str) or not url:
-        raise _fail("an image_url part needs image_url.url (an http(s) or data: URL)",
-                    f"{param}.image_url.url")
+def _image(url: str, at: Path) -> ContentPart:
     if url.startswith("data:"):
         head, comma, data = url[5:].partition(",")
         media_type, _, encoding = head.partition(";")
         if not comma or encoding != "base64" or not media_type:
-            raise _fail("a data: image URL must look like data:<media type>;base64,<data>",
-                        f"{param}.image_url.url")
+            raise fail("a data: image URL must look like data:<media type>;base64,<data>", (*at, "image_url", "url"),
+                       "openai")
         return {"type": "image", "media_type": media_type, "data": data}
     return {"type": "image", "url": url}
 
 
-def _content(value: object, role: Role, param: str) -> str | list[ContentPart] | None:
-    if value is None or isinstance(value, str):
-        return value
-    if not isinstance(value, list):
-        raise _fail(f"'{param}' must be a string, null, or a list of content parts", param)
+def _content(content: str | list[Any] | None, role: Role, at: Path,
+             unknown: list[str]) -> str | list[ContentPart] | None:
+    if content is None or isinstance(content, str):
+        return content
+    shapes = openai_schema.PARTS.get(role, openai_schema.OTHER_PARTS)
     parts: list[ContentPart] = []
-    for j, part in enumerate(value):
-        where = f"{param}[{j}]"
+    for j, part in enumerate(content):
         if isinstance(part, str):  # a bare string part: some clients send it, it can only mean text
             parts.append({"type": "text", "text": part})
             continue
-        if not isinstance(part, dict):
-            raise _fail(f"'{where}' must be a content part object", where)
-        kind = part.get("type")
-        if kind in ("text", "refusal") and (kind == "text" or role == "assistant"):
-            text = part.get(kind)
-            if not isinstance(text, str):
-                raise _fail(f"a {kind} part needs '{kind}' as a string", f"{where}.{kind}")
-            parts.append({"type": "text", "text": text})
-        elif kind == "image_url" and role == "user":
-            parts.append(_image_part(part, where))
-        elif kind in ("image_url", "refusal"):
-            allowed = "text and image_url" if role == "user" else "text"
-            raise _fail(f"content part type {kind!r} is not supported in a {role} message "
-                        f"(allowed: {allowed})", f"{where}.type")
-        elif isinstance(kind, str) and kind:
-            parts.append(dict(part))  # input_audio, file, future types: carried whole (and keyed whole)
+        read = shapes.one(part, "openai", (*at, j))
+        kind = part["type"]
+        if type(read) is openai_schema.TextPart:
+            parts.append({"type": "text", "text": read.text})
+        elif type(read) is openai_schema.RefusalPart:
+            parts.append({"type": "text", "text": read.refusal})
+        elif type(read) is openai_schema.ImageUrlPart:
+            url = read.image_url if isinstance(read.image_url, str) else read.image_url.url
+            parts.append(_image(url, (*at, j)))
+        elif kind in openai_schema.ROLE_BOUND_PARTS:
+            allowed = "text and image_url" if role == "user" else "text and refusal" if role == "assistant" else "text"
+            raise fail(f"content part type {kind!r} is not supported in a {role} message (allowed: {allowed})",
+                       (*at, j, "type"), "openai")
         else:
-            raise _fail("every content part needs a string 'type'", f"{where}.type")
+            if kind not in KNOWN_PARTS:
+                unknown.append(f"content_part:{kind}")
+            parts.append(dict(part))  # input_audio, file, future types: carried whole (and keyed whole)
     return parts
 
 
-def _tool_calls(value: object, param: str) -> list[ToolCall]:
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise _fail(f"'{param}' must be a list", param)
-    calls: list[ToolCall] = []
-    for k, call in enumerate(value):
-        where = f"{param}[{k}]"
-        function = call.get("function") if isinstance(call, dict) else None
-        if not isinstance(function, dict):
-            raise _fail(f"'{where}' must be an object with 'function'", f"{where}.function")
-        if not isinstance(call.get("id"), str) or not call["id"]:
-            raise _fail(f"'{where}.id' must be a non-empty string", f"{where}.id")
-        if not isinstance(function.get("name"), str) or not function["name"]:
-            raise _fail(f"'{where}.function.name' must be a non-empty string", f"{where}.function.name")
-        arguments = function.get("arguments", "")
+def _tool_calls(calls: list[openai_schema.ToolCallParam]) -> list[ToolCall]:
+    out: list[ToolCall] = []
+    for call in calls:
+        arguments = call.function.arguments
         if isinstance(arguments, dict):  # a sloppy client sent the object, not its JSON text
             arguments = json.dumps(arguments, separators=(",", ":"))
-        if not isinstance(arguments, str):
-            raise _fail(f"'{where}.function.arguments' must be a JSON string", f"{where}.function.arguments")
-        calls.append(ToolCall(id=call["id"], name=function["name"], arguments=arguments))
-    return calls
+        out.append(ToolCall(id=call.id, name=call.function.name, arguments=arguments))
+    return out
 
 
-def _message(value: object, i: int) -> Message:
-    param = f"messages[{i}]"
-    if not isinstance(value, dict):
-        raise _fail(f"'{param}' must be an object", param)
-    raw_role = value.get("role")
-    if raw_role == "function":
-        raise _fail("the legacy 'function' role is not supported: send 'tool' messages with tool_call_id",
-                    f"{param}.role")
-    if raw_role not in _ROLES:
-        raise _fail(f"'{param}.role' must be one of {', '.join(_ROLES)}, got {raw_role!r}", f"{param}.role")
-    role = _ROLES[raw_role]
-    message = Message(role=role, content=_content(value.get("content"), role, f"{param}.content"))
-    name = value.get("name")
-    if name is not None:
-        if not isinstance(name, str):
-            raise _fail(f"'{param}.name' must be a string", f"{param}.name")
-        message.name = name
+def _message(read: openai_schema.MessageParam, i: int, unknown: list[str]) -> Message:
+    at: Path = ("messages", i)
+    if read.role == "function":
+        raise fail("the legacy 'function' role is not supported: send 'tool' messages with tool_call_id",
+                   (*at, "role"), "openai")
+    role = _ROLES[read.role]
+    message = Message(role=role, content=_content(read.content, role, (*at, "content"), unknown), name=read.name)
     if role == "assistant":
-        message.tool_calls = _tool_calls(value.get("tool_calls"), f"{param}.tool_calls")
-        if value.get("function_call") is not None:
-            raise _fail("the legacy 'function_call' is not supported: send 'tool_calls'",
-                        f"{param}.function_call")
-    if role == "tool":
-        call_id = value.get("tool_call_id")
-        if not isinstance(call_id, str) or not call_id:
-            raise _fail(f"'{param}.tool_call_id' is required for a tool message", f"{param}.tool_call_id")
-        message.tool_call_id = call_id
+        message.tool_calls = _tool_calls(read.tool_calls or [])
+        if read.function_call is not None:
+            raise fail("the legacy 'function_call' is not supported: send 'tool_calls'", (*at, "function_call"),
+                       "openai")
+    elif role == "tool":
+        if not read.tool_call_id:
+            raise fail(f"'messages[{i}].tool_call_id' is required for a tool message", (*at, "tool_call_id"),
+                       "openai")
+        message.tool_call_id = read.tool_call_id
     return message
 
 
-def _tools(value: object) -> list[Tool]:
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise _fail("'tools' must be a list", "tools")
-    tools: list[Tool] = []
-    for k, tool in enumerate(value):
-        where = f"tools[{k}]"
-        if not isinstance(tool, dict):
-            raise _fail(f"'{where}' must be an object", where)
-        if tool.get("type", "function") != "function":
-            raise _fail(f"'{where}.type' must be 'function', got {tool.get('type')!r}", f"{where}.type")
-        function = tool.get("function")
-        if not isinstance(function, dict):
-            raise _fail(f"'{where}.function' must be an object with a name", f"{where}.function")
-        name = function.get("name")
-        if not isinstance(name, str) or not name:
-            raise _fail(f"'{where}.function.name' must be a non-empty string", f"{where}.function.name")
-        description = function.get("description")
-        if description is not None and not isinstance(description, str):
-            raise _fail(f"'{where}.function.description' must be a string", f"{where}.function.description")
-        parameters = function.get("parameters")
-        if parameters is None:
-            parameters = {"type": "object", "properties": {}}
-        if not isinstance(parameters, dict):
-            raise _fail(f"'{where}.function.parameters' must be a JSON schema object",
-                        f"{where}.function.parameters")
-        extra = {k: v for k, v in function.items() if k not in _FUNCTION_FIELDS}
-        extra.update({k: v for k, v in tool.items() if k not in _TOOL_FIELDS})
-        tools.append(Tool(name=name, description=description, parameters=parameters,
-                          extra=without_cache_markers(extra)))
-    return tools
+def _tools(tools: list[openai_schema.ToolParam], sent: list[dict[str, Any]]) -> list[Tool]:
+    out: list[Tool] = []
+    for tool, definition in zip(tools, sent, strict=True):
+        function = tool.function
+        extra = {k: v for k, v in definition["function"].items() if k not in _FUNCTION_FIELDS}
+        extra.update({k: v for k, v in definition.items() if k not in _TOOL_FIELDS})
+        parameters = (definition["function"]["parameters"] if function.parameters is not None  # as sent
+                      else {"type": "object", "properties": {}})
+        out.append(Tool(name=function.name, description=function.description, parameters=parameters,
+                        extra=without_cache_markers(extra)))
+    return out
 
 
-def _one_choice(body: Mapping[str, Any]) -> None:
-    if (_int(body, "n", 1) or 1) > 1:
-        # Every tier and the cache hold one answer per request; n > 1 would silently lose the others.
-        raise _fail("'n' must be 1: daari answers with one choice per request (send n requests instead)", "n")
-
-
-# The range and type checks of the sampling fields, in the order they are reported; run only for the fields
-# present (most bodies carry two or three of them).
-_SAMPLING_CHECKS: tuple[tuple[str, Callable[[Mapping[str, Any]], object]], ...] = (
-    ("top_p", lambda body: _number(body, "top_p", 0, 1)),
-    ("presence_penalty", lambda body: _number(body, "presence_penalty", -2, 2)),
-    ("frequency_penalty", lambda body: _number(body, "frequency_penalty", -2, 2)),
-    ("n", _one_choice),
-    ("seed", lambda body: _int(body, "seed", -(2**63))),
-    ("logprobs", lambda body: _bool(body, "logprobs")),
-    ("top_logprobs", lambda body: _int(body, "top_logprobs", 0, 20)),
-    ("parallel_tool_calls", lambda body: _bool(body, "parallel_tool_calls")),
-)
-
-
-def _sampling(body: Mapping[str, Any]) -> dict[str, Any]:
+def _sampling(read: openai_schema.ChatBody, body: Mapping[str, Any]) -> dict[str, Any]:
+    # The values as the client sent them (1 stays 1, not 1.0: the cache key hashes them).
     sampling = {key: body[key] for key in _SAMPLING_KEYS if body.get(key) is not None}
-    for key, check in _SAMPLING_CHECKS:
-        if key in body:
-            check(body)
-    stop = body.get("stop")
-    if stop is not None and not isinstance(stop, str) and not (
-            isinstance(stop, list) and all(isinstance(s, str) for s in stop)):
-        raise _fail("'stop' must be a string or a list of strings", "stop")
-    if stop == []:  # some clients (Zed) always send an empty list: it means no stop sequences
+    if (read.n or 1) > 1:
+        # Every tier and the cache hold one answer per request; n > 1 would silently lose the others.
+        raise fail("'n' must be 1: daari answers with one choice per request (send n requests instead)", ("n",),
+                   "openai")
+    if read.stop == []:  # some clients (Zed) always send an empty list: it means no stop sequences
         del sampling["stop"]
-    for key in ("logit_bias", "response_format"):
-        if key in sampling and not isinstance(sampling[key], dict):
-            raise _fail(f"'{key}' must be an object", key)
-    choice = body.get("tool_choice")
-    if choice is not None and choice not in ("none", "auto", "required") and not (
-            isinstance(choice, dict) and isinstance(choice.get("function"), dict)):
-        raise _fail("'tool_choice' must be 'none', 'auto', 'required' or "
-                    "{\"type\": \"function\", \"function\": {\"name\": ...}}", "tool_choice")
-    if isinstance(choice, dict):
+    if isinstance(read.tool_choice, openai_schema.NamedToolChoice):
         # The neutral form of a forced tool, shared with Anthropic requests (and so with their L0 keys).
-        sampling["tool_choice"] = {"name": choice["function"].get("name")}
-    max_tokens = _int(body, "max_tokens", 1)
-    max_completion = _int(body, "max_completion_tokens", 1)
-    if max_completion is not None or max_tokens is not None:
-        sampling["max_tokens"] = max_completion if max_completion is not None else max_tokens
+        sampling["tool_choice"] = {"name": read.tool_choice.function.name}
+    limit = "max_completion_tokens" if read.max_completion_tokens is not None else "max_tokens"
+    if body.get(limit) is not None:  # the newer name wins: OpenAI documents max_tokens as its deprecated alias
+        sampling["max_tokens"] = body[limit]
     return sampling
 
 
 def parse_chat_request(body: object, headers: Mapping[str, str]) -> ChatRequest:
-    """Validate an OpenAI chat-completions body; raise `InvalidRequest` naming the first bad field."""
+    """Check an OpenAI chat-completions body against its declared schema (`openai_schema`) and read it into a
+    neutral `ChatRequest`; raise `InvalidRequest` naming the first bad field."""
     if not isinstance(body, dict):
-        raise _fail("the request body must be a JSON object", "body")
+        raise fail("the request body must be a JSON object", ("body",), "openai")
     for legacy in ("functions", "function_call"):
         if body.get(legacy) is not None:
-            raise _fail(f"the legacy '{legacy}' field is not supported: use 'tools' and 'tool_choice'",
-                        legacy)
-    model = body.get("model")
-    if model is None:
-        model = DEFAULT_MODEL
-    if not isinstance(model, str) or not model:
-        raise _fail("'model' must be a non-empty string", "model")
-    messages = body.get("messages")
-    if not isinstance(messages, list) or not messages:
-        raise _fail("'messages' must be a non-empty list of messages", "messages")
-    stream_options = body.get("stream_options")
-    if stream_options is not None and not isinstance(stream_options, dict):
-        raise _fail("'stream_options' must be an object", "stream_options")
+            raise fail(f"the legacy '{legacy}' field is not supported: use 'tools' and 'tool_choice'", (legacy,),
+                       "openai")
+    read: openai_schema.ChatBody = check(body, openai_schema.ChatBody, "openai")
+    unknown: list[str] = []
+    messages = [_message(m, i, unknown) for i, m in enumerate(read.messages)]
     return ChatRequest(
-        messages=[_message(m, i) for i, m in enumerate(messages)],
-        model=model,
+        messages=messages,
+        model=read.model if read.model is not None else DEFAULT_MODEL,
         protocol="openai",
-        stream=bool(_bool(body, "stream")),
-        temperature=_number(body, "temperature", 0, 2),
-        tools=_tools(body.get("tools")),
-        sampling=_sampling(body),
-        include_usage=bool((stream_options or {}).get("include_usage")),
+        stream=bool(read.stream),
+        temperature=read.temperature,
+        tools=_tools(read.tools, body["tools"]) if read.tools else [],
+        sampling=_sampling(read, body),
+        include_usage=bool((read.stream_options or {}).get("include_usage")),
         raw=body,
         passthrough_headers=client_headers(headers),
         extra=uninterpreted("openai", body, _INTERPRETED),
-        shapes=_shapes(messages),
+        shapes=WireShapes(unknown=tuple(unknown)) if unknown else WireShapes(),
     )
-
-
-def _shapes(messages: list[Any]) -> WireShapes:
-    """Content part types daari does not know (the messages are already validated)."""
-    unknown = [f"content_part:{part.get('type')}" for message in messages
-               for part in (message.get("content") if isinstance(message.get("content"), list) else [])
-               if isinstance(part, dict) and part.get("type") not in KNOWN_PARTS]
-    return WireShapes(unknown=tuple(unknown)) if unknown else WireShapes()
 
 
 def native_only_reason(request: ChatRequest) -> str | None:

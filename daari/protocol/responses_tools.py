@@ -21,8 +21,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from daari.errors import InvalidRequest
 from daari.protocol.chat import ChatRequest, Tool
+from daari.protocol.responses_schema import NAMESPACE_TOOLS, TOOLS, CustomTool, FunctionTool, NamespaceTool
+from daari.protocol.schema import Path, fail, param
 
 TRANSLATABLE_TOOLS = ("function", "custom")
 NAMESPACE_SEPARATOR = "__"
@@ -43,21 +44,10 @@ class CallShape:
     namespace: str | None = None
 
 
-def _fail(message: str, param: str) -> InvalidRequest:
-    return InvalidRequest(message, param=param)
-
-
 def flat_name(name: str, namespace: object) -> str:
     """The neutral name of a (possibly namespaced) tool or call; the default namespace adds nothing."""
     if isinstance(namespace, str) and namespace and namespace != DEFAULT_NAMESPACE:
         return f"{namespace}{NAMESPACE_SEPARATOR}{name}"
-    return name
-
-
-def _name(tool: Mapping[str, Any], where: str) -> str:
-    name = tool.get("name")
-    if not isinstance(name, str) or not name:
-        raise _fail(f"'{where}.name' must be a non-empty string", f"{where}.name")
     return name
 
 
@@ -70,28 +60,18 @@ def _custom_description(tool: Mapping[str, Any]) -> str | None:
     return description
 
 
-def _tool(tool: object, where: str, namespace: str | None) -> Tool:
-    if not isinstance(tool, dict):
-        raise _fail(f"'{where}' must be an object", where)
-    kind = tool.get("type")
+def _tool(checked: FunctionTool | CustomTool, tool: dict[str, Any], namespace: str | None) -> Tool:
+    """A function or custom tool (checked, and as sent) as a neutral tool."""
     scope = {"namespace": namespace} if namespace else {}
-    if kind == "function":
-        name = _name(tool, where)
-        parameters = tool.get("parameters") or {"type": "object", "properties": {}}
-        if not isinstance(parameters, dict):
-            raise _fail(f"'{where}.parameters' must be a JSON schema object", f"{where}.parameters")
-        description = tool.get("description")
+    if type(checked) is FunctionTool:
         extra = {k: v for k, v in tool.items()
                  if k not in ("type", "name", "description", "parameters") and v is not None}
-        return Tool(name=flat_name(name, namespace), description=description if isinstance(description, str)
-                    else None, parameters=parameters, extra={**extra, **scope})
-    if kind == "custom":
-        name = _name(tool, where)
-        extra = {k: v for k, v in tool.items() if k not in ("name", "description") and v is not None}
-        return Tool(name=flat_name(name, namespace), description=_custom_description(tool),
-                    parameters=CUSTOM_PARAMETERS, extra={**extra, **scope})
-    allowed = "'function' or 'custom'" if namespace else "a string ('function', 'custom', 'web_search'...)"
-    raise _fail(f"'{where}.type' must be {allowed}", f"{where}.type")
+        return Tool(name=flat_name(checked.name, namespace), description=checked.description,
+                    parameters=tool.get("parameters") or {"type": "object", "properties": {}},
+                    extra={**extra, **scope})
+    extra = {k: v for k, v in tool.items() if k not in ("name", "description") and v is not None}
+    return Tool(name=flat_name(checked.name, namespace), description=_custom_description(tool),
+                parameters=CUSTOM_PARAMETERS, extra={**extra, **scope})
 
 
 @dataclass(frozen=True)
@@ -108,37 +88,25 @@ def hosted_name(tool: Mapping[str, Any]) -> str:
     return f"{tool.get('type')}:{label}" if isinstance(label, str) and label else str(tool.get("type"))
 
 
-def split_tools(value: object, where: str = "tools") -> ToolSet:
-    """A `tools` list (top-level, or an `additional_tools` item's) as neutral tools (namespaces flattened) and
-    the hosted tools it offers."""
-    if value is None:
-        return ToolSet([], [])
-    if not isinstance(value, list):
-        raise _fail(f"'{where}' must be a list", where)
-    tools: list[Tool] = []
+def split_tools(tools: list[Any], at: Path) -> ToolSet:
+    """A `tools` list at `at` (top-level, or an `additional_tools` item's) as neutral tools (namespaces
+    flattened) and the hosted tools it offers (kept as sent)."""
+    out: list[Tool] = []
     hosted: list[dict[str, Any]] = []
-    for k, tool in enumerate(value):
-        at = f"{where}[{k}]"
-        if not isinstance(tool, dict):
-            raise _fail(f"'{at}' must be an object", at)
-        kind = tool.get("type")
-        if kind == "namespace":
-            namespace, inner = _name(tool, at), tool.get("tools")
-            if not isinstance(inner, list):
-                raise _fail(f"'{at}.tools' must be a list of tools", f"{at}.tools")
-            tools.extend(_tool(t, f"{at}.tools[{j}]", namespace) for j, t in enumerate(inner))
-        elif kind in TRANSLATABLE_TOOLS:
-            tools.append(_tool(tool, at, None))
-        elif isinstance(kind, str) and kind:
-            hosted.append(dict(tool))
+    for index, (tool, checked) in enumerate(zip(tools, TOOLS.check(tools, "openai", at), strict=True)):
+        if type(checked) is NamespaceTool:
+            where = (*at, index, "tools")
+            inner_tools = NAMESPACE_TOOLS.check(checked.tools, "openai", where)
+            for j, (inner, read) in enumerate(zip(checked.tools, inner_tools, strict=True)):
+                if type(read) not in (FunctionTool, CustomTool):
+                    raise fail(f"'{param((*where, j, 'type'), 'openai')}' must be 'function' or 'custom'",
+                               (*where, j, "type"), "openai")
+                out.append(_tool(read, inner, checked.name))
+        elif type(checked) in (FunctionTool, CustomTool):
+            out.append(_tool(checked, tool, None))
         else:
-            raise _fail(f"'{at}.type' must be a string ('function', 'custom', 'web_search'...)", f"{at}.type")
-    return ToolSet(tools, hosted)
-
-
-def parse_tools(value: object) -> list[Tool]:
-    """A request's translatable `tools` as neutral tools (namespaces flattened; hosted tools left out)."""
-    return split_tools(value).tools
+            hosted.append(dict(tool))
+    return ToolSet(out, hosted)
 
 
 def custom_arguments(text: str) -> str:

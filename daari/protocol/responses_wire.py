@@ -1,5 +1,6 @@
-"""OpenAI Responses requests (`POST /v1/responses`): parse a client's body into a `ChatRequest`, say what of
-it only a Responses upstream can serve, and build the body a Responses upstream gets from any `ChatRequest`.
+"""OpenAI Responses requests (`POST /v1/responses`): read a client's body, checked against its declared schema
+(`responses_schema`), into a `ChatRequest`, say what of it only a Responses upstream can serve, and build the
+body a Responses upstream gets from any `ChatRequest`.
 
 Choices made here (docs/agents.md, "OpenAI Responses API"):
 - `input` is a string (one user message) or a list of items. `message`, `function_call` and
@@ -37,27 +38,38 @@ import hashlib
 from collections.abc import Mapping
 from typing import Any
 
-from daari.errors import InvalidRequest
+import msgspec
+
 from daari.jsonio import canonical
 from daari.protocol.chat import ChatRequest, ContentPart, Message, Role, Tool, ToolCall, WireShapes
 from daari.protocol.key_fields import uninterpreted
 from daari.protocol.openai_headers import client_headers
 from daari.protocol.openai_wire import DEFAULT_MODEL
-from daari.protocol.responses_tools import custom_arguments, flat_name, hosted_name, split_tools
+from daari.protocol.responses_schema import (
+    CALL_OUTPUT_ITEMS,
+    DROPPABLE_ITEMS,
+    HOSTED_ITEMS,
+    ITEMS,
+    KNOWN_ITEMS,
+    KNOWN_PARTS_ITEMS,
+    MESSAGE_ITEMS,
+    NATIVE_ITEMS,
+    PARTS,
+    TEXT_PARTS,
+    AdditionalToolsItem,
+    CustomToolCallItem,
+    FunctionCallItem,
+    ImagePart,
+    NamedToolChoice,
+    RefusalPart,
+    ResponsesBody,
+)
+from daari.protocol.responses_tools import ToolSet, custom_arguments, flat_name, hosted_name, split_tools
+from daari.protocol.schema import Path, check, fail
 
 _ROLES: dict[str, Role] = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant"}
 NEUTRAL_ITEMS = ("message", "function_call", "function_call_output", "custom_tool_call", "custom_tool_call_output",
                  "additional_tools")
-# Items with no neutral form that a translated request may leave out (they are the model's own scratch work).
-DROPPABLE_ITEMS = ("reasoning",)
-# Calls of hosted tools, their results inside: another tier reads them as a short note (`hosted_note`).
-HOSTED_ITEMS = ("web_search_call", "file_search_call", "code_interpreter_call", "image_generation_call",
-                "mcp_call", "mcp_list_tools", "mcp_approval_request", "mcp_approval_response")
-# Items daari knows and cannot translate: only a Responses upstream reads them.
-NATIVE_ITEMS = ("item_reference", "compaction", "compaction_summary", "compaction_trigger", "context_compaction",
-                "local_shell_call", "local_shell_call_output", "shell_call", "shell_call_output", "apply_patch_call",
-                "apply_patch_call_output", "computer_call", "computer_call_output", "tool_search_call",
-                "tool_search_output")
 # Content parts daari knows (the rest are a new shape); only text and URL images translate.
 KNOWN_PARTS = ("input_text", "output_text", "text", "refusal", "summary_text", "reasoning_text", "input_image",
                "input_file", "input_audio", "input_video")
@@ -66,35 +78,21 @@ INTERPRETED = frozenset({
     "model", "input", "instructions", "tools", "tool_choice", "parallel_tool_calls", "temperature", "top_p",
     "max_output_tokens", "stream", "previous_response_id",
 })
-_TEXT_PARTS = ("input_text", "output_text", "text", "refusal", "summary_text")
-
-
-def _fail(message: str, param: str) -> InvalidRequest:
-    return InvalidRequest(message, param=param)
 
 
 def _digest(value: object) -> str:
     return hashlib.sha256(canonical(value)).hexdigest()
 
 
-def _number(body: Mapping[str, Any], key: str, low: float, high: float) -> float | None:
-    value = body.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, int | float) or isinstance(value, bool) or not low <= value <= high:
-        raise _fail(f"'{key}' must be a number between {low:g} and {high:g}, got {value!r}", key)
-    return float(value)
-
-
-def _image(part: Mapping[str, Any], where: str) -> ContentPart | None:
-    url = part.get("image_url")
-    if not isinstance(url, str) or not url:
+def _image(url: str | None, at: Path) -> ContentPart | None:
+    if not url:
         return None  # a file_id image: only the upstream that holds the file can read it
     if url.startswith("data:"):
         head, comma, data = url[5:].partition(",")
         media_type, _, encoding = head.partition(";")
         if not comma or encoding != "base64" or not media_type:
-            raise _fail("a data: image URL must look like data:<media type>;base64,<data>", f"{where}.image_url")
+            raise fail("a data: image URL must look like data:<media type>;base64,<data>", (*at, "image_url"),
+                       "openai")
         return {"type": "image", "media_type": media_type, "data": data}
     return {"type": "image", "url": url}
 
@@ -104,36 +102,26 @@ def _opaque(part: Mapping[str, Any]) -> ContentPart:
     return {"type": "opaque", "kind": str(part.get("type")), "sha256": _digest(part)}
 
 
-def _content(value: object, where: str, unknown: list[str] | None = None) -> str | list[ContentPart]:
+def _content(value: str | list[Any], sent: Any, at: Path, unknown: list[str],
+             already_checked: bool = False) -> str | list[ContentPart]:
+    """Content as a string or parts. `value` holds the parts as sent, or, `already_checked` (KNOWN_ITEMS), as
+    their shapes read them; `sent` is the content as sent."""
     if isinstance(value, str):
         return value
-    if not isinstance(value, list):
-        raise _fail(f"'{where}' must be a string or a list of content parts", where)
     parts: list[ContentPart] = []
-    for j, part in enumerate(value):
-        at = f"{where}[{j}]"
-        if not isinstance(part, dict):
-            raise _fail(f"'{at}' must be a content part object", at)
-        kind = part.get("type")
-        if kind in _TEXT_PARTS:
-            text = part.get("refusal" if kind == "refusal" else "text")
-            if not isinstance(text, str):
-                raise _fail(f"a {kind} part needs its text as a string", at)
-            parts.append({"type": "text", "text": text})
-        elif kind == "input_image" and (image := _image(part, at)) is not None:
+    sent_parts, read_parts = (sent, value) if already_checked else (value, PARTS.check(value, "openai", at))
+    for j, (part, checked) in enumerate(zip(sent_parts, read_parts, strict=True)):
+        if type(checked) in TEXT_PARTS:
+            parts.append({"type": "text", "text": checked.text})
+        elif type(checked) is RefusalPart:
+            parts.append({"type": "text", "text": checked.refusal})
+        elif type(checked) is ImagePart and (image := _image(checked.image_url, (*at, j))) is not None:
             parts.append(image)
         else:
-            if unknown is not None and kind not in KNOWN_PARTS:
+            if (kind := part.get("type")) not in KNOWN_PARTS:
                 unknown.append(f"content_part:{kind}")
             parts.append(_opaque(part))
     return parts
-
-
-def _output_text(value: object, where: str, unknown: list[str]) -> str | list[ContentPart]:
-    """A function_call_output's output: a string, or content parts."""
-    if value is None:
-        return ""
-    return _content(value, where, unknown)
 
 
 def hosted_note(item: dict[str, Any]) -> str:
@@ -165,49 +153,36 @@ class _Items:
             self.messages.append(last)
         return last
 
-    def add(self, item: object, i: int) -> None:
-        where = f"input[{i}]"
-        if not isinstance(item, dict):
-            raise _fail(f"'{where}' must be an object", where)
-        kind = item.get("type") or ("message" if "role" in item else None)
-        if kind == "message":
-            role = _ROLES.get(str(item.get("role")))
-            if role is None:
-                raise _fail(f"'{where}.role' must be one of {', '.join(_ROLES)}, got {item.get('role')!r}",
-                            f"{where}.role")
-            self.messages.append(Message(role=role, content=_content(item.get("content", ""), f"{where}.content",
-                                                                     self.unknown)))
-        elif kind in ("function_call", "custom_tool_call"):
-            call_id, name = item.get("call_id"), item.get("name")
-            if not isinstance(call_id, str) or not call_id or not isinstance(name, str) or not name:
-                raise _fail(f"a {kind} item needs 'call_id' and 'name' strings", where)
-            arguments = item.get("arguments" if kind == "function_call" else "input", "")
-            if not isinstance(arguments, str):
-                raise _fail(f"'{where}' arguments must be a string", where)
-            if kind == "custom_tool_call":
-                arguments = custom_arguments(arguments)
-            self._assistant().tool_calls.append(ToolCall(id=call_id, name=flat_name(name, item.get("namespace")),
-                                                         arguments=arguments))
-        elif kind in ("function_call_output", "custom_tool_call_output"):
-            call_id = item.get("call_id")
-            if not isinstance(call_id, str) or not call_id:
-                raise _fail(f"a {kind} item needs a 'call_id' string", f"{where}.call_id")
-            self.messages.append(Message(role="tool", content=_output_text(item.get("output"), f"{where}.output",
-                                                                           self.unknown), tool_call_id=call_id))
-        elif kind == "additional_tools":
-            found = split_tools(item.get("tools"), f"{where}.tools")
+    def add(self, i: int, item: dict[str, Any], checked: Any) -> None:
+        """Input item `i`, as sent and as its shape read it (`schema.Open.check`)."""
+        at: Path = ("input", i)
+        if type(checked) in MESSAGE_ITEMS:
+            content = _content(checked.content, item.get("content"), (*at, "content"), self.unknown,
+                               type(checked) in KNOWN_PARTS_ITEMS)
+            self.messages.append(Message(role=_ROLES[checked.role], content=content))
+        elif type(checked) is FunctionCallItem:
+            self._assistant().tool_calls.append(ToolCall(id=checked.call_id, arguments=checked.arguments,
+                                                         name=flat_name(checked.name, checked.namespace)))
+        elif type(checked) is CustomToolCallItem:
+            self._assistant().tool_calls.append(ToolCall(id=checked.call_id, arguments=custom_arguments(checked.input),
+                                                         name=flat_name(checked.name, checked.namespace)))
+        elif type(checked) in CALL_OUTPUT_ITEMS:
+            output = "" if checked.output is None else _content(
+                checked.output, item.get("output"), (*at, "output"), self.unknown, type(checked) in KNOWN_PARTS_ITEMS)
+            self.messages.append(Message(role="tool", content=output, tool_call_id=checked.call_id))
+        elif type(checked) is AdditionalToolsItem:
+            found = split_tools(checked.tools, (*at, "tools")) if checked.tools else ToolSet([], [])
             self.tools.extend(found.tools)
             self.hosted.extend(found.hosted)
-        elif isinstance(kind, str):
+        else:
             # reasoning, item_reference, hosted tool calls...: hashed, in order, for the key.
+            kind = item["type"]
             self.opaque.append({"at": len(self.messages), "sha256": _digest(item)})
             if kind in HOSTED_ITEMS:
                 self.tool_items.append(kind)
                 self.messages.append(Message(role="assistant", content=hosted_note(item)))
             elif kind not in (*DROPPABLE_ITEMS, *NATIVE_ITEMS):
                 self.unknown.append(f"input_item:{kind}")
-        else:
-            raise _fail(f"'{where}.type' is required", f"{where}.type")
 
 
 def _merge_tools(*groups: list[Tool]) -> list[Tool]:
@@ -221,14 +196,13 @@ def _merge_tools(*groups: list[Tool]) -> list[Tool]:
     return merged
 
 
-def _tool_choice(value: object) -> object:
-    if value is None or value in ("none", "auto", "required"):
-        return value
-    if isinstance(value, dict) and value.get("type") in ("function", "custom") and isinstance(value.get("name"), str):
-        return {"name": value["name"]}
-    if isinstance(value, dict) and isinstance(value.get("type"), str):
-        return value  # a hosted tool or allowed_tools: only a Responses upstream can honour it
-    raise _fail("'tool_choice' must be 'none', 'auto', 'required' or an object with a 'type'", "tool_choice")
+def _tool_choice(read: ResponsesBody, body: Mapping[str, Any]) -> object:
+    choice = read.tool_choice
+    if isinstance(choice, NamedToolChoice):
+        if choice.type in ("function", "custom") and choice.name is not None:
+            return {"name": choice.name}
+        return body["tool_choice"]  # a hosted tool or allowed_tools: only a Responses upstream can honour it
+    return choice
 
 
 def _response_format(text: object) -> dict[str, Any] | None:
@@ -241,82 +215,66 @@ def _response_format(text: object) -> dict[str, Any] | None:
     return {k: v for k, v in fmt.items() if v is not None}
 
 
-def _sampling(body: Mapping[str, Any]) -> dict[str, Any]:
+def _sampling(read: ResponsesBody, body: Mapping[str, Any]) -> dict[str, Any]:
     sampling: dict[str, Any] = {}
-    if (top_p := _number(body, "top_p", 0, 1)) is not None:
-        sampling["top_p"] = top_p
-    max_output = body.get("max_output_tokens")
-    if max_output is not None:
-        if not isinstance(max_output, int) or isinstance(max_output, bool) or max_output < 1:
-            raise _fail(f"'max_output_tokens' must be an integer >= 1, got {max_output!r}", "max_output_tokens")
-        sampling["max_tokens"] = max_output
-    choice = _tool_choice(body.get("tool_choice"))
-    if choice is not None:
+    if read.top_p is not None:
+        sampling["top_p"] = read.top_p
+    if read.max_output_tokens is not None:
+        sampling["max_tokens"] = read.max_output_tokens
+    if (choice := _tool_choice(read, body)) is not None:
         sampling["tool_choice"] = choice
-    parallel = body.get("parallel_tool_calls")
-    if parallel is not None:
-        if not isinstance(parallel, bool):
-            raise _fail("'parallel_tool_calls' must be a boolean", "parallel_tool_calls")
-        sampling["parallel_tool_calls"] = parallel
-    text = body.get("text")
-    if text is not None and not isinstance(text, dict):
-        raise _fail("'text' must be an object", "text")
+    if read.parallel_tool_calls is not None:
+        sampling["parallel_tool_calls"] = read.parallel_tool_calls
+    text = body.get("text") if read.text is not None else None
     if (response_format := _response_format(text)) is not None:
         sampling["response_format"] = response_format
     if isinstance(text, dict) and text.get("verbosity") is not None:
         sampling["verbosity"] = text["verbosity"]
-    reasoning = body.get("reasoning")
-    if reasoning is not None and not isinstance(reasoning, dict):
-        raise _fail("'reasoning' must be an object", "reasoning")
+    reasoning = body.get("reasoning") if read.reasoning is not None else None
     if isinstance(reasoning, dict) and reasoning.get("effort") is not None:
         sampling["reasoning_effort"] = reasoning["effort"]
     return sampling
 
 
 def parse_responses_request(body: object, headers: Mapping[str, str]) -> ChatRequest:
-    """Validate a Responses body; raise `InvalidRequest` naming the first bad field."""
+    """Check a Responses body against its declared schema (`responses_schema`) and read it into a neutral
+    `ChatRequest`; raise `InvalidRequest` naming the first bad field."""
     if not isinstance(body, dict):
-        raise _fail("the request body must be a JSON object", "body")
-    model = body.get("model") or DEFAULT_MODEL
-    if not isinstance(model, str):
-        raise _fail("'model' must be a non-empty string", "model")
-    if body.get("conversation") is not None:
-        raise _fail("'conversation' (the Conversations API) is not supported by daari: send the history in "
-                    "'input', or chain with 'previous_response_id'", "conversation")
+        raise fail("the request body must be a JSON object", ("body",), "openai")
+    read: ResponsesBody = check(body, ResponsesBody, "openai")
+    if read.conversation is not None:
+        raise fail("'conversation' (the Conversations API) is not supported by daari: send the history in "
+                   "'input', or chain with 'previous_response_id'", ("conversation",), "openai")
     items = _Items()
-    instructions = body.get("instructions")
-    if instructions is not None and not isinstance(instructions, str | list):
-        raise _fail("'instructions' must be a string", "instructions")
-    if instructions:
-        items.messages.append(Message(role="system", content=_content(instructions, "instructions", items.unknown)))
-    value = body.get("input")
-    if isinstance(value, str):
-        items.messages.append(Message(role="user", content=value))
-    elif isinstance(value, list):
-        for i, item in enumerate(value):
-            items.add(item, i)
-    elif value is not None:
-        raise _fail("'input' must be a string or a list of input items", "input")
+    if read.instructions:
+        items.messages.append(Message(role="system", content=_content(read.instructions, None, ("instructions",),
+                                                                      items.unknown)))
+    if isinstance(read.input, str):
+        items.messages.append(Message(role="user", content=read.input))
+    elif read.input is not None:
+        try:  # the common case, every item and part of a declared type: one msgspec call for the whole input
+            checked: list[Any] = msgspec.convert({"v": read.input}, KNOWN_ITEMS.many).v
+        except msgspec.ValidationError:  # item by item: a new type, or the first bad field
+            checked = ITEMS.check(read.input, "openai", ("input",))
+        for i, (item, read_item) in enumerate(zip(read.input, checked, strict=True)):
+            items.add(i, item, read_item)
     if not any(m.role != "system" for m in items.messages) and not items.opaque:
-        raise _fail("'input' must hold at least one message or item", "input")
-    stream = body.get("stream")
-    if stream is not None and not isinstance(stream, bool):
-        raise _fail("'stream' must be a boolean", "stream")
+        raise fail("'input' must hold at least one message or item", ("input",), "openai")
     extra = uninterpreted("responses", body, INTERPRETED)
     if items.opaque:
         extra["input_items"] = items.opaque
-    top = split_tools(body.get("tools"))
+    top = split_tools(read.tools, ("tools",)) if read.tools else ToolSet([], [])
     if top.hosted or items.hosted:
         extra["hosted_tools"] = [*top.hosted, *items.hosted]
-    sampling = _sampling(body)
+    sampling = _sampling(read, body)
     if "reasoning_effort" in sampling:  # where translations to other protocols look for it (thinking budget)
         extra["reasoning_effort"] = sampling["reasoning_effort"]
     return ChatRequest(
         messages=items.messages,
-        model=model,
+        model=read.model or DEFAULT_MODEL,
         protocol="responses",
-        stream=bool(stream),
-        temperature=_number(body, "temperature", 0, 2),
+        stream=bool(read.stream),
+        temperature=read.temperature,
         tools=_merge_tools(top.tools, items.tools),
         sampling=sampling,
         raw=body,
