@@ -16,6 +16,7 @@ from actors.embedder import EmbedderActor, EmbedderStatus
 from actors.executor import ExecutorActor
 from actors.runtime import ActorSpec, ActorTable, Address, Faults, RestartPolicy
 from actors.semantic_cache import IndexStats, SemanticCacheActor
+from actors.shadow import ShadowActor, ShadowDeps
 from actors.tool_runner import ToolRunnerActor
 from actors.verifier import AskModel, VerifierActor
 from daari.cache.l0_memory import L0Memory
@@ -45,6 +46,8 @@ class Shared:
     metrics: Metrics
     embedder_status: EmbedderStatus = field(default_factory=EmbedderStatus)
     index_stats: IndexStats = field(default_factory=IndexStats)
+    # trust.shadow sampling on: the ShadowActor's dependencies from the table (server/shadow_wiring.py)
+    shadow: Callable[[ActorTable], ShadowDeps] | None = None
 
 
 def _mb(megabytes: float) -> int:
@@ -81,5 +84,8 @@ def actor_table(config: Config, executors: dict[str, Executor], shared: Shared,
         ]
     if config.tools.enabled:  # commands run only when asked for in the config
         rows.append(ActorSpec("tool_runner", lambda: ToolRunnerActor(data_dir, config.tools), size, policy))
+    make_shadow = shared.shadow
+    if make_shadow is not None:  # last: it asks the executor, L1 and the embedder
+        rows.append(ActorSpec("shadow", lambda: ShadowActor(make_shadow(table)), size, policy))
     table = ActorTable(rows, FAULTS)
     return table

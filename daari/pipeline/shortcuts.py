@@ -27,6 +27,7 @@ class ShortcutQuery:
     l0_key: str  # "" when the cache is off for this request
     partition: str = ""  # credential partition of the cache ("" for no credential)
     agent_turn: bool = False
+    task_type: str | None = None  # the heuristic classification's (L1's learned bars are per task type)
 
 
 @dataclass(frozen=True)

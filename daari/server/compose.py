@@ -51,6 +51,7 @@ from daari.pipeline.steps.lt import ToolTier
 from daari.pipeline.steps.parse import ParseStep
 from daari.pipeline.steps.refine import RefineStep
 from daari.pipeline.steps.render import RenderStep
+from daari.pipeline.steps.shadow import ShadowStep
 from daari.pipeline.steps.shortcut import ShortcutStep
 from daari.pipeline.steps.tool_service import ToolService
 from daari.protocol.chat import Message
@@ -62,9 +63,11 @@ from daari.server.count_tokens import CountTokensRoute
 from daari.server.guard import GuardPolicy, require_token_off_loopback
 from daari.server.observe_routes import ObserveRoutes
 from daari.server.responses_routes import ResponsesRoutes
+from daari.server.shadow_wiring import build_trust
 from daari.server.status_routes import StatusRoutes
 from daari.server.tail import TailRoute
 from daari.tools.patterns import is_lt_command
+from daari.trust.bars import LearnedBars
 
 log = logging.getLogger("daari")
 
@@ -144,6 +147,15 @@ async def _secret(data_dir: Path, purpose: str) -> bytes:
                            "choose another data dir with --data-dir or data_dir") from None
 
 
+async def _answer_secret(config: Config) -> bytes | None:
+    """Keys the shadow outcomes' answer hashes; without a readable secret they are unkeyed (and say so)."""
+    try:
+        return await trio.to_thread.run_sync(load_secret, Path(config.data_dir))
+    except OSError as exc:
+        log.warning("shadow answer hashes are not keyed: cannot read the data dir secret: %s", exc.strerror)
+        return None
+
+
 async def _log_secret(config: Config) -> bytes | None:
     if config.log.prompts == "none":
         return None
@@ -154,7 +166,8 @@ async def _log_secret(config: Config) -> bytes | None:
         return None
 
 
-def shortcut_tiers(config: Config, table: ActorTable, shared: Shared) -> dict[str, ShortcutTier]:
+def shortcut_tiers(config: Config, table: ActorTable, shared: Shared, bars: LearnedBars | None = None
+                   ) -> dict[str, ShortcutTier]:
     """The shortcut tiers the config turns on, by name."""
     tiers: dict[str, ShortcutTier] = {}
     tool_runner = table.get("tool_runner")  # in the table only with tools.enabled
@@ -164,7 +177,7 @@ def shortcut_tiers(config: Config, table: ActorTable, shared: Shared) -> dict[st
     if config.cache.l1.enabled:
         tiers["L1"] = SemanticTier(config.cache.l1, table.address("embedder"), shared.embedder_status,
                                    table.address("l1"), table.address("verifier"), shared.metrics,
-                                   shared.index_stats)
+                                   shared.index_stats, bars)
     if config.rules.enabled:
         tiers["L2"] = RulesTier(config.rules)
     if service is not None:
@@ -184,12 +197,15 @@ async def compose(config: Config, *, shortcuts: Mapping[str, ShortcutTier] | Non
     health = Health()
     executors = make_executors(config)
     shared = Shared(l0_memory(config), metrics)
+    trust = build_trust(config)
+    if trust.sampling:
+        shared.shadow = trust.deps(executors, shared, metrics, await _answer_secret(config))
     table = actor_table(config, executors, shared, model_asker(config))
     decisions: Hub[RoutingDecision] = Hub(default_buffer=256, on_drop=lambda name: metrics.inc(
         "decision_subscribers_dropped_total", subscriber=name))
     executor = table.address("executor")
 
-    tiers = shortcut_tiers(config, table, shared)
+    tiers = shortcut_tiers(config, table, shared, trust.bars)
     for name, tier in (shortcuts or {}).items():
         tiers[name] = tier
     tiers = {name: tiers[name] for name in SHORTCUT_ORDER if name in tiers}
@@ -217,7 +233,8 @@ async def compose(config: Config, *, shortcuts: Mapping[str, ShortcutTier] | Non
                       body_work=body_work, parse=parse),
                parse],
         routed=routed,
-        finish=[CacheWriteStep(guard, indexes), render],
+        finish=[CacheWriteStep(guard, indexes), render,
+                ShadowStep(table.get("shadow"), trust.budget, trust.diversity, trust.skips, metrics)],
         fail=render.fail,
     )
 
@@ -228,7 +245,7 @@ async def compose(config: Config, *, shortcuts: Mapping[str, ShortcutTier] | Non
     chat = ChatRoute(pipeline, decisions, describe_prompt, config.server.max_body_bytes)
     responses = ResponsesRoutes(chat, archive, partition_secret)
     count_tokens = CountTokensRoute(config, executor, body_work)
-    observe = ObserveRoutes(config.data_dir, metrics)
+    observe = ObserveRoutes(config.data_dir, metrics, trust.figures)
     tail = TailRoute(decisions, config.tail, stopping, metrics)
     l1 = tiers.get("L1")
     status = StatusRoutes(config, health, executor, metrics, started_at,
@@ -249,6 +266,7 @@ async def compose(config: Config, *, shortcuts: Mapping[str, ShortcutTier] | Non
             "/metrics": {"GET": status.metrics_page},
             "/ui": {"GET": observe.ui},
             "/v1/daari/report": {"GET": observe.report},
+            "/v1/daari/cache/diversity": {"GET": trust.diversity_route},
         },
         prefixed=[(("/v1/models/", "/models/"), {"GET": status.model}),
                   (("/v1/responses/", "/responses/"), {"GET": responses.get, "DELETE": responses.delete})],

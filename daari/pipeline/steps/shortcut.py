@@ -39,5 +39,7 @@ class ShortcutStep:
 
 def shortcut_query(turn: Turn) -> ShortcutQuery:
     """What a shortcut tier (and an answer index, steps/cache_write.py) may look at."""
+    classification = turn.classification
     return ShortcutQuery(turn.request, turn.headers, turn.key if turn.cache_on else "", partition=turn.partition,
-                         agent_turn=turn.meta.agent_turn)
+                         agent_turn=turn.meta.agent_turn,
+                         task_type=classification.task_type if classification is not None else None)

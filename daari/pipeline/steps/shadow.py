@@ -1,0 +1,94 @@
+"""A finishing step after render: offers a sample of answers to the ShadowActor (docs/caching.md, "Trust"), and
+notes every cache hit's answer for the diversity figures.
+
+Reads: the answer (its tier), the request, daari_meta (classification, L1 entry and similarity), the
+User-Agent (client family). Decides: nothing for the client, whose response is already written. Sampling is a
+random draw at `trust.shadow.rate` (cache hits) or `tier_rate` (L2-L4 answers), then the per-minute cap and
+the day's token budget; an answer with tool calls is never sampled. The sample is told (never waits): a full
+mailbox drops it, counted. Planning the shadow call, the call and the comparison happen in the actor.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from actors.runtime import Address
+from actors.shadow import ShadowSample
+from daari.cache.lru import LRU
+from daari.metrics import Metrics
+from daari.pipeline.decision import client_family
+from daari.pipeline.step import Answer
+from daari.pipeline.turn import Turn
+from daari.trust.diversity import DiversityTracker, answer_fingerprint
+from daari.trust.plan import TIER_EVAL_LEVELS
+from daari.trust.sampling import ShadowBudget
+
+CACHE_LEVELS = ("L0", "L1")
+FINGERPRINTS = 4096  # L0 keys whose answer fingerprint is remembered (an L0 key always has the same answer)
+
+
+class ShadowStep:
+    name = "shadow"
+
+    def __init__(self, shadow: Address | None, budget: ShadowBudget, diversity: DiversityTracker,
+                 skips: Counter[str], metrics: Metrics) -> None:
+        self.shadow = shadow  # None: no ShadowActor (both rates 0): only diversity is noted
+        self.budget = budget
+        self.diversity = diversity
+        self.skips = skips
+        self.metrics = metrics
+        self._l0_answers: LRU[str, str] = LRU(FINGERPRINTS)
+
+    async def __call__(self, turn: Turn, answer: Answer) -> None:
+        tier = answer.tier
+        if tier in CACHE_LEVELS:
+            kind = "cache"
+            self._note_diversity(turn, answer)
+        elif tier in TIER_EVAL_LEVELS:
+            kind = "tier"
+        else:
+            return
+        if self.shadow is None or not self.budget.drawn(kind):
+            return
+        if answer.completion.tool_calls:  # an agent turn's tool calls are never asked again
+            self._skip("tool_calls")
+            return
+        why_not = self.budget.admit()
+        if why_not is not None:
+            self._skip(why_not)
+            return
+        if not self.shadow.tell(self._sample(turn, answer, kind)):
+            self._skip("mailbox_full")
+
+    def _sample(self, turn: Turn, answer: Answer, kind: str) -> ShadowSample:
+        meta, classification = turn.meta, turn.classification
+        task_type, rule_id, ceiling = meta.task_type, meta.rule_id, meta.ceiling
+        entry_id = similarity = None
+        if answer.tier == "L1":
+            # L1 reports "cache_hit" as its task type; the request's own classification is what the bars key on.
+            if classification is not None:
+                task_type, rule_id, ceiling = (classification.task_type, classification.rule_id,
+                                               classification.ceiling)
+            entry_id, similarity = meta.details.get("entry_id"), meta.details.get("similarity")
+        return ShadowSample(kind, answer.tier, turn.request, answer.completion, task_type, rule_id, ceiling,
+                            client_family(turn.headers.get("user-agent")),
+                            int(entry_id) if isinstance(entry_id, int) else None,
+                            float(similarity) if isinstance(similarity, int | float) else None)
+
+    def _note_diversity(self, turn: Turn, answer: Answer) -> None:
+        key = turn.key
+        if not key:
+            return
+        fingerprint = self._l0_answers.get(key) if answer.tier == "L0" else None
+        if fingerprint is None:
+            fingerprint = answer_fingerprint(answer.completion.text)
+            if answer.tier == "L0":
+                self._l0_answers.put(key, fingerprint, 1)
+        task_type = turn.meta.task_type
+        if answer.tier == "L1" and turn.classification is not None:
+            task_type = turn.classification.task_type
+        self.diversity.add(task_type, key, fingerprint)
+
+    def _skip(self, reason: str) -> None:
+        self.skips[reason] += 1
+        self.metrics.inc("shadow_skipped_total", reason=reason)
