@@ -7,8 +7,8 @@ for and gives the slot back to the first client that queues. A sample holds its 
 budget before it starts. The comparison (daari/trust/compare.py) is recorded in the outcome store; an L1 entry
 whose fresh answer disagrees is demoted; L1's learned bars are refit from the decided L1 samples.
 
-Work is bounded: `queue` samples wait at most (past it they are dropped and counted), one runs at a time, and
-each waits at most `wait_s` for its tier. Nothing here is on a request's path: the step only `tell`s.
+Work is bounded: `queue` samples wait at most (past it they are dropped and counted), one runs at a time (a
+worker task), and each waits at most `wait_s` for its tier. Nothing here is on a request's path: the step only `tell`s.
 """
 
 from __future__ import annotations
@@ -95,9 +95,9 @@ class ShadowActor(Actor):
 
     def __init__(self, deps: ShadowDeps) -> None:
         self.deps = deps
-        self.pending = 0  # samples accepted and not finished
+        self.pending = 0  # samples queued or running
         self.recorded = 0
-        self._one = trio.CapacityLimiter(1)
+        self._queue, self._samples = trio.open_memory_channel[ShadowSample](deps.config.queue)
         self._idle = trio.Event()
         self._idle.set()
 
@@ -113,6 +113,7 @@ class ShadowActor(Actor):
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._snapshots)
+                nursery.start_soon(self._worker, self._samples)
                 yield
                 nursery.cancel_scope.cancel()
         finally:
@@ -134,23 +135,30 @@ class ShadowActor(Actor):
         except Exception:  # a full or read-only disk loses a snapshot, not the server
             log.exception("shadow: cannot write the skip counts and diversity snapshot")
 
-    @handles(ShadowSample, concurrent=True)
+    @handles(ShadowSample)
     async def sample(self, sample: ShadowSample) -> None:
-        if self.pending >= self.deps.config.queue:
+        """Queued for the worker (never waits): past `queue` waiting samples it is dropped, counted."""
+        try:
+            self._queue.send_nowait(sample)
+        except trio.WouldBlock:
             self._skip("queue_full")
             return
         self.pending += 1
-        self._idle = trio.Event() if self._idle.is_set() else self._idle
-        try:
-            async with self._one:
+        if self._idle.is_set():
+            self._idle = trio.Event()
+
+    async def _worker(self, samples: trio.MemoryReceiveChannel[ShadowSample]) -> None:
+        """One sample at a time: a shadow call is background work, and one is plenty of it."""
+        async for sample in samples:
+            try:
                 await self._process(sample)
-        except Exception:
-            log.exception("shadow sample failed")
-            self._skip("error")
-        finally:
-            self.pending -= 1
-            if self.pending == 0:
-                self._idle.set()
+            except Exception:
+                log.exception("shadow sample failed")
+                self._skip("error")
+            finally:
+                self.pending -= 1
+                if self.pending == 0:
+                    self._idle.set()
 
     @handles(ShadowIdle, concurrent=True)
     async def idle(self, request: ShadowIdle) -> int:

@@ -47,7 +47,7 @@ def test_the_interval_covers_the_true_rate_about_95_percent_of_the_time() -> Non
     ("Here is how: run the script twice.", "I can't help with that.", 0.5, "disagree", "gate"),
     ("Run:\n```sh\ndocker ps\n```\nto list them.", "Try this:\n```sh\ndocker ps   \n```", None, "agree", "code"),
     ("```sh\ndocker ps\n```", "```sh\ndocker images\n```", 0.93, "disagree", "code"),
-    ("```py\nx = 1\n```", "```py\ny = 1\n```", 0.98, "undecided", "code"),
+    ("```py\nx = 1\n```", "```py\ny = 1\n```", 0.98, "disagree", "code"),
     ("Delete the file with os.remove.", "Remove the file using os.remove.", None, "agree", "lexical"),
     ("Python lists are mutable sequences.", "Lists in Python can be changed after creation.", 0.93,
      "agree", "similarity"),
@@ -58,8 +58,7 @@ def test_the_interval_covers_the_true_rate_about_95_percent_of_the_time() -> Non
 def test_comparison(cached: str, fresh: str, similarity: float | None, outcome: str, reason: str) -> None:
     verdict = compare_answers(cached, fresh, similarity)
     assert (verdict.outcome, verdict.reason) == (outcome, reason)
-    assert needs_embedding(cached, fresh) == (reason in ("similarity", "no_embedding") or
-                                               (reason == "code" and outcome != "agree"))
+    assert needs_embedding(cached, fresh) == (reason in ("similarity", "no_embedding"))
 
 
 def test_code_blocks_and_json_are_read_as_written() -> None:

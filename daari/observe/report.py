@@ -102,4 +102,8 @@ def render_text(report: Mapping[str, Any], since: str) -> str:
               f"saved ${cost['saved_usd']:.4f})",
               "top task types   " + (", ".join(f"{k} {v}" for k, v in report["top_task_types"]) or "-"),
               "top clients      " + (", ".join(f"{k} {v}" for k, v in report["top_clients"]) or "-")]
+    if "shadow" in report:
+        from daari.trust.report import render_trust
+
+        lines += render_trust(report)
     return "\n".join(lines)

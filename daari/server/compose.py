@@ -233,8 +233,10 @@ async def compose(config: Config, *, shortcuts: Mapping[str, ShortcutTier] | Non
                       body_work=body_work, parse=parse),
                parse],
         routed=routed,
-        finish=[CacheWriteStep(guard, indexes), render,
-                ShadowStep(table.get("shadow"), trust.budget, trust.diversity, trust.skips, metrics)],
+        # Shadow before render: a routed request's scope is cancelled when its client's connection reports the
+        # response done (the client watch), so a step after render may never run; this one never awaits.
+        finish=[CacheWriteStep(guard, indexes),
+                ShadowStep(table.get("shadow"), trust.budget, trust.diversity, trust.skips, metrics), render],
         fail=render.fail,
     )
 

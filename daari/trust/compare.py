@@ -2,8 +2,8 @@
 
 Decisive checks first, in order: the same text (whitespace folded); both answers JSON (equal values agree,
 anything else disagrees); the judge's gates (one answer a refusal or empty and the other not: disagree); the
-fenced code blocks (the same blocks agree, different blocks disagree unless the answers are near-identical in
-embedding, where a renamed variable is more likely than a different program: undecided); the lexical
+fenced code blocks, compared exactly (trailing spaces aside): the same blocks agree, any difference disagrees,
+a renamed variable included, which errs toward demoting an entry rather than keeping a wrong one; the lexical
 verifier's rules over the two answers (no difference found: agree). Then the answers' embedding similarity:
 at or above `agree_at` agree, below `disagree_below` disagree, between: undecided. Without an embedding (L1's
 model is off or not loaded) what the rules could not decide stays undecided: the rate counts only decided
@@ -23,7 +23,6 @@ from daari.semantic.lexical import lexical_verdict
 Outcome = Literal["agree", "disagree", "undecided"]
 AGREE_AT = 0.90  # all-MiniLM-L6-v2 cosine of two answers; docs/caching.md ("Trust") says how these were chosen
 DISAGREE_BELOW = 0.70
-CODE_NEAR_IDENTICAL = 0.97
 
 _FENCE = re.compile(r"```[^\n`]*\n(.*?)(?:```|\Z)|~~~[^\n~]*\n(.*?)(?:~~~|\Z)", re.DOTALL)
 _JSON_FENCE = re.compile(r"^\s*```(?:json)?\s*\n(.*?)\n?```\s*$", re.DOTALL)
@@ -95,11 +94,7 @@ def compare_answers(cached: str, fresh: str, similarity: float | None = None, *,
         return ruled
     cached_code, fresh_code = code_blocks(cached), code_blocks(fresh)
     if cached_code or fresh_code:
-        if cached_code == fresh_code:
-            return Comparison("agree", "code", similarity)
-        if similarity is not None and similarity >= CODE_NEAR_IDENTICAL:
-            return Comparison("undecided", "code", similarity)
-        return Comparison("disagree", "code", similarity)
+        return Comparison("agree" if cached_code == fresh_code else "disagree", "code", similarity)
     if lexical_verdict(cached, fresh).same:
         return Comparison("agree", "lexical", similarity)
     if similarity is None:
@@ -117,5 +112,5 @@ def needs_embedding(cached: str, fresh: str) -> bool:
         return False
     cached_code, fresh_code = code_blocks(cached), code_blocks(fresh)
     if cached_code or fresh_code:
-        return cached_code != fresh_code
+        return False
     return not lexical_verdict(cached, fresh).same

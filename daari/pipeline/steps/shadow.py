@@ -1,8 +1,13 @@
-"""A finishing step after render: offers a sample of answers to the ShadowActor (docs/caching.md, "Trust"), and
+"""A finishing step, before render: offers a sample of answers to the ShadowActor (docs/caching.md, "Trust"), and
 notes every cache hit's answer for the diversity figures.
 
+Before render, not after: a routed request runs under its client watch, which cancels the request's scope once
+the connection reports the response complete, so a step after render is cut off at render's last send. This
+step never awaits (a draw, a counter, a `tell`), so it cannot be cancelled midway and costs the response well
+under a microsecond when the draw says no.
+
 Reads: the answer (its tier), the request, daari_meta (classification, L1 entry and similarity), the
-User-Agent (client family). Decides: nothing for the client, whose response is already written. Sampling is a
+User-Agent (client family). Decides: nothing for the client. Sampling is a
 random draw at `trust.shadow.rate` (cache hits) or `tier_rate` (L2-L4 answers), then the per-minute cap and
 the day's token budget; an answer with tool calls is never sampled. The sample is told (never waits): a full
 mailbox drops it, counted. Planning the shadow call, the call and the comparison happen in the actor.
@@ -50,6 +55,7 @@ class ShadowStep:
             return
         if self.shadow is None or not self.budget.drawn(kind):
             return
+        self.metrics.inc("shadow_drawn_total", kind=kind)
         if answer.completion.tool_calls:  # an agent turn's tool calls are never asked again
             self._skip("tool_calls")
             return
