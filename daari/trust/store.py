@@ -125,8 +125,8 @@ class ShadowStore:
     def diversity(self) -> list[dict[str, Any]]:
         cursor = self._conn.execute("select task_type, hits, questions, answers, top_answer_share, updated_at "
                                     "from diversity order by task_type")
-        names = ("task_type", "hits", "questions", "answers", "top_answer_share", "updated_at")
-        return [dict(zip(names, row, strict=True)) for row in cursor]
+        return [{**Diversity(task, hits, questions, answers, share).to_json(), "updated_at": updated}
+                for task, hits, questions, answers, share, updated in cursor]
 
     def close(self) -> None:
         self._conn.close()
