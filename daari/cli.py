@@ -62,8 +62,16 @@ def _eval(args: argparse.Namespace, rest: list[str]) -> int:
         from daari.eval.cache_eval import main as cache_main
 
         return cache_main(rest)
+    if args.suite == "trust":
+        from daari.eval.trust_eval import main as trust_main
+
+        return trust_main(rest)
+    if args.suite == "draft":
+        from daari.eval.draft_eval import main as draft_main
+
+        return draft_main(rest)
     if args.suite != "routing":
-        print(f"daari: unknown eval suite {args.suite!r} (available: routing, cache)", file=sys.stderr)
+        print(f"daari: unknown eval suite {args.suite!r} (available: routing, cache, trust, draft)", file=sys.stderr)
         return 2
     from daari.eval.routing_eval import main as routing_main
 
@@ -81,7 +89,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="where the cache lives (default $XDG_DATA_HOME/daari, else ~/.local/share/daari)")
     # No -h of its own: `daari eval routing --help` reaches the suite's parser, which lists its options.
     evals = sub.add_parser("eval", help="run an evaluation against a running daari", add_help=False)
-    evals.add_argument("suite", help="routing (against a running daari) or cache (offline, L1 verifier)")
+    evals.add_argument("suite", help="routing (against a running daari), cache (offline, L1 verifier) or trust "
+                                     "(offline, L1's learned bars against cache.l1.error_bound) or draft (offline, "
+                                     "draft injection's token saving and agreement)")
     add_observe_parsers(sub)
     return parser
 

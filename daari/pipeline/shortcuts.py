@@ -44,6 +44,7 @@ class ShortcutResult:
     task_type: str | None = None  # "cache_hit", "rule", "tool"
     rule_id: str | None = None
     details: Mapping[str, Any] = field(default_factory=dict)
+    draft: str | None = None  # a near-miss's answer for the model tiers (L1 with cache.l1.draft_injection)
 
     @property
     def answered(self) -> bool:

@@ -36,7 +36,7 @@ class Turn:
     # One per request: slots, no per-instance dict (less to allocate and for the GC to walk).
     __slots__ = ("wire", "headers", "raw", "sink", "query_string", "prepare", "watch_client", "started", "meta",
                  "controls", "partition", "cache_on", "key", "_request", "classification", "renderer",
-                 "request_bytes")
+                 "request_bytes", "draft")
 
     def __init__(self, wire: Wire, headers: Mapping[str, str], raw: bytes, sink: Sink, *, query_string: str = "",
                  prepare: Prepare | None = None, watch_client: ClientWatch = _not_watched) -> None:
@@ -58,6 +58,7 @@ class Turn:
         self.classification: Classification | None = None  # classify (refined by the Phase B classifier)
         self.renderer: StreamRenderer | None = None  # render: the stream's renderer once a stream opened
         self.request_bytes = len(raw)
+        self.draft: str | None = None  # L1 (draft_injection): a near-miss's answer shown to the model tiers
 
     @property
     def parsed(self) -> bool:

@@ -107,10 +107,18 @@ class SemanticTier:
         if not rejected:
             return None
         best, verdict = rejected[0]
-        return ShortcutResult("L1", None, details={
+        draft = self._draft(best)
+        return ShortcutResult("L1", None, draft=draft, details={
             "l1": "rejected", "verdict": "rejected", "similarity": round(best.similarity, 4), "l1_rejected": [
             {"entry_id": m.entry.id, "similarity": round(m.similarity, 4), "rule": v.rule} for m, v in rejected],
-            "verified_by": self.config.verify})
+            "verified_by": self.config.verify, **({"draft_from": best.entry.id} if draft is not None else {})})
+
+    def _draft(self, best: Match) -> str | None:
+        """With cache.l1.draft_injection: the nearest rejected candidate's answer, shown to the model as a draft."""
+        completion = best.entry.completion
+        if not self.config.draft_injection or completion.tool_calls or not completion.text.strip():
+            return None
+        return completion.text
 
     def _hit(self, match: Match, rejected: list[tuple[Match, Verdict]]) -> ShortcutResult:
         details: dict[str, Any] = {"similarity": round(match.similarity, 4), "verified_by": self.config.verify,

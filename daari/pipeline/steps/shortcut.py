@@ -29,6 +29,8 @@ class ShortcutStep:
         meta.details.update(result.details)
         completion = result.completion
         if completion is None:
+            if result.draft is not None:
+                turn.draft = result.draft
             return None
         if result.task_type is not None:
             meta.task_type = result.task_type
