@@ -47,9 +47,10 @@ SNAPSHOT_S = 60.0  # skip counts and the diversity snapshot are written this oft
 BAR_SAMPLES = 5000  # the latest decided L1 samples per task type the bars are fit on
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # made on the request path: not frozen, whose __init__ sets each field the slow way
 class ShadowSample(Call[None]):
-    """One answer to ask again. `request` is the parsed request as the client sent it; `cached` what it got."""
+    """One answer to ask again. `request` is the parsed request as the client sent it; `cached` what it got.
+    Read-only by convention once told."""
 
     kind: str  # "cache" (level L0 / L1) or "tier" (level L2 / L3 / L4)
     level: str
@@ -107,6 +108,7 @@ class ShadowActor(Actor):
         day = int(deps.budget.clock() // 86_400)
         spent, samples = await deps.archive.run(lambda s: (s.spent_on(day), s.l1_samples()))
         deps.budget.restore(spent)
+        deps.l1_samples.clear()  # a restarted actor reads them again from the store
         for task, similarity, disagreed in reversed(samples):  # oldest first
             self._bar_sample(task, Sample(similarity, disagreed))
         deps.bars.fit(deps.l1_samples)

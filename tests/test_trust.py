@@ -103,7 +103,7 @@ def test_diversity_counts_distinct_answers_among_distinct_questions() -> None:
     assert not rows["edit"].collapsed and rows["edit"].diversity == 1.0 and rows["edit"].questions == 1
     for i in range(10):
         tracker.add("explain", f"new{i}", f"answer {i}")  # the window forgets the collapsed past
-    assert tracker.summary()[1].to_json() == {"task_type": "explain", "hits": 10, "questions": 10, "answers": 10,
+    assert tracker.summary()[1].to_json() == {"task_type": "explain", "hits": 16, "questions": 10, "answers": 10,
                                               "diversity": 1.0, "top_answer_share": 0.1, "collapsed": False}
 
 

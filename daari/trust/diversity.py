@@ -1,17 +1,17 @@
 """Answer diversity of cache hits per task type: does a category collapse to one answer?
 
-For each task type, the last `window` hits are kept as (question, answer) fingerprints: the question is the
-request's L0 key, the answer a short hash of its text. Diversity is the share of distinct answers among the
-distinct questions that hit: 1.0 when every question got its own answer, near 0 when many questions got the
-same one. A single question repeated (an agent's retry) is one question, so it does not look like a collapse;
-many different questions answered alike does. A task type is flagged `collapsed` once it has at least
+For each task type, the last `window` distinct questions that hit are kept with their answers' fingerprints:
+the question is the request's L0 key, the answer a short hash of its text. Diversity is the share of distinct
+answers among the distinct questions that hit: 1.0 when every question got its own answer, near 0 when many
+questions got the same one. A question repeated (an agent's retry) is one question, so it does not look like a
+collapse; many different questions answered alike does. A task type is flagged `collapsed` once it has at least
 `MIN_QUESTIONS` distinct questions and its diversity is at or below `COLLAPSED_AT`.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections import Counter, deque
+from collections import Counter
 from dataclasses import dataclass
 
 MIN_QUESTIONS = 5
@@ -27,10 +27,10 @@ def answer_fingerprint(text: str) -> str:
 @dataclass(frozen=True)
 class Diversity:
     task_type: str
-    hits: int
+    hits: int  # since start
     questions: int
     answers: int
-    top_answer_share: float  # of the hits, the share taken by the most frequent answer
+    top_answer_share: float  # of the questions, the share that got the most frequent answer
 
     @property
     def diversity(self) -> float:
@@ -46,44 +46,36 @@ class Diversity:
                 "top_answer_share": round(self.top_answer_share, 4), "collapsed": self.collapsed}
 
 
-class _Window:
-    __slots__ = ("pairs", "questions", "answers")
-
-    def __init__(self) -> None:
-        self.pairs: deque[tuple[str, str]] = deque()
-        self.questions: Counter[str] = Counter()
-        self.answers: Counter[str] = Counter()
-
-
 class DiversityTracker:
-    """Bounded (`window` hits per task type, `max_task_types` task types); add() never awaits."""
+    """Bounded (`window` questions per task type, `max_task_types` task types); add() never awaits and costs a
+    few dict operations: answers are counted when the summary is asked for, not on every hit."""
 
     def __init__(self, window: int = WINDOW, max_task_types: int = 64) -> None:
         self.window = window
         self.max_task_types = max_task_types
-        self._by_task: dict[str, _Window] = {}
+        self._answers: dict[str, dict[str, str]] = {}  # task type -> question -> its answer, oldest first
+        self._hits: dict[str, int] = {}
 
     def add(self, task_type: str | None, question: str, answer: str) -> None:
         task = task_type or "unknown"
-        w = self._by_task.get(task)
-        if w is None:
-            if len(self._by_task) >= self.max_task_types:
+        answers = self._answers.get(task)
+        if answers is None:
+            if len(self._answers) >= self.max_task_types:
                 return
-            w = self._by_task[task] = _Window()
-        w.pairs.append((question, answer))
-        w.questions[question] += 1
-        w.answers[answer] += 1
-        if len(w.pairs) > self.window:
-            old_q, old_a = w.pairs.popleft()
-            for counter, key in ((w.questions, old_q), (w.answers, old_a)):
-                counter[key] -= 1
-                if counter[key] <= 0:
-                    del counter[key]
+            answers = self._answers[task] = {}
+            self._hits[task] = 0
+        self._hits[task] += 1
+        if question in answers:  # a repeat: nothing to add (an L0 key keeps its answer)
+            return
+        answers[question] = answer
+        if len(answers) > self.window:
+            del answers[next(iter(answers))]
 
     def summary(self) -> list[Diversity]:
         out = []
-        for task, w in sorted(self._by_task.items()):
-            hits = len(w.pairs)
-            top = w.answers.most_common(1)[0][1] if w.answers else 0
-            out.append(Diversity(task, hits, len(w.questions), len(w.answers), top / hits if hits else 0.0))
+        for task, answers in sorted(self._answers.items()):
+            counts = Counter(answers.values())
+            top = counts.most_common(1)[0][1] if counts else 0
+            out.append(Diversity(task, self._hits[task], len(answers), len(counts),
+                                 top / len(answers) if answers else 0.0))
         return out

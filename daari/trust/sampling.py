@@ -30,6 +30,7 @@ class ShadowBudget:
         self.clock = clock
         self.draw = draw
         self._admitted: deque[float] = deque()
+        self._full_until = 0.0
         self._day = -1
         self.spent = 0  # tokens spent today (reported usage)
         self.reserved = 0  # tokens held by calls in flight
@@ -42,10 +43,13 @@ class ShadowBudget:
     def admit(self) -> str | None:
         """A drawn sample passes the caps: None, and it counts toward this minute; else why not."""
         now = self.clock()
+        if now < self._full_until:  # the minute's samples are taken: one comparison per hit until it has passed
+            return "minute_cap"
         admitted = self._admitted
         while admitted and admitted[0] <= now - 60.0:
             admitted.popleft()
         if len(admitted) >= self.max_per_minute:
+            self._full_until = admitted[0] + 60.0
             return "minute_cap"
         if self.left(now) <= 0:
             return "daily_budget"

@@ -19,7 +19,6 @@ from collections import Counter
 
 from actors.runtime import Address
 from actors.shadow import ShadowSample
-from daari.cache.lru import LRU
 from daari.metrics import Metrics
 from daari.pipeline.decision import client_family
 from daari.pipeline.step import Answer
@@ -28,7 +27,6 @@ from daari.trust.diversity import DiversityTracker, answer_fingerprint
 from daari.trust.plan import TIER_EVAL_LEVELS
 from daari.trust.sampling import ShadowBudget
 
-CACHE_LEVELS = ("L0", "L1")
 FINGERPRINTS = 4096  # L0 keys whose answer fingerprint is remembered (an L0 key always has the same answer)
 
 
@@ -41,21 +39,23 @@ class ShadowStep:
         self.budget = budget
         self.diversity = diversity
         self.skips = skips
-        self.metrics = metrics
-        self._l0_answers: LRU[str, str] = LRU(FINGERPRINTS)
+        # Held, not looked up per call: this step runs on every hit (metrics.py, "per-request callers").
+        self._drawn = metrics.counter("shadow_drawn_total", ("kind",))
+        self._skipped = metrics.counter("shadow_skipped_total", ("reason",))
+        self._l0_answers: dict[str, str] = {}  # L0 key -> answer fingerprint (an L0 key keeps its answer)
 
     async def __call__(self, turn: Turn, answer: Answer) -> None:
         tier = answer.tier
-        if tier in CACHE_LEVELS:
+        if tier == "L0" or tier == "L1":
             kind = "cache"
-            self._note_diversity(turn, answer)
+            self._note_diversity(turn, answer, tier)
         elif tier in TIER_EVAL_LEVELS:
             kind = "tier"
         else:
             return
         if self.shadow is None or not self.budget.drawn(kind):
             return
-        self.metrics.inc("shadow_drawn_total", kind=kind)
+        self._drawn.inc((kind,))
         if answer.completion.tool_calls:  # an agent turn's tool calls are never asked again
             self._skip("tool_calls")
             return
@@ -81,20 +81,22 @@ class ShadowStep:
                             int(entry_id) if isinstance(entry_id, int) else None,
                             float(similarity) if isinstance(similarity, int | float) else None)
 
-    def _note_diversity(self, turn: Turn, answer: Answer) -> None:
+    def _note_diversity(self, turn: Turn, answer: Answer, tier: str) -> None:
         key = turn.key
         if not key:
             return
-        fingerprint = self._l0_answers.get(key) if answer.tier == "L0" else None
-        if fingerprint is None:
-            fingerprint = answer_fingerprint(answer.completion.text)
-            if answer.tier == "L0":
-                self._l0_answers.put(key, fingerprint, 1)
-        task_type = turn.meta.task_type
-        if answer.tier == "L1" and turn.classification is not None:
-            task_type = turn.classification.task_type
-        self.diversity.add(task_type, key, fingerprint)
+        if tier == "L0":
+            fingerprint = self._l0_answers.get(key)
+            if fingerprint is None:
+                if len(self._l0_answers) >= FINGERPRINTS:
+                    self._l0_answers.clear()  # cheaper than an LRU on every hit; refilled as hits come
+                fingerprint = self._l0_answers[key] = answer_fingerprint(answer.completion.text)
+            self.diversity.add(turn.meta.task_type, key, fingerprint)
+            return
+        classification = turn.classification
+        self.diversity.add(classification.task_type if classification is not None else turn.meta.task_type, key,
+                           answer_fingerprint(answer.completion.text))
 
     def _skip(self, reason: str) -> None:
         self.skips[reason] += 1
-        self.metrics.inc("shadow_skipped_total", reason=reason)
+        self._skipped.inc((reason,))
