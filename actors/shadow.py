@@ -62,6 +62,7 @@ class ShadowSample(Call[None]):
     client: str
     entry_id: int | None = None  # the L1 entry served
     similarity: float | None = None  # its lookup similarity
+    override: str | None = None  # X-Daari-Tier-Override: the tier that would have answered is that one
 
 
 @dataclass(frozen=True)
@@ -175,7 +176,8 @@ class ShadowActor(Actor):
     def _plan(self, sample: ShadowSample) -> Planned:
         deps = self.deps
         if sample.kind == "cache":
-            return cache_tier(sample.ceiling, deps.configured, deps.facts, in_process=deps.config.in_process)
+            return cache_tier(sample.ceiling, deps.configured, deps.facts, in_process=deps.config.in_process,
+                              override=sample.override)
         return next_tier_up(sample.level, deps.configured, deps.facts, in_process=deps.config.in_process)
 
     async def _process(self, sample: ShadowSample) -> None:

@@ -144,6 +144,8 @@ def test_the_shadow_tier_is_planned_as_the_execute_step_would() -> None:
     assert cache_tier("L5", configured, FACTS, in_process=False).skip == "forwarded_key"
     assert cache_tier(None, ["L4"], FACTS, in_process=False).tier == "L4"
     assert cache_tier("L3", [], FACTS, in_process=False).skip == "no_tier"
+    assert cache_tier("L3", configured, FACTS, in_process=False, override="L6").tier == "L6"
+    assert cache_tier("L3", ["L3"], FACTS, in_process=False, override="L6").skip == "no_tier"
     assert next_tier_up("L2", configured, FACTS, in_process=True).tier == "L3"
     assert next_tier_up("L3", configured, FACTS, in_process=False).tier == "L4"
     assert next_tier_up("L4", configured, FACTS, in_process=False).skip == "forwarded_key"

@@ -38,8 +38,10 @@ def _check(tier: str, facts: Mapping[str, TierFacts], in_process: bool) -> Plann
 
 
 def cache_tier(ceiling: str | None, configured: Sequence[str], facts: Mapping[str, TierFacts], *,
-               in_process: bool) -> Planned:
-    """The tier a cache hit's request would have gone to first."""
+               in_process: bool, override: str | None = None) -> Planned:
+    """The tier a cache hit's request would have gone to first (the one it pinned with an override)."""
+    if override is not None:
+        return _check(override, facts, in_process) if override in configured else Planned(None, "no_tier")
     if not configured:
         return Planned(None, "no_tier")
     start = ceiling if ceiling in TIER_NAMES else configured[0]

@@ -79,7 +79,8 @@ class ShadowStep:
         return ShadowSample(kind, answer.tier, turn.request, answer.completion, task_type, rule_id, ceiling,
                             client_family(turn.headers.get("user-agent")),
                             int(entry_id) if isinstance(entry_id, int) else None,
-                            float(similarity) if isinstance(similarity, int | float) else None)
+                            float(similarity) if isinstance(similarity, int | float) else None,
+                            turn.controls.tier_override)
 
     def _note_diversity(self, turn: Turn, answer: Answer, tier: str) -> None:
         key = turn.key
