@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 from collections import Counter, deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -43,7 +44,7 @@ from daari.trust.store import Outcome, ShadowArchive, ShadowStore, answer_hash
 
 log = logging.getLogger("daari.shadow")
 
-SNAPSHOT_S = 60.0  # skip counts and the diversity snapshot are written this often (and at stop)
+SNAPSHOT_S = 60.0  # skip counts and the diversity snapshot are written (and old outcomes pruned) this often
 BAR_SAMPLES = 5000  # the latest decided L1 samples per task type the bars are fit on
 
 
@@ -88,6 +89,7 @@ class ShadowDeps:
     embedder: Address | None = None
     embedder_status: EmbedderStatus | None = None
     keep_texts: bool = False  # log.prompts: full
+    keep_days: float = 30.0  # log.retention_days: older outcomes are pruned
     secret: bytes | None = None  # keys the answers' hashes
     l1_samples: dict[str, deque[Sample]] = field(default_factory=dict)
 
@@ -134,7 +136,7 @@ class ShadowActor(Actor):
         deps.skips.clear()
         rows = deps.diversity.summary()
         try:
-            await deps.archive.run(lambda store: _save(store, skips, rows))
+            await deps.archive.run(lambda store: _save(store, skips, rows, deps.keep_days * 86_400))
         except Exception:  # a full or read-only disk loses a snapshot, not the server
             log.exception("shadow: cannot write the skip counts and diversity snapshot")
 
@@ -295,9 +297,10 @@ class ShadowActor(Actor):
         samples.append(sample)
 
 
-def _save(store: ShadowStore, skips: dict[str, int], rows: list[Diversity]) -> None:
+def _save(store: ShadowStore, skips: dict[str, int], rows: list[Diversity], keep_s: float) -> None:
     store.add_skips(skips)
     store.save_diversity(rows)
+    store.prune(time.time() - keep_s)
 
 
 def shadow_request(request: ChatRequest, max_answer_tokens: int) -> ChatRequest:

@@ -135,6 +135,13 @@ async def test_a_false_hit_raises_the_learned_bar_of_its_task_type(tmp_path: Pat
     bar = report["trust"]["learned_bars"]["by_task_type"]["generate_small"]
     assert bar["raised"] and 0.927 < bar["bar"] < 0.93 and bar["disagreements"] == 1
     assert report["shadow"]["L1"]["disagreements"] == 1 and report["trust"]["demoted"] == 1
+    # A restarted daari fits the same bar from the outcome store before it serves.
+    async with serve_app(fake) as upstream:
+        async with daari_server(shadow_config(tmp_path, upstream, error_bound=0.02)) as server:
+            bars = server.parts.shortcuts  # L1 off here: the bars are the ShadowActor's, read by the report
+            async with httpx.AsyncClient(base_url=server.url, timeout=30) as client:
+                again = (await client.get("/v1/daari/report")).json()["trust"]["learned_bars"]
+    assert "L1" not in bars and again["by_task_type"]["generate_small"]["bar"] == bar["bar"]
 
 
 async def test_the_minute_cap_and_the_daily_budget_hold(tmp_path: Path) -> None:

@@ -60,7 +60,8 @@ class Trust:
                               l1=table.address("l1") if l1_on else None,
                               embedder=table.address("embedder") if l1_on else None,
                               embedder_status=shared.embedder_status if l1_on else None,
-                              keep_texts=config.log.prompts == "full", secret=secret)
+                              keep_texts=config.log.prompts == "full", keep_days=config.log.retention_days,
+                              secret=secret)
 
         return make
 

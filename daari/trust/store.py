@@ -97,6 +97,13 @@ class ShadowStore:
                                 for d in rows])
         self._conn.commit()
 
+    def prune(self, before: float) -> int:
+        """Drop outcomes older than `before` (log.retention_days, as the decision log); the spending and skip
+        counts are small and stay."""
+        cursor = self._conn.execute("delete from outcomes where time < ?", [before])
+        self._conn.commit()
+        return cursor.rowcount
+
     def rows(self, since: float = 0.0) -> list[dict[str, Any]]:
         cursor = self._conn.execute(f"select {', '.join(COLUMNS)} from outcomes where time >= ? order by id",
                                     [since])
