@@ -94,7 +94,9 @@ async def run(args: argparse.Namespace) -> int:
     scored = score(pairs, model.embed, ["lexical"])
     found = [s for s in scored if s.pair.same_context and s.similarity >= args.threshold
              and not s.verdicts["lexical"].same and s.pair.a.startswith("user: ") and "\nuser: " not in s.pair.a]
-    found = found[: args.limit]
+    # Both kinds, alternating, so a short run still sees near-misses and rejected paraphrases.
+    kinds = [[s for s in found if s.pair.label == label] for label in (0, 1)]
+    found = [s for pair in zip(*kinds, strict=False) for s in pair][: args.limit]
     print(f"daari eval draft: {len(found)} pairs L1 would find and the verifier rejects (threshold "
           f"{args.threshold}); model: {args.base_url or 'embedded SmolLM2-135M'}, max_tokens {args.max_tokens}")
     trials = []
@@ -124,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--set", type=Path, default=DEFAULT_SET)
     parser.add_argument("--threshold", type=float, default=0.80)
-    parser.add_argument("--limit", type=int, default=16, help="pairs to try (3 generations each)")
+    parser.add_argument("--limit", type=int, default=8, help="pairs to try (3 generations each), half of each label")
     parser.add_argument("--max-tokens", type=int, default=160)
     parser.add_argument("--base-url", default=None, help="an OpenAI-compatible upstream instead of the embedded model")
     parser.add_argument("--model", default="daari-eval", help="the upstream's model (with --base-url)")
