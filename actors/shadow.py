@@ -202,9 +202,10 @@ class ShadowActor(Actor):
         try:
             fresh, spent = await self._ask(planned.tier, request, prompt_estimate)
         finally:
-            deps.budget.settle(reserved, spent)
-            if spent:
-                await deps.archive.run(lambda s: s.add_spent(int(deps.budget.clock() // 86_400), spent))
+            deps.budget.settle(reserved, spent)  # no await here: a cancelled call still gives its tokens back
+        if spent:
+            day = int(deps.budget.clock() // 86_400)
+            await deps.archive.run(lambda s: s.add_spent(day, spent))
         if fresh is None:
             return
         if fresh.tool_calls or sample.cached.tool_calls:
