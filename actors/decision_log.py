@@ -5,7 +5,7 @@ published): it only queues each decision, bounded; past `buffer` waiting, decisi
 the actor takes the batch, and the hub counts the log as a dropped subscriber once per lag. The queue outlives
 the actor's runs, so nothing published while the actor restarts is missed.
 
-`DecisionLogActor` is supervised like every actor (actors/table.py, not required: daari runs without its log).
+`DecisionLogActor` is supervised like every actor (server/actor_table.py, not required: daari runs without its log).
 Each run starts a writer process (actors/decision_log_process.py), which does the SQLite work outside daari's
 process: an in-process writer thread cost each request ~15-25 us of the event loop's time
 (docs/performance.md). Once per flush interval the run turns the queued batch into rows and hands them over. A

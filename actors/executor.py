@@ -5,6 +5,11 @@ It runs as a task under the asker's cancel scope: leaving the block (a client di
 it at once, which frees the tier's slot and closes the upstream connection; a generation whose asker left
 while it was queued never starts. Per-tier concurrency is a CapacityLimiter each; past `max_concurrency +
 max_queue` a tier sheds with 503 / 529. One generation failing never touches another.
+
+A `background` generation (a shadow sample, actors/shadow.py) is the lowest priority on its tier: it starts
+only when the tier has a free slot and no client waits for one, it is not counted against the tier's queue, and
+it is cancelled (`Preempted`) the moment a client has to queue for that tier, so it never holds a slot a client
+is waiting for.
 """
 
 from __future__ import annotations
@@ -30,6 +35,11 @@ log = logging.getLogger("daari.executor")
 class OpenGeneration(Stream[Event]):
     tier: str
     request: ChatRequest
+    background: bool = False  # lowest priority: waits for an idle slot, yields it to any client (above)
+
+
+class Preempted(DaariError):
+    """A background generation gave its slot to a client (or the tier never had an idle one for it)."""
 
 
 @dataclass(frozen=True)
@@ -67,7 +77,10 @@ class ExecutorActor(Actor):
     def __init__(self, executors: dict[str, Executor]) -> None:
         self.executors = executors
         self.limiters = {tier: trio.CapacityLimiter(ex.config.concurrency()) for tier, ex in executors.items()}
-        self.in_flight = dict.fromkeys(executors, 0)  # running plus queued, per tier
+        self.in_flight = dict.fromkeys(executors, 0)  # running plus queued, per tier (clients only)
+        self.waiting = dict.fromkeys(executors, 0)  # client generations waiting for a slot, per tier
+        self.background: dict[str, set[trio.CancelScope]] = {tier: set() for tier in executors}
+        self.slot_freed = {tier: trio.Event() for tier in executors}
 
     @asynccontextmanager
     async def lifespan(self) -> AsyncIterator[None]:
@@ -87,6 +100,9 @@ class ExecutorActor(Actor):
         executor = self.executors.get(request.tier)
         if executor is None:
             raise NotFound(f"tier {request.tier} is not configured")
+        if request.background:
+            await self._background(request, executor, out)
+            return
         config = executor.config
         if self.in_flight[request.tier] >= config.concurrency() + config.max_queue:
             # Shed rather than queue without bound: a client retrying later beats one waiting forever.
@@ -94,15 +110,55 @@ class ExecutorActor(Actor):
                              f"{config.max_queue} queued (tiers.{request.tier}.max_queue); retry shortly")
         self.in_flight[request.tier] += 1
         try:
-            async with self.limiters[request.tier]:
-                await executor.generate(request.request, out.send)
-        except (DaariError, trio.BrokenResourceError, trio.ClosedResourceError):
-            raise
-        except Exception as exc:
-            log.exception("executor %s failed", executor.name)
-            raise UpstreamError(f"{executor.name} failed: {type(exc).__name__}", upstream=executor.name) from exc
+            await self._slot(request.tier)
+            try:
+                await _run(executor, request, out)
+            finally:
+                self._release(request.tier)
         finally:
             self.in_flight[request.tier] -= 1
+
+    async def _slot(self, tier: str) -> None:
+        """A client's slot: at once when one is free, else queued, and background work there is cancelled."""
+        limiter = self.limiters[tier]
+        try:
+            limiter.acquire_nowait()
+            return
+        except trio.WouldBlock:
+            pass
+        self.waiting[tier] += 1
+        try:
+            for scope in self.background[tier]:
+                scope.cancel()  # its slot comes back when its generation has unwound
+            await limiter.acquire()
+        finally:
+            self.waiting[tier] -= 1
+
+    def _release(self, tier: str) -> None:
+        self.limiters[tier].release()
+        freed, self.slot_freed[tier] = self.slot_freed[tier], trio.Event()
+        freed.set()
+
+    async def _background(self, request: OpenGeneration, executor: Executor, out: Outbox[Event]) -> None:
+        """Wait (under the asker's scope, which bounds the wait) for an idle slot nobody waits for; give it
+        back to the first client that queues."""
+        tier = request.tier
+        limiter = self.limiters[tier]
+        while self.waiting[tier] or limiter.available_tokens == 0:
+            await self.slot_freed[tier].wait()
+        limiter.acquire_nowait()  # no await since the check: the slot is still free
+        try:
+            with trio.CancelScope() as scope:
+                self.background[tier].add(scope)
+                try:
+                    await _run(executor, request, out)
+                finally:
+                    self.background[tier].discard(scope)
+        finally:
+            self._release(tier)
+        if scope.cancelled_caught:
+            raise Preempted(f"tier {tier}: a client queued for the slot this background generation held",
+                            code="preempted")
 
     @handles(TierStatus)
     async def status(self, request: TierStatus) -> dict[str, dict[str, Any]]:
@@ -141,6 +197,16 @@ class ExecutorActor(Actor):
             for executor in self.executors.values():
                 names.update(await executor.list_models())
         return sorted(names)
+
+
+async def _run(executor: Executor, request: OpenGeneration, out: Outbox[Event]) -> None:
+    try:
+        await executor.generate(request.request, out.send)
+    except (DaariError, trio.BrokenResourceError, trio.ClosedResourceError):
+        raise
+    except Exception as exc:
+        log.exception("executor %s failed", executor.name)
+        raise UpstreamError(f"{executor.name} failed: {type(exc).__name__}", upstream=executor.name) from exc
 
 
 def _status(executor: Executor) -> dict[str, Any]:

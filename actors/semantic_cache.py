@@ -61,6 +61,14 @@ class L1Put(Call[int]):
 
 
 @dataclass(frozen=True)
+class L1Demote(Call[bool]):
+    """A shadow sample disagreed with this entry's answer: never serve it from L1 again (persisted); the reply
+    says whether it was servable until now."""
+
+    entry_id: int
+
+
+@dataclass(frozen=True)
 class L1Count(Call[int]):
     """Entries in the index."""
 
@@ -194,6 +202,14 @@ class SemanticCacheActor(Actor):
             if len(matches) == request.limit:
                 break
         return matches
+
+    @handles(L1Demote)
+    async def demote(self, request: L1Demote) -> bool:
+        assert self.store is not None
+        demoted = await trio.to_thread.run_sync(self.store.demote, request.entry_id, limiter=self._sqlite)
+        self.index.delete([request.entry_id])  # gone from lookups now; the store keeps it out of rebuilds
+        self._counted()
+        return demoted
 
     @handles(L1Put)
     async def put(self, request: L1Put) -> int:

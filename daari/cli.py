@@ -66,8 +66,17 @@ def _eval(args: argparse.Namespace, rest: list[str]) -> int:
         from daari.eval.judge_eval import main as judge_main
 
         return judge_main(rest)
+    if args.suite == "trust":
+        from daari.eval.trust_eval import main as trust_main
+
+        return trust_main(rest)
+    if args.suite == "draft":
+        from daari.eval.draft_eval import main as draft_main
+
+        return draft_main(rest)
     if args.suite != "routing":
-        print(f"daari: unknown eval suite {args.suite!r} (available: routing, cache, judge)", file=sys.stderr)
+        print(f"daari: unknown eval suite {args.suite!r} (available: routing, cache, judge, trust, draft)",
+              file=sys.stderr)
         return 2
     from daari.eval.routing_eval import main as routing_main
 
@@ -88,8 +97,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("code", help="run a coding agent (claude, codex, opencode, aider) through daari",
                    add_help=False)
     evals = sub.add_parser("eval", help="run an evaluation against a running daari", add_help=False)
-    evals.add_argument("suite", help="routing (against a running daari), cache (offline, L1 verifier) or judge "
-                                     "(offline, the answer judge on evals/judge)")
+    evals.add_argument("suite", help="routing (against a running daari), cache (offline, L1 verifier), judge "
+                                     "(offline, the answer judge on evals/judge), trust (offline, L1's learned bars "
+                                     "against cache.l1.error_bound) or draft (offline, draft injection's token "
+                                     "saving and agreement)")
     add_observe_parsers(sub)
     return parser
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from annotated_types import Ge, Gt, Le
+from annotated_types import Ge, Gt, Le, Lt
 from pydantic import TypeAdapter, ValidationError
 
 from daari.datadir import default_data_dir
@@ -132,12 +132,40 @@ class L1Config:
     embed_batch_wait_ms: float = 2.0  # how long the first request of a batch waits for company
     index_trees: Annotated[int, Ge(1)] = 16  # annoy trees: more is better recall, larger index, slower build
     rebuild_after: Annotated[int, Ge(1)] = 2000  # new entries searched exactly until the index is rebuilt
+    # The false-hit rate L1 aims for: shadow samples raise the similarity bar per task type where they find
+    # false hits (never below similarity_threshold; docs/caching.md, "Adaptive trust"). None: fixed threshold.
+    error_bound: Annotated[float, Gt(0), Lt(1)] | None = 0.02
+    # A candidate above the threshold that the verifier rejected is shown to the model as a draft (measured:
+    # docs/caching.md, "Draft injection"; off because it did not win).
+    draft_injection: bool = False
 
 
 @dataclass
 class CacheConfig:
     l0: L0Config = field(default_factory=L0Config)
     l1: L1Config = field(default_factory=L1Config)
+
+
+@dataclass
+class ShadowConfig:
+    """Shadow sampling (docs/caching.md, "Trust"): a sampled answer asked again, in the background, of the tier
+    that would have answered without the cache (or, for tier evals, of the next tier up), and compared."""
+
+    rate: Annotated[float, Ge(0), Le(1)] = 0.02  # share of cache hits (L0, L1) sampled
+    tier_rate: Annotated[float, Ge(0), Le(1)] = 0.0  # share of L2/L3/L4 answers asked again one tier up
+    max_per_minute: Annotated[int, Ge(1)] = 6  # samples started per minute at most (both kinds)
+    daily_tokens: int = 50_000  # tokens (prompt + answer) shadow calls may spend per UTC day; 0: none
+    max_answer_tokens: Annotated[int, Ge(1)] = 1024  # a shadow answer's max_tokens (the client's, if lower)
+    queue: Annotated[int, Ge(1)] = 32  # samples waiting for the ShadowActor; past it they are dropped (counted)
+    wait_s: Annotated[float, Gt(0)] = 300.0  # a sample waits this long at most for an idle slot on its tier
+    # Also shadow on the embedded model: it shares the CPU slot with every L1 lookup's embedding, so a
+    # background generation there would slow clients by up to one token step each. Off: such samples skip.
+    in_process: bool = False
+
+
+@dataclass
+class TrustConfig:
+    shadow: ShadowConfig = field(default_factory=ShadowConfig)
 
 
 @dataclass
@@ -342,6 +370,7 @@ class Config:
     rules: RulesConfig = field(default_factory=RulesConfig)
     tools: ToolsConfig = field(default_factory=ToolsConfig)
     responses: ResponsesConfig = field(default_factory=ResponsesConfig)
+    trust: TrustConfig = field(default_factory=TrustConfig)
 
     def configured_tiers(self) -> list[str]:
         """Tiers in escalation order, L6 only when frontier is enabled."""

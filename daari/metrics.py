@@ -75,6 +75,14 @@ COUNTERS: dict[str, Declared] = {
     "unknown_request_shapes_total": Declared(("kind", "protocol"), "Requests routed past L0 holding an input item, "
                                              "content part, block or role type daari does not know (served as agent "
                                              "turns), by protocol and shape."),
+    "shadow_drawn_total": Declared(("kind",), "Answers the shadow sampler's rate drew as candidate samples, by kind "
+                                   "(cache, tier)."),
+    "shadow_samples_total": Declared(("kind", "level", "outcome"), "Shadow samples compared and recorded, by kind, "
+                                     "level and outcome."),
+    "shadow_tier_evals_total": Declared(("asked", "outcome", "tier"), "Tier shadow evals recorded, by answering "
+                                        "tier, tier asked and outcome."),
+    "shadow_skipped_total": Declared(("reason",), "Shadow samples not taken or not finished, by reason."),
+    "shadow_demoted_total": Declared((), "L1 entries demoted because a shadow sample disagreed with their answer."),
 }
 HISTOGRAMS: dict[str, Declared] = {
     "request_duration_seconds": Declared(("tier",), "Time to answer a chat request (until its last byte), by "

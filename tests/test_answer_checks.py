@@ -11,7 +11,6 @@ from daari.routing.classifier import classify
 from daari.trust.answer_check import answer_violations
 from daari.trust.degenerate import copied_span, mostly_echo, runaway_repetition
 from daari.trust.format_check import count_sentences, count_words, format_violations
-from daari.trust.rates import wilson_interval
 from daari.trust.stated_format import read_stated_format
 from evals.judge import judge_prompts as jp
 
@@ -135,15 +134,6 @@ def test_answer_violations_reads_the_request_and_the_finish_reason() -> None:
 def test_probes_are_never_judged() -> None:
     probe = parse_request(jp.openai([jp.user("quota")], max_tokens=1))
     assert answer_violations(probe, Completion(text="#\n" * 10, finish_reason="length")) == ()
-
-
-def test_wilson_interval() -> None:
-    low, high = wilson_interval(0, 20)
-    assert low == 0.0 and 0.16 < high < 0.17  # 0 of 20 is not 0%
-    assert wilson_interval(5, 10)[0] < 0.5 < wilson_interval(5, 10)[1]
-    assert wilson_interval(0, 0) == (0.0, 1.0)
-    with pytest.raises(ValueError):
-        wilson_interval(3, 2)
 
 
 def test_repetition_the_prompt_has_too_is_not_a_loop() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -71,4 +72,71 @@ def test_the_page_shows_decisions_live(tmp_path: Path, browser: Any) -> None:
     assert tiers == ["-", "L3", "L2", "L0", "L3"]  # newest first; the refused request has no tier
     assert "L0" in mix and "L2" in mix and "L3" in mix
     assert l0_rate == "25.0% (1/4)" and errors == "1"  # the refused request never reached the cache
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_cache_trust_panel(tmp_path: Path, browser: Any) -> None:
+    """Shadow samples of L0 and L1 hits and of L3 answers (asked of L4) fill the "Cache trust" panel: the false-hit
+    rates with their intervals, a learned bar raised by an L1 false hit, a demoted entry, diversity per task type
+    and the tier agreement; the screenshot is docs/ui-trust.png (DAARI_UI_TRUST_SCREENSHOT)."""
+    import json
+
+    from selenium.common.exceptions import TimeoutException
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from daari.pipeline.steps.l1 import SemanticTier
+    from tests.fakes.drifting_upstream import DriftingOpenAI
+
+    root = Path(__file__).resolve().parents[1]
+    rows = {r["id"]: r for r in map(json.loads, (root / "evals/cache/verification.jsonl").read_text().splitlines())}
+    pairs = [(rows[i]["a"], rows[i]["b"]) for i in ("T-001", "T-006", "T-009", "T-012")]
+    fake = DriftingOpenAI(drift_rate=0.25, seed=11)
+    for a, b in pairs:
+        fake.topics[a] = fake.topics[b] = a
+    fake.drifted.add(pairs[0][0])
+    with serve_app_in_thread(fake) as upstream:
+        tier = upstream_tier("openai", upstream + "/v1")
+        config = make_config(tmp_path, tiers={"L3": tier, "L4": tier},
+                             trust={"shadow": {"rate": 1.0, "tier_rate": 1.0, "max_per_minute": 1000}})
+        with daari_in_thread(config) as server, httpx.Client(base_url=server.url, timeout=60) as client:
+            def ask(content: str) -> str:
+                response = client.post("/v1/chat/completions", headers={"user-agent": "claude-cli/2.0"},
+                                       json={"model": "good", "messages": [{"role": "user", "content": content}]})
+                return response.headers["x-daari-tier"]
+
+            l1 = server.parts.shortcuts["L1"]
+            assert isinstance(l1, SemanticTier)
+            deadline = time.monotonic() + 120
+            while not l1.status.ready and time.monotonic() < deadline:  # the embedding model loads at start
+                time.sleep(0.2)
+            for i in range(12):
+                ask(f"Write a function that sorts list {i}")  # L3, asked again of L4 (tier eval)
+                ask(f"Write a function that sorts list {i}")  # L0 hit, asked again of L3
+            for a, b in pairs:
+                ask(a)
+                ask(b)  # L1 hits; the first pair's answer changed upstream
+            drifted_l1 = sum(1 for a, _ in pairs if a in fake.drifted)  # the first pair's, and any drawn
+            browser.get(server.url + "/ui")
+            wait = WebDriverWait(browser, 60)
+            try:
+                wait.until(lambda b: "L3 > L4" in b.find_element(By.ID, "tiers").text
+                           and "raised" in b.find_element(By.ID, "bars").text
+                           and b.find_element(By.ID, "demoted").text == str(drifted_l1)
+                           and "/12)" in b.find_element(By.ID, "shadow-L0").text
+                           and "/4)" in b.find_element(By.ID, "shadow-L1").text)
+            except TimeoutException:
+                raise AssertionError(browser.find_element(By.ID, "trust").text) from None
+            panel = browser.find_element(By.ID, "trust")
+            browser.execute_script("arguments[0].scrollIntoView()", panel)
+            texts = {name: browser.find_element(By.ID, name).text
+                     for name in ("shadow-L0", "shadow-L1", "demoted", "bars", "diversity", "tiers")}
+            shot = Path(os.environ.get("DAARI_UI_TRUST_SCREENSHOT", str(tmp_path / "ui-trust.png")))
+            browser.save_screenshot(str(shot))
+    drifted_l0 = sum(1 for t in fake.drifted if t.startswith("Write a function"))
+    assert f"{drifted_l0}/12)" in texts["shadow-L0"]  # e.g. "25.0% (95% 8.9-53.2%; 3/12)"
+    assert f"{drifted_l1}/4)" in texts["shadow-L1"] and texts["demoted"] == str(drifted_l1)
+    assert "generate_small" in texts["diversity"] and "L3 > L4" in texts["tiers"]
+    # the L1 pairs' first askings were answered by L3 and asked again of L4, where drifted topics changed
+    assert f"({4 - drifted_l1}/4)" in texts["tiers"]
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

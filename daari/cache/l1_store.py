@@ -57,6 +57,9 @@ class L1Store:
             " context_id integer not null, embed_text text not null, vector blob not null, completion text not null,"
             " tier text not null, task_type text, confidence real, created_at real not null, hits integer default 0)")
         self._conn.execute(f"create index if not exists {self.TABLE}_created on {self.TABLE}(created_at)")
+        columns = {row[1] for row in self._conn.execute(f"pragma table_info({self.TABLE})")}
+        if "demoted" not in columns:  # a store from before shadow sampling: nothing was demoted
+            self._conn.execute(f"alter table {self.TABLE} add column demoted integer not null default 0")
         self._conn.commit()
 
     def put(self, context: str, embed_text: str, vector: npt.NDArray[np.float32], completion: Completion, tier: str,
@@ -73,7 +76,7 @@ class L1Store:
     def get(self, row_id: int) -> L1Entry | None:
         row = self._conn.execute(
             f"select id, context, embed_text, completion, tier, created_at, task_type, confidence from {self.TABLE}"
-            " where id = ?", [row_id]).fetchone()
+            " where id = ? and demoted = 0", [row_id]).fetchone()
         if row is None:
             return None
         return L1Entry(row[0], row[1], row[2], Completion.from_json(json.loads(row[3])), row[4], row[5], row[6],
@@ -83,9 +86,19 @@ class L1Store:
         self._conn.execute(f"update {self.TABLE} set hits = hits + 1 where id = ?", [row_id])
         self._conn.commit()
 
+    def demote(self, row_id: int) -> bool:
+        """A shadow sample found the entry's answer wrong: it is never served again (kept, for the record)."""
+        cursor = self._conn.execute(f"update {self.TABLE} set demoted = 1 where id = ? and demoted = 0", [row_id])
+        self._conn.commit()
+        return cursor.rowcount > 0
+
+    def demoted(self) -> int:
+        return int(self._conn.execute(f"select count(*) from {self.TABLE} where demoted = 1").fetchone()[0])
+
     def vectors(self) -> StoredVectors:
-        """Every entry's vector, oldest first: what the index is rebuilt from at start."""
-        rows = self._conn.execute(f"select id, context_id, vector from {self.TABLE} order by id").fetchall()
+        """Every servable entry's vector, oldest first: what the index is rebuilt from at start."""
+        rows = self._conn.execute(f"select id, context_id, vector from {self.TABLE} where demoted = 0 "
+                                  "order by id").fetchall()
         vectors = np.frombuffer(b"".join(r[2] for r in rows), np.float32).reshape(len(rows), DIMENSIONS)
         return StoredVectors(np.array([r[0] for r in rows], np.int64), np.array([r[1] for r in rows], np.int64),
                              vectors.copy())

@@ -25,8 +25,8 @@ from daari.pipeline.steps.judge import gate
 from daari.routing.classifier import classify
 from daari.routing.confidence import heuristic_confidence, logprob_confidence, passing_score
 from daari.trust.answer_check import answer_violations
-from daari.trust.rates import wilson_interval
 from daari.trust.stated_format import read_stated_format
+from daari.trust.wilson import wilson
 
 GOAL = 0.02  # at most this share of accepted answers may break their prompt's stated format
 
@@ -88,7 +88,7 @@ class Figures:
         return self.format_broken_accepted / self.accepted if self.accepted else 0.0
 
     def line(self) -> str:
-        low, high = wilson_interval(self.format_broken_accepted, self.accepted)
+        low, high = wilson(self.format_broken_accepted, self.accepted)
         good_share = self.good_rejected / self.good if self.good else 0.0
         return (f"accepted {self.accepted:4d}/{self.answers:<4d} format-broken {self.format_broken_accepted:3d} "
                 f"({self.format_broken_share:6.1%}, 95% CI {low:5.1%}-{high:5.1%})  good rejected "

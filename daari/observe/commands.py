@@ -65,6 +65,7 @@ def run_report(args: argparse.Namespace) -> int:
     path = decisions_path(config.data_dir)
     rows = read_rows(path, time.time() - window)
     report = summarize(rows)
+    report.update(trust_report(config, time.time() - window))
     if args.json:
         print(json.dumps({"since": args.since, "log": str(path), **report}, indent=2))
     else:
@@ -77,6 +78,20 @@ def run_report(args: argparse.Namespace) -> int:
         plot_report(rows, Path(args.plot))
         print(f"plot written to {args.plot}", file=sys.stderr)
     return 0
+
+
+def trust_report(config: Any, since: float) -> dict[str, Any]:
+    """`shadow` and `trust` from the shadow outcome store (no server needed); the bars refit from every sample."""
+    from daari.server.shadow_wiring import shadow_path
+    from daari.trust.report import bars_from_rows, summarize_trust
+    from daari.trust.store import read_shadow
+
+    path = shadow_path(config.data_dir)
+    rows, skips, diversity = read_shadow(path, since)
+    every, _, _ = read_shadow(path, 0.0) if since > 0 else (rows, skips, diversity)
+    l1 = config.cache.l1
+    return summarize_trust(rows, skips, diversity, bars_from_rows(every, l1.similarity_threshold,
+                                                                  l1.error_bound).to_json())
 
 
 def print_report(report: dict[str, Any], since: str) -> None:

@@ -150,4 +150,8 @@ def render_text(report: Mapping[str, Any], since: str) -> str:
         for key, figures in provider["top"].items():
             lines.append(f"{key:<17} {figures['requests']:>8} {figures['input_tokens']:>10} "
                          f"{figures['cache_read_share'] * 100:>6.1f}% {figures['lost_cache_usd']:>9.4f}")
+    if "shadow" in report:
+        from daari.trust.report import render_trust
+
+        lines += render_trust(report)
     return "\n".join(lines)

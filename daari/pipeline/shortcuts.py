@@ -27,6 +27,7 @@ class ShortcutQuery:
     l0_key: str  # "" when the cache is off for this request
     partition: str = ""  # credential partition of the cache ("" for no credential)
     agent_turn: bool = False
+    task_type: str | None = None  # the heuristic classification's (L1's learned bars are per task type)
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,7 @@ class ShortcutResult:
     task_type: str | None = None  # "cache_hit", "rule", "tool"
     rule_id: str | None = None
     details: Mapping[str, Any] = field(default_factory=dict)
+    draft: str | None = None  # a near-miss's answer for the model tiers (L1 with cache.l1.draft_injection)
 
     @property
     def answered(self) -> bool:

@@ -37,7 +37,7 @@ class Turn:
     # One per request: slots, no per-instance dict (less to allocate and for the GC to walk).
     __slots__ = ("wire", "headers", "raw", "sink", "query_string", "prepare", "watch_client", "started", "meta",
                  "controls", "partition", "cache_on", "key", "_request", "classification", "renderer",
-                 "request_bytes", "session")
+                 "request_bytes", "session", "draft")
 
     def __init__(self, wire: Wire, headers: Mapping[str, str], raw: bytes, sink: Sink, *, query_string: str = "",
                  prepare: Prepare | None = None, watch_client: ClientWatch = _not_watched) -> None:
@@ -60,6 +60,7 @@ class Turn:
         self.renderer: StreamRenderer | None = None  # render: the stream's renderer once a stream opened
         self.request_bytes = len(raw)
         self.session: SessionTurn | None = None  # session: which session, and its provider cache before this turn
+        self.draft: str | None = None  # L1 (draft_injection): a near-miss's answer shown to the model tiers
 
     @property
     def parsed(self) -> bool:

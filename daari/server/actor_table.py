@@ -19,6 +19,7 @@ from actors.faults import FAULTS
 from actors.hub import Hub, HubActor
 from actors.runtime import ActorSpec, ActorTable, Address, RestartPolicy
 from actors.semantic_cache import IndexStats, SemanticCacheActor
+from actors.shadow import ShadowActor, ShadowDeps
 from actors.tool_runner import ToolRunnerActor
 from actors.verifier import AskModel, VerifierActor
 from daari.cache.l0_memory import L0Memory
@@ -40,6 +41,8 @@ class Shared:
     decision_queue: DecisionQueue | None = None  # the decision log's queue on the hub (log.decisions)
     embedder_status: EmbedderStatus = field(default_factory=EmbedderStatus)
     index_stats: IndexStats = field(default_factory=IndexStats)
+    # trust.shadow sampling on: the ShadowActor's dependencies from the table (server/shadow_wiring.py)
+    shadow: Callable[[ActorTable], ShadowDeps] | None = None
 
 
 def _mb(megabytes: float) -> int:
@@ -87,5 +90,9 @@ def actor_table(config: Config, executors: dict[str, Executor], shared: Shared,
             queue, decisions_path(config.data_dir), to_row, batch=logc.batch_size,
             retention_s=logc.retention_days * 86400, max_rows=logc.max_rows, flush_s=logc.flush_interval_s),
             size, policy, required=False, on_down=queue.close))
+    make_shadow = shared.shadow
+    # Not required (daari answers without it); last: it asks the executor, L1 and the embedder.
+    if make_shadow is not None:
+        rows.append(ActorSpec("shadow", lambda: ShadowActor(make_shadow(table)), size, policy, required=False))
     table = ActorTable(rows, FAULTS)
     return table

@@ -62,6 +62,7 @@ from daari.pipeline.steps.session import (
     SessionStep,
     Upstreams,
 )
+from daari.pipeline.steps.shadow import ShadowStep
 from daari.pipeline.steps.shortcut import ShortcutStep
 from daari.pipeline.steps.tool_service import ToolService
 from daari.protocol.chat import Message
@@ -76,12 +77,14 @@ from daari.server.limits import RequestLimits
 from daari.server.observe_routes import ObserveRoutes
 from daari.server.responses_endpoints import ResponsesEndpoints
 from daari.server.responses_routes import ResponsesRoutes
+from daari.server.shadow_wiring import build_trust
 from daari.server.status_routes import StatusRoutes
 from daari.server.tail import TailRoute
 from daari.sessions.economics import rates_for
 from daari.sessions.hygiene import provider_id
 from daari.sessions.store import SessionStore
 from daari.tools.patterns import is_lt_command
+from daari.trust.bars import LearnedBars
 
 log = logging.getLogger("daari")
 
@@ -162,6 +165,15 @@ async def _secret(data_dir: Path, purpose: str) -> bytes:
                            "choose another data dir with --data-dir or data_dir") from None
 
 
+async def _answer_secret(config: Config) -> bytes | None:
+    """Keys the shadow outcomes' answer hashes; without a readable secret they are unkeyed (and say so)."""
+    try:
+        return await trio.to_thread.run_sync(load_secret, Path(config.data_dir))
+    except OSError as exc:
+        log.warning("shadow answer hashes are not keyed: cannot read the data dir secret: %s", exc.strerror)
+        return None
+
+
 async def _log_secret(config: Config) -> bytes | None:
     if config.log.prompts == "none":
         return None
@@ -172,7 +184,8 @@ async def _log_secret(config: Config) -> bytes | None:
         return None
 
 
-def shortcut_tiers(config: Config, table: ActorTable, shared: Shared) -> dict[str, ShortcutTier]:
+def shortcut_tiers(config: Config, table: ActorTable, shared: Shared, bars: LearnedBars | None = None
+                   ) -> dict[str, ShortcutTier]:
     """The shortcut tiers the config turns on, by name."""
     tiers: dict[str, ShortcutTier] = {}
     tool_runner = table.get("tool_runner")  # in the table only with tools.enabled
@@ -182,7 +195,7 @@ def shortcut_tiers(config: Config, table: ActorTable, shared: Shared) -> dict[st
     if config.cache.l1.enabled:
         tiers["L1"] = SemanticTier(config.cache.l1, table.address("embedder"), shared.embedder_status,
                                    table.address("l1"), table.address("verifier"), shared.metrics,
-                                   shared.index_stats)
+                                   shared.index_stats, bars)
     if config.rules.enabled:
         tiers["L2"] = RulesTier(config.rules)
     if service is not None:
@@ -220,16 +233,19 @@ async def compose(config: Config, *, shortcuts: Mapping[str, ShortcutTier] | Non
     metrics = Metrics(tiers=config.configured_tiers())  # their series are on /metrics from the start
     health = Health()
     executors = make_executors(config)
+    trust = build_trust(config)
     decisions: Hub[RoutingDecision] = Hub(default_buffer=256, on_drop=lambda name: metrics.inc(
         "decision_subscribers_dropped_total", subscriber=name))
     # Attached before anything is published, and it outlives the decision log actor's restarts.
     decision_queue = (DecisionQueue(decisions, config.log.queue_size, on_dropped=lambda count: metrics.inc(
         "decision_log_rows_dropped_total", count)) if config.log.decisions else None)
     shared = Shared(l0_memory(config), metrics, decisions, decision_queue)
+    if trust.sampling:
+        shared.shadow = trust.deps(executors, shared, metrics, await _answer_secret(config))
     table = actor_table(config, executors, shared, model_asker(config))
     executor = table.address("executor")
 
-    tiers = shortcut_tiers(config, table, shared)
+    tiers = shortcut_tiers(config, table, shared, trust.bars)
     for name, tier in (shortcuts or {}).items():
         tiers[name] = tier
     tiers = {name: tiers[name] for name in SHORTCUT_ORDER if name in tiers}
@@ -272,7 +288,10 @@ async def compose(config: Config, *, shortcuts: Mapping[str, ShortcutTier] | Non
                       body_work=body_work, parse=parse),
                parse],
         routed=routed,
-        finish=[CacheWriteStep(guard, indexes), SessionRecordStep(sessions, upstreams), render],
+        # Shadow before render: a routed request's scope is cancelled when its client's connection reports the
+        # response done (the client watch), so a step after render may never run; this one never awaits.
+        finish=[CacheWriteStep(guard, indexes), SessionRecordStep(sessions, upstreams),
+                ShadowStep(table.get("shadow"), trust.budget, trust.diversity, trust.skips, metrics), render],
         fail=render.fail,
     )
 
@@ -286,7 +305,7 @@ async def compose(config: Config, *, shortcuts: Mapping[str, ShortcutTier] | Non
     responses = ResponsesRoutes(chat, archive, partition_secret)
     endpoints = ResponsesEndpoints(config, executor, archive, partition_secret)
     count_tokens = CountTokensRoute(config, executor, body_work, sessions, dict(upstreams.providers))
-    observe = ObserveRoutes(config.data_dir, metrics)
+    observe = ObserveRoutes(config.data_dir, metrics, trust.figures)
     tail = TailRoute(decisions, config.tail, stopping, metrics)
     l1 = tiers.get("L1")
     status = StatusRoutes(config, health, executor, metrics, started_at,
@@ -312,6 +331,7 @@ async def compose(config: Config, *, shortcuts: Mapping[str, ShortcutTier] | Non
             "/metrics": {"GET": status.metrics_page},
             "/ui": {"GET": observe.ui},
             "/v1/daari/report": {"GET": observe.report},
+            "/v1/daari/cache/diversity": {"GET": trust.diversity_route},
         },
         prefixed=[(("/v1/models/", "/models/"), {"GET": status.model}),
                   (("/v1/responses/", "/responses/"), {"GET": responses.get, "DELETE": responses.delete})],

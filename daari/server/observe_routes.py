@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Awaitable, Callable
 from importlib import resources
+from typing import Any
 from urllib.parse import parse_qs
 
 import trio
@@ -22,10 +24,14 @@ def ui_page() -> str:
     return resources.files("daari.server").joinpath("static/ui.html").read_text(encoding="utf-8")
 
 
+TrustFigures = Callable[[float], Awaitable[dict[str, Any]]]
+
+
 class ObserveRoutes:
-    def __init__(self, data_dir: str, metrics: Metrics) -> None:
+    def __init__(self, data_dir: str, metrics: Metrics, trust: TrustFigures | None = None) -> None:
         self.decisions = decisions_path(data_dir)
         self.metrics = metrics
+        self.trust = trust  # the shadow outcomes' figures (server/shadow_wiring.py)
 
     async def ui(self, req: HttpRequest) -> None:
         await send_text(req.send, 200, ui_page(), "text/html; charset=utf-8")
@@ -39,5 +45,7 @@ class ObserveRoutes:
             raise InvalidRequest(str(exc), param="since") from None
         rows = await trio.to_thread.run_sync(read_rows, self.decisions, time.time() - window, limiter=_READERS)
         body = summarize(rows, false_hits_avoided=int(self.metrics.value("cache_false_hits_avoided_total")))
+        if self.trust is not None:
+            body.update(await self.trust(time.time() - window))
         body["since"] = since
         await send_json(req.send, 200, body)

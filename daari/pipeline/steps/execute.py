@@ -31,6 +31,7 @@ from daari.protocol.chat import ChatRequest, Completion
 from daari.protocol.events import Event, assemble
 from daari.routing.agent_turn import needs_tool_calls
 from daari.routing.plan import plan_tiers
+from daari.trust.draft import with_draft
 
 
 @dataclass(frozen=True)
@@ -165,7 +166,10 @@ class ExecuteStep:
 
     def _open(self, turn: Turn, tier: str) -> AbstractAsyncContextManager[StreamReader[Event]]:
         """The generation is this request's: leaving the `async with` cancels it and frees the tier."""
-        return self.executor.stream(OpenGeneration(tier, self.request_for(turn, tier)))
+        request = self.request_for(turn, tier)
+        if turn.draft is not None:
+            request = with_draft(request, turn.draft)
+        return self.executor.stream(OpenGeneration(tier, request))
 
     async def _collect(self, turn: Turn, tier: str) -> list[Event]:
         async with self._open(turn, tier) as generation:

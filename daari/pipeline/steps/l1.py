@@ -29,6 +29,7 @@ from daari.semantic.context import lookup_context
 from daari.semantic.fold import fold
 from daari.semantic.index import Vector
 from daari.semantic.lexical import Verdict
+from daari.trust.bars import LearnedBars
 
 log = logging.getLogger("daari.l1")
 
@@ -50,7 +51,8 @@ class SemanticTier:
     serves_agent_turns = True  # the agent-prefix L1 (ADR-0004 G1b)
 
     def __init__(self, config: L1Config, embedder: Address, status: EmbedderStatus, cache: Address,
-                 verifier: Address, metrics: Metrics, index_stats: IndexStats | None = None) -> None:
+                 verifier: Address, metrics: Metrics, index_stats: IndexStats | None = None,
+                 bars: LearnedBars | None = None) -> None:
         self.config = config
         self.embedder = embedder
         self.status = status
@@ -59,6 +61,7 @@ class SemanticTier:
         self.metrics = metrics
         self._pending: LRU[str, Probe] = LRU(PENDING)  # each of size 1: bounded in count
         self.index_stats = index_stats  # what the index holds (the SemanticCacheActor updates it), for /healthz
+        self.bars = bars  # learned similarity bars per task type (the ShadowActor refits them); None: the threshold
 
     def health(self) -> dict[str, Any]:
         """For GET /healthz: whether L1 can answer now, and why not."""
@@ -87,8 +90,9 @@ class SemanticTier:
             if probe is None:
                 return None
             self._remember_probe(query.l0_key, probe)
-            matches: list[Match] = await self.cache.call(
-                L1Lookup(probe.vector, probe.context, self.config.similarity_threshold))
+            threshold = (self.bars.threshold(query.task_type) if self.bars is not None
+                         else self.config.similarity_threshold)
+            matches: list[Match] = await self.cache.call(L1Lookup(probe.vector, probe.context, threshold))
             rejected: list[tuple[Match, Verdict]] = []
             for match in matches:
                 verdict: Verdict = await self.verifier.call(Verify(probe.text, match.entry.embed_text,
@@ -104,10 +108,18 @@ class SemanticTier:
         if not rejected:
             return None
         best, verdict = rejected[0]
-        return ShortcutResult("L1", None, details={
+        draft = self._draft(best)
+        return ShortcutResult("L1", None, draft=draft, details={
             "l1": "rejected", "verdict": "rejected", "similarity": round(best.similarity, 4), "l1_rejected": [
             {"entry_id": m.entry.id, "similarity": round(m.similarity, 4), "rule": v.rule} for m, v in rejected],
-            "verified_by": self.config.verify})
+            "verified_by": self.config.verify, **({"draft_from": best.entry.id} if draft is not None else {})})
+
+    def _draft(self, best: Match) -> str | None:
+        """With cache.l1.draft_injection: the nearest rejected candidate's answer, shown to the model as a draft."""
+        completion = best.entry.completion
+        if not self.config.draft_injection or completion.tool_calls or not completion.text.strip():
+            return None
+        return completion.text
 
     def _hit(self, match: Match, rejected: list[tuple[Match, Verdict]]) -> ShortcutResult:
         details: dict[str, Any] = {"similarity": round(match.similarity, 4), "verified_by": self.config.verify,

@@ -29,6 +29,8 @@ class ShortcutStep:
         meta.details.update(result.details)
         completion = result.completion
         if completion is None:
+            if result.draft is not None:
+                turn.draft = result.draft
             return None
         if result.task_type is not None:
             meta.task_type = result.task_type
@@ -39,5 +41,7 @@ class ShortcutStep:
 
 def shortcut_query(turn: Turn) -> ShortcutQuery:
     """What a shortcut tier (and an answer index, steps/cache_write.py) may look at."""
+    classification = turn.classification
     return ShortcutQuery(turn.request, turn.headers, turn.key if turn.cache_on else "", partition=turn.partition,
-                         agent_turn=turn.meta.agent_turn)
+                         agent_turn=turn.meta.agent_turn,
+                         task_type=classification.task_type if classification is not None else None)
