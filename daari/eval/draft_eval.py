@@ -6,7 +6,7 @@ L1 holds), then side b twice: plain, and with a's answer injected as a draft (da
 the answer tokens generated with and without the draft (the saving), the prompt tokens the draft adds, how often
 the drafted answer agrees with the plain one (daari/trust/compare.py, with embedding similarity), and how often
 it copies the draft (agrees with a's answer), split by label: on a near-miss (label 0) copying is a wrong answer.
-The model is the embedded SmolLM2-135M (greedy), or any OpenAI-compatible upstream with `--base-url`.
+The model is daari's embedded model (greedy), or any OpenAI-compatible upstream with `--base-url`.
 """
 
 from __future__ import annotations
@@ -98,7 +98,7 @@ async def run(args: argparse.Namespace) -> int:
     kinds = [[s for s in found if s.pair.label == label] for label in (0, 1)]
     found = [s for pair in zip(*kinds, strict=False) for s in pair][: args.limit]
     print(f"daari eval draft: {len(found)} pairs L1 would find and the verifier rejects (threshold "
-          f"{args.threshold}); model: {args.base_url or 'embedded SmolLM2-135M'}, max_tokens {args.max_tokens}")
+          f"{args.threshold}); model: {args.base_url or 'the embedded model'}, max_tokens {args.max_tokens}")
     trials = []
     async with trio.open_nursery() as nursery:
         ask = await _asker(args.base_url, args.model, args.max_tokens, nursery)
