@@ -1,0 +1,107 @@
+"""A real redis-server (Debian's package) for the tests: each started on a free loopback port, no persistence.
+
+Never a mock. A test that needs one and cannot find the binary fails with how to install it (`make test` installs
+it, like chromium for the browser test): a skipped Redis test would hide a backend that no longer works.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+INSTALL_HINT = ("redis-server not found: the Redis backend tests need a real Redis. Install Debian's package "
+                "(`apt-get update && apt-get install -y redis-server`; `make test` does it when run as root)")
+
+
+def redis_binary() -> str:
+    found = shutil.which("redis-server")
+    if found is None:
+        pytest.fail(INSTALL_HINT, pytrace=False)
+    return found
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+class RedisServer:
+    """One redis-server process; `stop` and `start` again on the same port (a restart loses the data: no
+    persistence), `pause` and `resume` (SIGSTOP / SIGCONT: a Redis that does not answer)."""
+
+    def __init__(self, workdir: Path, port: int | None = None, extra: Sequence[str] = ()) -> None:
+        self.workdir = workdir
+        self.port = port or free_port()
+        self.extra = list(extra)
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.process = subprocess.Popen(
+            [redis_binary(), "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+             "--dir", str(self.workdir), "--protected-mode", "yes", *self.extra],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"redis-server exited with {self.process.returncode} on port {self.port}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as sock:
+                    sock.sendall(b"PING\r\n")
+                    if sock.recv(64).startswith((b"+PONG", b"-NOAUTH")):
+                        return
+            except OSError:
+                pass
+            time.sleep(0.05)
+        raise RuntimeError(f"redis-server did not answer on port {self.port}")
+
+    def stop(self) -> None:
+        process, self.process = self.process, None
+        if process is not None and process.poll() is None:
+            process.kill()
+            process.wait(10)
+
+    def pause(self) -> None:
+        assert self.process is not None
+        self.process.send_signal(19)  # SIGSTOP: connections stay open, nothing answers
+
+    def resume(self) -> None:
+        assert self.process is not None
+        self.process.send_signal(18)  # SIGCONT
+
+    def cli(self, *args: str, user: str | None = None, password: str | None = None) -> str:
+        """redis-cli against this server (as an ACL user when given): its output."""
+        command = [shutil.which("redis-cli") or "redis-cli", "-p", str(self.port), "--no-auth-warning"]
+        if user is not None:
+            command += ["--user", user, "--pass", password or ""]
+        return subprocess.run([*command, *args], capture_output=True, text=True, timeout=20).stdout.strip()
+
+
+@contextmanager
+def redis_server(workdir: Path, extra: Sequence[str] = ()) -> Iterator[RedisServer]:
+    server = RedisServer(workdir, extra=extra)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def redis(tmp_path: Path) -> Iterator[RedisServer]:
+    """A fresh redis-server for one test."""
+    with redis_server(tmp_path / "redis") as server:
+        yield server
