@@ -93,6 +93,7 @@ class RedisLink:
         self._client: Client | None = None
         self._down = trio.Event()  # set when the link goes down: the reconnect task wakes
         self._up = trio.Event()  # set while the link is up: followers wait on it
+        self._tried = trio.Event()  # set once the first PING answered or failed
 
     @property
     def up(self) -> bool:
@@ -115,6 +116,9 @@ class RedisLink:
             try:
                 async with trio.open_nursery() as nursery:
                     nursery.start_soon(self._keep_up)
+                    # Ready once Redis answered (or failed to) a first time: daari listens with the cache up when
+                    # Redis is; a Redis that is down does not hold up the start (its requests bypass the cache).
+                    await self._tried.wait()
                     try:
                         yield
                     finally:
@@ -174,6 +178,7 @@ class RedisLink:
                 delay = self.settings.reconnect_initial_s
                 await trio.sleep(delay)  # a failure is often a restart: give it a moment before the first PING
             error = await self._ping()
+            self._tried.set()
             if error is None:
                 if not first:
                     self.reconnects += 1

@@ -113,6 +113,7 @@ class Parts:
     stopping: trio.Event  # set when daari starts shutting down
     sessions: SessionStore  # agent sessions: warm provider caches, thinking-block producers
     started_at: float = field(default=0.0)
+    redis_link: RedisLink | None = None  # cache.backend: redis
 
     @property
     def cache(self) -> Address:
@@ -328,4 +329,4 @@ async def compose(config: Config, *, shortcuts: Mapping[str, ShortcutTier] | Non
                  decisions=decisions, l0_memory=shared.memory, key_memo=key_memo, hit_requests=hit_requests,
                  body_work=body_work, classify=classify, shortcuts=tiers, pipeline=pipeline, tail=tail,
                  responses=archive, app=app, partition_secret=partition_secret, log_secret=log_secret,
-                 stopping=stopping, started_at=started_at, sessions=sessions)
+                 stopping=stopping, started_at=started_at, sessions=sessions, redis_link=redis)
