@@ -12,3 +12,6 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 # once per machine for the whole suite, not once per test server's data dir.
 os.environ.setdefault("DAARI_MODELS_DIR", os.path.join(
     os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "daari-test-models"))
+
+# The `redis` fixture (a real redis-server on a free loopback port) for every test module that asks for it.
+pytest_plugins = ["tests.redis_server"]

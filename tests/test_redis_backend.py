@@ -16,7 +16,7 @@ from daari.pipeline.steps.l1 import SemanticTier
 from daari.server.serve import RunningServer
 from tests.fakes.openai_upstream import FakeOpenAI
 from tests.fakes.serving import serve_app
-from tests.redis_server import RedisServer, redis  # noqa: F401  (the fixture)
+from tests.redis_server import RedisServer
 from tests.support import daari_server, make_config, upstream_tier
 
 
@@ -44,7 +44,7 @@ def redis_config(tmp_path: Path, name: str, upstream: str, redis_url: str, *, l1
                  **redis: Any) -> Any:
     return make_config(tmp_path / name, tiers={"L3": upstream_tier("openai", upstream + "/v1")},
                        cache={"backend": "redis", "l1": {"enabled": l1},
-                              "redis": {"url": redis_url, "key_prefix": "team:", **redis}})
+                              "redis": {"url": redis_url, "key_prefix": "team:", "timeout_s": 2.0, **redis}})
 
 
 @asynccontextmanager
@@ -175,6 +175,60 @@ async def test_l1_entries_one_instance_stores_are_searched_by_another(tmp_path: 
                 await trio.sleep(0.01)
         hit = await ask(client, two.url, "Show me the command to list docker containers")
         near_miss = await ask(client, two.url, "How do I list Docker images?")
+        with trio.fail_after(20):  # the near miss's answer is stored after the reply (a tell): one more record
+            while redis.cli("XLEN", "team:l1:log") != "2":
+                await trio.sleep(0.01)
+        with trio.fail_after(20):  # and it reaches instance 0's index through the stream too
+            while await one.parts.table.address("l1").call(L1Count()) < 2:
+                await trio.sleep(0.01)
     assert hit["daari_meta"]["tier"] == "L1" and content(hit) == content(first)
     assert near_miss["daari_meta"]["tier"] == "L3"
-    assert redis.cli("XLEN", "team:l1:log") == "2"
+
+
+async def test_a_redis_that_stops_answering_is_bypassed_after_one_timeout_then_reconnected(tmp_path: Path) -> None:
+    """A real redis-server frozen (SIGSTOP: its connections stay open, nothing answers) under concurrent requests:
+    every request succeeds; the first L0 read that waits runs out its timeout and marks the link down, so the
+    requests after it bypass the cache without waiting. Thawed, daari reconnects and caches again."""
+    server = RedisServer(tmp_path / "redis")
+    server.start()
+    fake = FakeOpenAI()
+    try:
+        async with serve_app(fake) as upstream, daari_server(redis_config(
+                tmp_path, "d", upstream, server.url, timeout_s=0.3, reconnect_initial_s=0.05,
+                reconnect_max_s=0.2)) as daari, httpx.AsyncClient(base_url=daari.url, timeout=30) as client:
+            assert (await client.post("/v1/chat/completions", json=chat("warm up"))).status_code == 200
+            with trio.fail_after(10):
+                while not server.cli("KEYS", "team:l0:*"):
+                    await trio.sleep(0.01)
+            server.pause()
+            try:
+                statuses: list[int] = []
+                caches: list[str] = []
+
+                async def one(i: int) -> None:
+                    response = await client.post("/v1/chat/completions", json=chat(f"frozen question {i}"))
+                    statuses.append(response.status_code)
+                    caches.append(response.json()["daari_meta"]["cache"])
+
+                with trio.fail_after(20):  # a hang guard, not a speed assertion
+                    async with trio.open_nursery() as nursery:
+                        for i in range(8):
+                            nursery.start_soon(one, i)
+                health = (await client.get("/healthz")).json()
+            finally:
+                server.resume()
+            assert statuses == [200] * 8
+            assert set(caches) == {"bypassed"}
+            assert health["status"] == "ok" and health["redis"]["state"] == "down"
+            assert "timed out" in health["redis"]["last_error"]
+            with trio.fail_after(20):
+                while (await client.get("/healthz")).json()["redis"]["state"] != "up":
+                    await trio.sleep(0.05)
+            before = set(server.cli("KEYS", "team:l0:*").split())
+            first = (await client.post("/v1/chat/completions", json=chat("after the thaw"))).json()
+            with trio.fail_after(10):  # the put is answered from memory; its Redis write follows
+                while not set(server.cli("KEYS", "team:l0:*").split()) - before:
+                    await trio.sleep(0.01)
+            assert first["daari_meta"]["cache"] == "miss"
+    finally:
+        server.stop()

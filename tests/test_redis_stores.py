@@ -19,8 +19,7 @@ from daari.cache.redis_link import LinkSettings, RedisLink
 from daari.cache.store import NewL1Entry, StoreUnavailable
 from daari.protocol.chat import Completion
 from daari.semantic.minilm import DIMENSIONS
-from tests.redis_server import RedisServer, redis  # noqa: F401  (the fixture)
-
+from tests.redis_server import RedisServer
 
 CONTEXT = hashlib.sha256(b"one lookup context").hexdigest()
 
@@ -36,7 +35,8 @@ def unit(seed: int) -> np.ndarray:
 
 @asynccontextmanager
 async def link_to(server: RedisServer, **settings: float) -> AsyncIterator[RedisLink]:
-    link = RedisLink(LinkSettings(server.url, **settings))  # type: ignore[arg-type]
+    # Generous unless a test is about timeouts: this machine's cores are shared with other test runs.
+    link = RedisLink(LinkSettings(server.url, **{"timeout_s": 2.0, **settings}))  # type: ignore[arg-type]
     async with trio.open_nursery() as nursery:
         async def run() -> None:
             async with link.running():

@@ -163,8 +163,9 @@ class RedisL1:
         vectors: list[Any] = []
         position = "-"
         while True:
-            page = await self.link.run(lambda client: client.xrange(self.stream, position, "+", count=PAGE),
-                                       timeout_s=LOAD_TIMEOUT_S)
+            page = await self.link.run(  # awaited here: the lambda never outlives this iteration's position
+                lambda client: client.xrange(self.stream, position, "+", count=PAGE),  # noqa: B023
+                timeout_s=LOAD_TIMEOUT_S)
             for record in page:
                 _add(record.field_values, ids, contexts, vectors)
             if len(page) < PAGE:
@@ -202,8 +203,8 @@ class RedisL1:
             await self.link.wait_up()
             try:
                 answer = await self.link.run(
-                    lambda client: client.xread({self.stream: position}, count=PAGE, block=BLOCK_MS),
-                    timeout_s=BLOCK_MS / 1000 + self.link.settings.timeout_s + 1.0)
+                    lambda client: client.xread({self.stream: position}, count=PAGE, block=BLOCK_MS),  # noqa: B023
+                    timeout_s=BLOCK_MS / 1000 + self.link.settings.timeout_s + 1.0, blocking=True)
             except StoreUnavailable:
                 await trio.sleep(self.link.settings.reconnect_initial_s)  # down: wait_up holds; refused: slow down
                 continue

@@ -66,7 +66,9 @@ class LinkSettings:
         """The URL as logs and /healthz show it: no credentials."""
         return redact_url(self.url)
 
-    def client(self) -> Client:
+    def client(self, *, blocking: bool = False) -> Client:
+        """A client; `blocking`: for commands that wait on the server (XREAD BLOCK), without coredis's read
+        timeout (the caller bounds them), since a blocked command holds its connection until it answers."""
         parts = urlsplit(self.url)
         kwargs: dict[str, Any] = {}
         if parts.scheme == "rediss" and self.tls_ca_file:
@@ -78,7 +80,7 @@ class LinkSettings:
             kwargs["password"] = self.password
         return coredis.Redis.from_url(
             self.url, decode_responses=False, retry_policy=NoRetryPolicy(),  # a retry is a bypass, then a PING
-            stream_timeout=self.timeout_s * 4, connect_timeout=self.connect_timeout_s, **kwargs)
+            stream_timeout=None if blocking else self.timeout_s * 4, connect_timeout=self.connect_timeout_s, **kwargs)
 
 
 class RedisLink:
@@ -91,6 +93,7 @@ class RedisLink:
         self.last_error: str | None = None
         self.reconnects = 0
         self._client: Client | None = None
+        self._blocking: Client | None = None  # its own connections: a blocked XREAD would hold up other commands
         self._down = trio.Event()  # set when the link goes down: the reconnect task wakes
         self._up = trio.Event()  # set while the link is up: followers wait on it
         self._tried = trio.Event()  # set once the first PING answered or failed
@@ -111,8 +114,9 @@ class RedisLink:
     async def running(self) -> AsyncIterator[None]:
         """The client open and the reconnect task running, for the life of the block (an actor's lifespan)."""
         client = self.settings.client()
-        async with client:
-            self._client = client
+        blocking = self.settings.client(blocking=True)
+        async with client, blocking:
+            self._client, self._blocking = client, blocking
             try:
                 async with trio.open_nursery() as nursery:
                     nursery.start_soon(self._keep_up)
@@ -124,15 +128,17 @@ class RedisLink:
                     finally:
                         nursery.cancel_scope.cancel()
             finally:
-                self._client = None
+                self._client = self._blocking = None
                 self._set("down", "stopped")
 
     async def wait_up(self) -> None:
         await self._up.wait()
 
-    async def run(self, op: Callable[[Client], Awaitable[T]], *, timeout_s: float | None = None) -> T:
-        """`op` on the client within the timeout; StoreUnavailable at once while Redis is down."""
-        client = self._client
+    async def run(self, op: Callable[[Client], Awaitable[T]], *, timeout_s: float | None = None,
+                  blocking: bool = False) -> T:
+        """`op` on the client within the timeout; StoreUnavailable at once while Redis is down. `blocking`: `op`
+        waits on the server (XREAD BLOCK): it runs on the link's second client, and `timeout_s` must cover the wait."""
+        client = self._blocking if blocking else self._client
         if client is None or self.state != "up":
             raise StoreUnavailable(f"Redis at {self.settings.shown} is {self.state}")
         try:
