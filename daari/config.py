@@ -137,8 +137,8 @@ class L1Config:
 
 @dataclass
 class RedisConfig:
-    """A Redis connection (cache.backend: redis, and the org cache service's admin link): docs/operations.md,
-    "Running with Redis". The password never sits in the config: it is read from `password_env`."""
+    """The Redis of cache.backend: redis (docs/redis.md). The password never sits in the config: it is read from
+    the environment variable `password_env`."""
 
     url: str = "redis://127.0.0.1:6379/0"  # rediss:// for TLS; a username may be in it, a password may not
     username: str | None = None  # an ACL user (None: the URL's, else Redis's "default")
@@ -153,27 +153,10 @@ class RedisConfig:
     reconnect_max_s: Annotated[float, Gt(0)] = 10.0
 
     def __post_init__(self) -> None:
-        check_redis_url(self.url, "redis.url")
-
-
-@dataclass
-class OrgConfig:
-    """The org cache (docs/caching.md, "Org cache"): L0-org and L1-org after a local miss, per tenant."""
-
-    url: str | None = None  # the org cache service (`daari org-cache serve`), e.g. http://org-cache:8790; None: off
-    token_env: str = "DAARI_ORG_TOKEN"  # the environment variable holding this instance's token for the service
-    # The tenant every request of this daari belongs to (a team id: letters, digits, - and _). None: each request's
-    # tenant is its caller's credential, as a keyed hash under the org-wide key in `tenant_secret_env`; a request
-    # without a credential then has no tenant and skips the org cache.
-    tenant: str | None = None
-    tenant_secret_env: str = "DAARI_ORG_TENANT_SECRET"
-    timeout_s: Annotated[float, Gt(0)] = 0.5  # a lookup or session slower than this is skipped (the request goes on)
-    tls_ca_file: str | None = None  # the CA of the org Redis when the service hands out a rediss:// URL
-    max_tenants: Annotated[int, Ge(1)] = 16  # tenants with an open org connection and index at once (LRU)
-
-    def __post_init__(self) -> None:
-        if self.tenant is not None and not valid_tenant(self.tenant):
-            raise ConfigError(f"cache.org.tenant: {self.tenant!r} is not a tenant id (1-64 letters, digits, - or _)")
+        check_redis_url(self.url, "cache.redis.url")
+        if self.tls_ca_file and urlsplit(self.url).scheme != "rediss":
+            raise ConfigError("cache.redis.tls_ca_file is set but cache.redis.url is not rediss://: the connection "
+                              "would not use TLS")
 
 
 @dataclass
@@ -184,15 +167,6 @@ class CacheConfig:
     # the same Redis and key_prefix; each keeps its own in-memory L0 front and vector index).
     backend: Literal["disk", "redis"] = "disk"
     redis: RedisConfig = field(default_factory=RedisConfig)
-    org: OrgConfig = field(default_factory=OrgConfig)
-
-
-TENANT_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_")
-
-
-def valid_tenant(tenant: str) -> bool:
-    """A tenant id goes into Redis key patterns and ACL rules: only plain characters, never a glob or a space."""
-    return 1 <= len(tenant) <= 64 and all(c in TENANT_CHARS for c in tenant)
 
 
 def check_redis_url(url: str, where: str) -> None:

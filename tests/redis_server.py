@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import shutil
 import socket
+import ssl
 import subprocess
 import time
 from collections.abc import Iterator, Sequence
@@ -39,20 +40,28 @@ class RedisServer:
     """One redis-server process; `stop` and `start` again on the same port (a restart loses the data: no
     persistence), `pause` and `resume` (SIGSTOP / SIGCONT: a Redis that does not answer)."""
 
-    def __init__(self, workdir: Path, port: int | None = None, extra: Sequence[str] = ()) -> None:
+    def __init__(self, workdir: Path, port: int | None = None, extra: Sequence[str] = (),
+                 tls: tuple[Path, Path, Path] | None = None) -> None:
+        """`tls`: (certificate, key, CA) files: then the server listens with TLS only, on `port`."""
         self.workdir = workdir
         self.port = port or free_port()
         self.extra = list(extra)
+        self.tls = tls
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
     def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
+        return f"{'rediss' if self.tls else 'redis'}://127.0.0.1:{self.port}/0"
 
     def start(self) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
+        ports = ["--port", str(self.port)]
+        if self.tls is not None:
+            cert, key, ca = self.tls
+            ports = ["--port", "0", "--tls-port", str(self.port), "--tls-cert-file", str(cert), "--tls-key-file",
+                     str(key), "--tls-ca-cert-file", str(ca), "--tls-auth-clients", "no"]
         self.process = subprocess.Popen(
-            [redis_binary(), "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+            [redis_binary(), *ports, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
              "--dir", str(self.workdir), "--protected-mode", "yes", *self.extra],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 20
@@ -60,14 +69,22 @@ class RedisServer:
             if self.process.poll() is not None:
                 raise RuntimeError(f"redis-server exited with {self.process.returncode} on port {self.port}")
             try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as sock:
-                    sock.sendall(b"PING\r\n")
-                    if sock.recv(64).startswith((b"+PONG", b"-NOAUTH")):
-                        return
+                if self._answers():
+                    return
             except OSError:
                 pass
             time.sleep(0.05)
         raise RuntimeError(f"redis-server did not answer on port {self.port}")
+
+    def _answers(self) -> bool:
+        with socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as raw:
+            sock = raw
+            if self.tls is not None:
+                context = ssl.create_default_context(cafile=str(self.tls[2]))
+                context.check_hostname = False
+                sock = context.wrap_socket(raw)
+            sock.sendall(b"PING\r\n")
+            return sock.recv(64).startswith((b"+PONG", b"-NOAUTH"))
 
     def stop(self) -> None:
         process, self.process = self.process, None
@@ -86,6 +103,8 @@ class RedisServer:
     def cli(self, *args: str, user: str | None = None, password: str | None = None) -> str:
         """redis-cli against this server (as an ACL user when given): its output."""
         command = [shutil.which("redis-cli") or "redis-cli", "-p", str(self.port), "--no-auth-warning"]
+        if self.tls is not None:
+            command += ["--tls", "--cacert", str(self.tls[2])]
         if user is not None:
             command += ["--user", user, "--pass", password or ""]
         return subprocess.run([*command, *args], capture_output=True, text=True, timeout=20).stdout.strip()
