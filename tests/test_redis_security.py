@@ -8,16 +8,20 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import trio
 import trustme
 
 from daari.cache.l0_redis import RedisL0
+from daari.cache.l1_redis import RedisL1
 from daari.cache.redis_link import LinkSettings, RedisLink
+from daari.cache.store import NewL1Entry, StoreUnavailable
 from daari.config import RedisConfig, config_from_dict
 from daari.errors import ConfigError, StartupError
+from daari.protocol.chat import Completion
 from tests.redis_server import RedisServer
-from tests.test_redis_stores import entry
+from tests.test_redis_stores import CONTEXT, entry, unit
 
 SECRET = "s3cret-redis-pass-7f2a"
 
@@ -59,7 +63,7 @@ async def test_the_password_comes_from_its_environment_variable_and_is_never_sho
         async with running(RedisLink(settings(server.url, {"DAARI_REDIS_PASSWORD": "wrong"},
                                               password_env="DAARI_REDIS_PASSWORD"))) as refused:
             assert refused.state == "down" and refused.health()["last_error"]
-            with pytest.raises(Exception, match="is down"):
+            with pytest.raises(StoreUnavailable, match="is down"):
                 await RedisL0(refused, "auth:").get("k")
         async with running(RedisLink(settings(server.url, {}))) as anonymous:
             assert anonymous.state == "down"  # no password: NOAUTH
@@ -118,5 +122,42 @@ async def test_tls_checks_the_servers_certificate_and_its_host_name(tmp_path: Pa
         async with running(RedisLink(settings(by_name, {}, tls_ca_file=str(other[2])))) as untrusted:
             assert untrusted.state == "down"
         assert "over TLS" in server.cli("GET", "tls:l0:k")
+    finally:
+        server.stop()
+
+
+# The ACL docs/redis.md gives a cache's user: its own key prefix, the commands daari runs, nothing dangerous.
+ACL_RULES = ["on", ">team-a-pass", "~team-a:*", "&*", "+@read", "+@write", "+@stream", "+@scripting", "+ping",
+             "+hello", "+auth", "+time", "-@dangerous"]
+
+
+async def test_an_acl_user_limited_to_its_prefix_runs_daari_and_cannot_read_another_prefix(tmp_path: Path) -> None:
+    """The documented ACL is enough for every store operation (L0 put and get, L1 put, read, follow, sweep), and
+    Redis itself refuses that user another prefix's keys: a bug in daari could not read them."""
+    server = RedisServer(tmp_path / "r")
+    server.start()
+    try:
+        assert server.cli("ACL", "SETUSER", "team-a", *ACL_RULES) == "OK"
+        server.cli("SET", "team-b:l0:k", "team b's answer")
+        async with running(RedisLink(settings(server.url, {"PW": "team-a-pass"}, username="team-a",
+                                              password_env="PW"))) as link:
+            assert link.up, link.health()
+            l0 = RedisL0(link, "team-a:")
+            await l0.write([("k", entry("team a's answer"))], {"k": 1})
+            got = await l0.get("k")
+            assert got is not None and got.completion.text == "team a's answer"
+            assert await l0.count() == 1
+            l1 = RedisL1(link, "team-a:", max_entries=10, max_age_s=3600)
+            first = await l1.put(NewL1Entry(CONTEXT, "list containers", unit(1), Completion(text="docker ps"), "L3"))
+            assert set(await l1.get_many([first])) == {first}
+            assert (await l1.vectors()).rows.row_ids.tolist() == [first]
+            assert (await l1.evict(10, 3600)).below == first
+            with trio.fail_after(10):
+                async for rows in l1.follow(""):
+                    assert np.allclose(rows.rows.vectors[0], unit(1))
+                    break
+            with pytest.raises(StoreUnavailable, match="no permissions"):
+                await RedisL0(link, "team-b:").get("k")
+            assert link.up  # a refusal is that command's failure, not Redis down
     finally:
         server.stop()
