@@ -201,6 +201,8 @@ class RedisLink:
                     self.reconnects += 1
                     self.metrics.inc("redis_reconnects_total", link=self.name)
                     log.warning("Redis %s (%s) answers again: the cache is back", self.settings.shown, self.name)
+                else:
+                    log.info("Redis %s (%s) answers: the cache is shared there", self.settings.shown, self.name)
                 first = False
                 self._set("up", None)
                 continue
