@@ -118,10 +118,3 @@ def redis_server(workdir: Path, extra: Sequence[str] = ()) -> Iterator[RedisServ
         yield server
     finally:
         server.stop()
-
-
-@pytest.fixture
-def redis(tmp_path: Path) -> Iterator[RedisServer]:
-    """A fresh redis-server for one test."""
-    with redis_server(tmp_path / "redis") as server:
-        yield server
