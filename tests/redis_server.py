@@ -22,6 +22,10 @@ SKIP_REASON = ("redis-server not found: the Redis backend tests need a real Redi
                "`apt-get update && apt-get install -y redis-server`; `make test` installs it when run as root)")
 
 
+# For a module of Redis tests: `pytestmark = needs_redis` (the reason shows in the skip, also for async tests).
+needs_redis = pytest.mark.skipif(shutil.which("redis-server") is None, reason=SKIP_REASON)
+
+
 def redis_binary() -> str:
     found = shutil.which("redis-server")
     if found is None:

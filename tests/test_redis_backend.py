@@ -16,8 +16,10 @@ from daari.pipeline.steps.l1 import SemanticTier
 from daari.server.serve import RunningServer
 from tests.fakes.openai_upstream import FakeOpenAI
 from tests.fakes.serving import serve_app
-from tests.redis_server import RedisServer
+from tests.redis_server import RedisServer, needs_redis
 from tests.support import daari_server, make_config, upstream_tier
+
+pytestmark = needs_redis
 
 
 class Labeled(FakeOpenAI):

@@ -20,7 +20,7 @@ from daari.cache.store import NewL1Entry, StoreUnavailable
 from daari.config import RedisConfig, config_from_dict
 from daari.errors import ConfigError, StartupError
 from daari.protocol.chat import Completion
-from tests.redis_server import RedisServer
+from tests.redis_server import RedisServer, needs_redis
 from tests.test_redis_stores import CONTEXT, entry, unit
 
 SECRET = "s3cret-redis-pass-7f2a"
@@ -48,6 +48,7 @@ def settings(url: str, environ: dict[str, str], **config: Any) -> LinkSettings:
     return LinkSettings.from_config(RedisConfig(url=url, timeout_s=2.0, **config), environ)
 
 
+@needs_redis
 async def test_the_password_comes_from_its_environment_variable_and_is_never_shown(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     server = RedisServer(tmp_path / "r", extra=["--requirepass", SECRET])
@@ -100,6 +101,7 @@ def tls_files(tmp_path: Path, host: str) -> tuple[trustme.CA, tuple[Path, Path, 
     return ca, files
 
 
+@needs_redis
 async def test_tls_checks_the_servers_certificate_and_its_host_name(tmp_path: Path) -> None:
     _, files = tls_files(tmp_path, "localhost")
     server = RedisServer(tmp_path / "r", tls=files)
@@ -131,6 +133,7 @@ ACL_RULES = ["on", ">team-a-pass", "~team-a:*", "&*", "+@read", "+@write", "+@st
              "+hello", "+auth", "+time", "-@dangerous"]
 
 
+@needs_redis
 async def test_an_acl_user_limited_to_its_prefix_runs_daari_and_cannot_read_another_prefix(tmp_path: Path) -> None:
     """The documented ACL is enough for every store operation (L0 put and get, L1 put, read, follow, sweep), and
     Redis itself refuses that user another prefix's keys: a bug in daari could not read them."""

@@ -19,7 +19,9 @@ from daari.cache.redis_link import LinkSettings, RedisLink
 from daari.cache.store import NewL1Entry, StoreUnavailable
 from daari.protocol.chat import Completion
 from daari.semantic.minilm import DIMENSIONS
-from tests.redis_server import RedisServer
+from tests.redis_server import RedisServer, needs_redis
+
+pytestmark = needs_redis
 
 CONTEXT = hashlib.sha256(b"one lookup context").hexdigest()
 
