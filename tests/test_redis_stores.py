@@ -181,3 +181,44 @@ async def test_a_link_fails_fast_while_redis_is_down_and_comes_back_when_it_retu
             assert link.health()["state"] == "up" and link.health()["reconnects"] == 2
     finally:
         server.stop()
+
+
+async def test_after_redis_restarts_empty_ids_stay_new_and_a_follower_picks_the_stream_up_again(
+        tmp_path: Path) -> None:
+    """A Redis that restarts without persistence loses the id counter and the stream: the next id is still above
+    every id handed out before (an index may still hold those), and a follower that was reading the old stream
+    delivers the entries stored after the restart."""
+    server = RedisServer(tmp_path / "r")
+    server.start()
+    try:
+        async with link_to(server, reconnect_initial_s=0.05, reconnect_max_s=0.2) as one, \
+                link_to(server, reconnect_initial_s=0.05, reconnect_max_s=0.2) as two:
+            writer = RedisL1(one, "x:", max_entries=100, max_age_s=3600)
+            reader = RedisL1(two, "x:", max_entries=100, max_age_s=3600)
+            before = await writer.put(NewL1Entry(CONTEXT, "before", unit(5), Completion(text="a"), "L3"))
+            seen: list[int] = []
+            after: list[int] = []
+            with trio.fail_after(30):
+                async with trio.open_nursery() as nursery:
+                    async def follow() -> None:
+                        async for rows in reader.follow(""):
+                            seen.extend(rows.rows.row_ids.tolist())
+                            if after and after[0] in seen:
+                                nursery.cancel_scope.cancel()
+
+                    nursery.start_soon(follow)
+                    while not seen:
+                        await trio.sleep(0.01)
+                    server.stop()
+                    server.start()
+                    while True:  # both links notice, reconnect with backoff, and the put goes through
+                        try:
+                            after.append(await writer.put(NewL1Entry(CONTEXT, "after", unit(6), Completion(text="b"),
+                                                                     "L3")))
+                            break
+                        except StoreUnavailable:
+                            await trio.sleep(0.05)
+    finally:
+        server.stop()
+    assert after[0] > before
+    assert seen == [before, after[0]]
