@@ -8,14 +8,16 @@ on the machine falls on all of them alike. Two kinds of hit:
   the backend is not asked at all, so disk and Redis should match.
 - store: `cache.l0.memory_mb: 0`, so every hit reads the backend (SQLite, or a Redis GET): what a hit costs on an
   answer another daari stored, or one that fell out of this daari's memory.
-Then: Redis stopped mid-run (every request is bypassed to the upstream) vs the cache turned off, and the lag
-from an L1 put on one link to a follower on another seeing it in the stream (what an index over the shared
-vectors trails by).
+Then: the lag from an L1 put on one link to a follower on another seeing it in the stream (what an index over
+the shared vectors trails by); a Redis GET through coredis vs a bare socket; one workload over one daari, three
+daari with their own disk caches, and three daari on one Redis (hits and upstream calls); and Redis stopped
+mid-run (every request is bypassed to the upstream) vs the cache turned off.
 """
 
 from __future__ import annotations
 
 import argparse
+import random
 import shutil
 import statistics
 import time
@@ -24,13 +26,24 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
+import httpx
 import numpy as np
 import trio
 
 from bench.l0_hit import HEADERS, PATH, REQUEST, WARMUP_S, proxy_config, warm_hit
 from bench.load import Measured, measure, tool_name
 from bench.report import Table, fmt, print_tables, ratio
-from bench.servers import Server, client_cores, daari, dumps, fake_upstream, placement, server_core, workdir
+from bench.servers import (
+    Server,
+    client_cores,
+    daari,
+    dumps,
+    fake_upstream,
+    placement,
+    server_core,
+    stop,
+    workdir,
+)
 from daari.cache.l1_redis import RedisL1
 from daari.cache.redis_link import LinkSettings, RedisLink
 from daari.cache.store import NewL1Entry
@@ -149,6 +162,57 @@ def client_cost(url: str, count: int = 2000, tasks: int = 20) -> dict[str, float
     return found
 
 
+def shared_vs_isolated(tmp: Path, upstream_url: str, redis_url: str, *, prompts: int = 60, repeats: int = 3,
+                       workers: int = 6) -> Table:
+    """The same workload (each of `prompts` distinct requests `repeats` times, shuffled, spread round-robin over
+    the instances, `workers` at a time) against 1 daari, 3 daari each with its own disk cache, and 3 daari on one
+    Redis: hits, upstream calls and req/s."""
+    rng = random.Random(7)
+    work = [i for i in range(prompts) for _ in range(repeats)]
+    rng.shuffle(work)
+
+    def body(i: int) -> bytes:
+        return dumps({**REQUEST, "messages": [{"role": "user", "content": f"What does git command number {i} do?"}]})
+
+    async def drive(urls: list[str]) -> tuple[int, float]:
+        hits = 0
+        queue = list(enumerate(work))
+        async with httpx.AsyncClient(timeout=60) as client:
+            async def worker() -> None:
+                nonlocal hits
+                while queue:
+                    j, i = queue.pop(0)
+                    response = await client.post(urls[j % len(urls)] + PATH, content=body(i), headers=HEADERS)
+                    response.raise_for_status()
+                    hits += response.headers.get("x-daari-cache") == "hit"
+
+            started_at = time.perf_counter()
+            async with trio.open_nursery() as nursery:
+                for _ in range(workers):
+                    nursery.start_soon(worker)
+            return hits, len(work) / (time.perf_counter() - started_at)
+
+    table = Table(f"Several daari, one workload ({prompts} distinct requests x {repeats}, shuffled, round-robin, "
+                  f"{workers} at a time; the upstream takes ~5 ms a token)",
+                  ["setup", "instances", "requests", "hits", "upstream calls", "hit rate", "req/s"])
+    setups = [("one daari, disk", 1, "disk"), ("three daari, each its own disk", 3, "disk"),
+              ("three daari, one Redis", 3, "redis")]
+    prefix = f"shared{time.monotonic_ns()}:"
+    for name, count, backend in setups:
+        with ExitStack() as stack:
+            cfgs = [config(upstream_url, backend, redis_url) for _ in range(count)]
+            for cfg in cfgs:
+                if backend == "redis":
+                    cfg["cache"]["redis"]["key_prefix"] = prefix
+            urls = [stack.enter_context(started(cfg, tmp)).url for cfg in cfgs]
+            hits, rps = trio.run(drive, urls)
+        table.add(name, count, len(work), hits, len(work) - hits, f"{hits / len(work):.0%}", rps)
+    table.notes.append(f"at best {len(work) - prompts} hits ({(len(work) - prompts) / len(work):.0%}): each distinct "
+                       "request misses once; two instances that miss the same request at the same moment both call "
+                       "the upstream (the second put keeps the first answer)")
+    return table
+
+
 def _median(runs: list[Measured], field: str) -> float:
     return float(statistics.median(getattr(m.load, field) for m in runs))
 
@@ -177,6 +241,10 @@ def run(duration_s: float = 3.0, rounds: int = 3) -> list[Table]:
                                                               connections=connections, duration_s=duration_s))
         lags = stream_lag(redis.url)
         clients = client_cost(redis.url)
+        for server in servers.values():
+            stop(server)  # the next parts run without them (the stack's own stop later does nothing)
+        with fake_upstream("openai", tmp, token_delay_s=0.005, cores=client_cores()) as slow:
+            several = shared_vs_isolated(tmp, slow.url, redis.url)
         # Every request to these two goes to the fake upstream: the cache off, and Redis stopped.
         off = stack.enter_context(started(config(upstream.url, "disk", redis.url, l0=False), tmp))
         down = stack.enter_context(started(config(upstream.url, "redis", redis.url, memory=False), tmp))
@@ -226,7 +294,7 @@ def run(duration_s: float = 3.0, rounds: int = 3) -> list[Table]:
         cost.add(measure_name, a, b, ratio(a, b))
     cost.notes.append("a 1 KB value; the bare socket sends the RESP bytes itself and reads to the reply's end "
                       "(no parsing): the floor for any client")
-    return [table, ratios, cost]
+    return [table, ratios, cost, several]
 
 
 @contextmanager
