@@ -4,7 +4,7 @@ One string per entry, `<prefix>l0:<L0 key>`, holding the entry as JSON (daari/ca
 `ttl_s` after it was made. A put is `SET key value NX GET PXAT ...`: one atomic command that stores the entry only
 when no daari stored that key first, and otherwise answers with the entry that stays. Two daari that answered the
 same request at once therefore never clobber each other: the first put wins, the second learns the winner and shows
-it from memory too. Redis bounds the bytes (its `maxmemory` and eviction policy, docs/operations.md); a hit served
+it from memory too. Redis bounds the bytes (its `maxmemory` and eviction policy, docs/redis.md); a hit served
 from a daari's memory front is TOUCHed with the next batch, so Redis's LRU sees it.
 """
 

@@ -1,4 +1,4 @@
-"""L1 in Redis (cache.backend: redis, and each tenant's L1-org): entries every daari shares, and the stream that
+"""L1 in Redis (cache.backend: redis): entries every daari on that Redis and prefix shares, and the stream that
 tells each daari's vector index about new ones.
 
 Keys under `<prefix>l1:`: `e:<id>` a hash per entry (context, embedded text, answer, tier, time), `d:<digest>` the id
@@ -11,8 +11,8 @@ clock (ms x 1000), so a Redis that lost its data never hands out an id an index 
 
 Each daari keeps its own annoy index (actors/semantic_cache.py): built at start from the stream, then fed by
 `follow` (XREAD BLOCK), so an entry another daari stored is searched here about one round trip after its put
-(docs/caching.md, "Backends", measures the lag). Eviction by age trims the stream and the hashes; the index drops
-every id below the oldest one left (`Evicted.below`).
+(docs/redis.md, "Each instance's index, and the lag"; bench/redis_hit.py measures it). Eviction by age trims the
+stream and the hashes; the index drops every id below the oldest one left (`Evicted.below`).
 """
 
 from __future__ import annotations

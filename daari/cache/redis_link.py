@@ -98,7 +98,7 @@ class RedisLink:
     def __init__(self, settings: LinkSettings, metrics: Metrics | None = None, name: str = "cache") -> None:
         self.settings = settings
         self.metrics = metrics or Metrics()
-        self.name = name  # which link, in metrics and logs ("cache", "org:<tenant>", "org-admin")
+        self.name = name  # which link, in metrics and logs (`link` label): "cache" for cache.backend: redis
         self.state: State = "connecting"
         self.since = time.time()
         self.last_error: str | None = None
