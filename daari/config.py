@@ -154,6 +154,10 @@ class RedisConfig:
 
     def __post_init__(self) -> None:
         check_redis_url(self.url, "cache.redis.url")
+        if any(c in self.key_prefix for c in "*?[]\\ \t\r\n"):
+            # It is matched as a pattern (SCAN, ACL key patterns): a glob character would reach other caches' keys.
+            raise ConfigError(f"cache.redis.key_prefix: {self.key_prefix!r} holds a space or a glob character "
+                              "(* ? [ ] \\)")
         if self.tls_ca_file and urlsplit(self.url).scheme != "rediss":
             raise ConfigError("cache.redis.tls_ca_file is set but cache.redis.url is not rediss://: the connection "
                               "would not use TLS")

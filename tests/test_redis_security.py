@@ -83,6 +83,7 @@ def test_a_password_env_that_is_not_set_stops_the_start() -> None:
     ({"url": "redis://:hunter2@127.0.0.1:6379/0"}, "holds a password"),
     ({"url": "http://127.0.0.1:6379"}, "redis:// or rediss://"),
     ({"url": "redis://127.0.0.1:6379/0", "tls_ca_file": "/etc/ssl/ca.pem"}, "not rediss://"),
+    ({"key_prefix": "team-*:"}, "glob character"),
 ])
 def test_redis_settings_that_would_leak_or_skip_tls_are_config_errors(redis: dict[str, Any], message: str) -> None:
     with pytest.raises(ConfigError, match=message) as caught:
