@@ -93,7 +93,7 @@ async def test_two_instances_racing_on_one_key_keep_one_entry_and_then_agree(tmp
     told, and from then on both instances serve the same answer for that request."""
     async with instances(tmp_path, redis.url, 2) as (servers, fakes), httpx.AsyncClient(timeout=30) as client:
         for fake in fakes:
-            fake.delay_s = 0.5  # both requests are in flight before either answer is stored
+            fake.delay_s = 1.0  # both requests are in flight (past L0) before either answer is stored
         answers: list[dict[str, Any]] = [{}, {}]
 
         async def race(i: int) -> None:
