@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 # issues 7-12); `make bench BENCH_VERSUS=` skips that part.
 BENCH_VERSUS ?= b076afb
 
-.PHONY: run test test-clients browser lint bench eval clean
+.PHONY: run test test-clients browser redis lint bench eval clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -27,7 +27,7 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	HF_HUB_OFFLINE=1 $(VENV)/bin/daari serve
 
-test: $(STAMP) browser
+test: $(STAMP) browser redis
 	$(VENV)/bin/ruff check .
 	$(PY) -m mypy --strict actors daari
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -q
@@ -41,6 +41,16 @@ browser:
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver) \
 	    >/dev/null 2>&1 || echo "could not install chromium: the /ui browser test will be skipped"; \
 	else echo "chromium/chromedriver missing (apt-get install chromium chromium-driver): the /ui browser test will be skipped"; fi
+
+# The Redis backend tests start their own redis-server (Debian's package) on a free loopback port: installed here
+# when missing and we are root (CI is); otherwise those tests are skipped with this reason.
+redis:
+	@if command -v redis-server >/dev/null && command -v redis-cli >/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  echo "installing redis-server (Debian) for the Redis backend tests"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server) \
+	    >/dev/null 2>&1 || echo "could not install redis-server: the Redis backend tests will be skipped"; \
+	else echo "redis-server missing (apt-get install redis-server): the Redis backend tests will be skipped"; fi
 
 # The real Claude Code, Codex, opencode and aider (and `daari code`) through daari against a fake upstream
 # (needs npm and network access to npm and PyPI; not part of `test`). aider gets its own venv: its pinned

@@ -1,14 +1,15 @@
-"""CacheActor: the one writer of L0 (SQLite and its in-memory front); reads that miss memory come here.
+"""CacheActor: the one writer of L0 (its store and the in-memory front); reads that miss memory come here.
 
-A failing disk (full, read-only, locked) never crashes it: a read that fails and a put it cannot take
-are answered `CacheUnavailable`, which the request path turns into a bypass (pipeline/cache_guard.py).
+The store is the disk (SQLite, daari/cache/l0_disk.py) or Redis shared with other daari (daari/cache/l0_redis.py),
+behind the same interface (daari/cache/store.py). A store that fails (a full or read-only disk, Redis down or slow)
+never crashes the actor: a read that fails and a put it cannot take are answered `CacheUnavailable`, which the
+request path turns into a bypass (pipeline/cache_guard.py).
 """
 
 from __future__ import annotations
 
 import logging
 import math
-import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -17,17 +18,18 @@ from pathlib import Path
 import trio
 
 from actors.runtime import Actor, Call, handles
+from daari.cache.l0_disk import DiskL0
 from daari.cache.l0_memory import L0Memory
-from daari.cache.l0_store import L0Entry, L0Reader, L0Store
-from daari.errors import DaariError, StartupError
+from daari.cache.l0_store import L0Entry
+from daari.cache.store import L0Backend, StoreUnavailable
+from daari.errors import DaariError
 from daari.metrics import Metrics
 
 log = logging.getLogger("daari.cache")
 
-BATCH = 256  # puts written in one transaction at most
+BATCH = 256  # puts written in one transaction (or one Redis pipeline) at most
 FLUSH_S = 30.0  # the hit tally and the age sweep run at least this often
 SWEEP_S = 600.0  # with a ttl, expired entries are deleted at least this often (they are never served)
-DISK_RETRY_S = 30.0  # after a failed disk write, puts are refused this long before trying again
 
 
 class CacheUnavailable(DaariError):
@@ -42,7 +44,7 @@ class L0Get(Call[L0Entry | None]):
 
 @dataclass(frozen=True)
 class L0Put(Call[None]):
-    """Answered once the entry is in memory (visible to every request); the disk write follows."""
+    """Answered once the entry is in memory (visible to every request); the store's write follows."""
 
     key: str
     entry: L0Entry
@@ -50,42 +52,28 @@ class L0Put(Call[None]):
 
 @dataclass(frozen=True)
 class L0Count(Call[int]):
-    """Entries on disk."""
+    """Entries in the store."""
 
 
 class CacheActor(Actor):
     name = "cache"
 
-    def __init__(self, db_path: Path, memory: L0Memory, *, max_disk_bytes: int = 0, ttl_s: float = 0.0,
+    def __init__(self, store: L0Backend | Path, memory: L0Memory, *, max_disk_bytes: int = 0, ttl_s: float = 0.0,
                  metrics: Metrics | None = None) -> None:
-        self.db_path = db_path
+        """`store`: the L0 store, or the path of an SQLite file for the disk store (`max_disk_bytes`, `ttl_s`)."""
+        self.store: L0Backend = (DiskL0(store, max_bytes=max_disk_bytes, ttl_s=ttl_s) if isinstance(store, Path)
+                                 else store)
         self.memory = memory  # shared with request tasks for synchronous peeks; written only here
-        self.max_disk_bytes = max_disk_bytes
         self.ttl_s = ttl_s
         self.metrics = metrics or Metrics()
-        self.store: L0Store | None = None
-        self.reader: L0Reader | None = None
-        # Two connections, one thread each at a time: the writer's batches, and reads (WAL: a read never waits
-        # for a write in progress, so an L0 disk hit is not held up by a batch of puts).
-        self._write_limiter = trio.CapacityLimiter(1)
-        self._read_limiter = trio.CapacityLimiter(1)
         self._writes: trio.MemorySendChannel[L0Put]
         self._writer_scope = trio.CancelScope()
-        self._disk_failed_at = -math.inf
         self._swept_at = -math.inf
 
     @asynccontextmanager
     async def lifespan(self) -> AsyncIterator[None]:
-        try:
-            self.store = await trio.to_thread.run_sync(L0Store, self.db_path, self.max_disk_bytes, self.ttl_s,
-                                                       limiter=self._write_limiter)
-            self.reader = await trio.to_thread.run_sync(self.store.reader, limiter=self._read_limiter)
-        except (OSError, sqlite3.Error) as exc:
-            if self.store is not None:
-                self.store.close()
-            raise StartupError(f"cannot open the L0 store {self.db_path}: {exc}; "
-                               f"choose a writable directory with --data-dir") from None
-        # Unbounded in count: what is queued is bounded by the memory's pending budget (see handle).
+        await self.store.open()
+        # Unbounded in count: what is queued is bounded by the memory's pending budget (see put).
         writes_send, writes_recv = trio.open_memory_channel[L0Put](math.inf)
         self._writes = writes_send
         try:
@@ -98,13 +86,11 @@ class CacheActor(Actor):
                     writes_send.close()
                     self._writer_scope.deadline = trio.current_time() + 5
         finally:
-            store, self.store = self.store, None
-            reader, self.reader = self.reader, None
-            reader.close()
-            store.close()
+            with trio.CancelScope(shield=True):
+                await self.store.close()
 
     async def _writer(self, writes: trio.MemoryReceiveChannel[L0Put]) -> None:
-        """Disk writes happen after the reply, in batches: a put is visible (from memory) before it is durable."""
+        """Store writes happen after the reply, in batches: a put is visible (from memory) before it is durable."""
         # Shielded so that a shutdown does not lose answers already acknowledged to the pipeline.
         with trio.CancelScope(shield=True) as self._writer_scope, writes:
             await self._write([])  # the age sweep at start
@@ -124,7 +110,6 @@ class CacheActor(Actor):
                 await self._write(batch)
 
     async def _write(self, batch: list[L0Put]) -> None:
-        assert self.store is not None
         sweep_due = self.ttl_s and trio.current_time() - self._swept_at >= SWEEP_S
         if not batch and not self.memory.hits and not sweep_due:
             return
@@ -132,23 +117,24 @@ class CacheActor(Actor):
             self._swept_at = trio.current_time()
         hits = self.memory.take_hits()
         try:
-            await trio.to_thread.run_sync(self.store.write, [(p.key, p.entry) for p in batch], hits,
-                                          limiter=self._write_limiter)
-        except (sqlite3.Error, OSError) as exc:
-            self._disk_failed_at = trio.current_time()
+            kept = await self.store.write([(p.key, p.entry) for p in batch], hits)
+        except StoreUnavailable as exc:
             self.metrics.inc("cache_write_failures_total", amount=max(len(batch), 1))
-            log.warning("L0 store %s: a write failed (%s: %s); %d answers stay in memory only, new ones are "
-                        "not cached for %gs", self.db_path, type(exc).__name__, exc, len(batch), DISK_RETRY_S)
+            log.warning("L0 store %s: a write failed (%s); %d answers stay in memory only", self.store.description,
+                        exc, len(batch))
+            kept = {}
         finally:
             for put in batch:
                 self.memory.written(put.key, put.entry)
+        for key, entry in kept.items():
+            # Another daari stored this key first: its entry stays, and this memory now shows the same one.
+            self.metrics.inc("cache_put_conflicts_total")
+            self.memory.cached(key, entry)
 
-    def _reader(self) -> L0Reader:
-        assert self.reader is not None, "used only between lifespan's start and end"
-        return self.reader
-
-    @handles(L0Get)
+    @handles(L0Get, concurrent=True)
     async def get(self, request: L0Get) -> L0Entry | None:
+        # Concurrent: a store on the network (Redis) answers many lookups at once; the disk store serializes its
+        # reads on its own limiter. Safe beside puts: memory is written without an await in between.
         entry = self.memory.peek(request.key)
         if entry is None:
             entry = await self._read(request.key)
@@ -156,8 +142,9 @@ class CacheActor(Actor):
 
     @handles(L0Put)
     async def put(self, request: L0Put) -> None:
-        if trio.current_time() - self._disk_failed_at < DISK_RETRY_S:
-            raise CacheUnavailable("the L0 store's disk is failing (full or read-only?); not caching")
+        reason = self.store.unavailable()
+        if reason is not None:
+            raise CacheUnavailable(reason)
         if not self.memory.has_room(request.entry):
             self.metrics.inc("cache_write_queue_full_total")
             raise CacheUnavailable("the L0 store's write queue is full; not caching this answer")
@@ -166,13 +153,16 @@ class CacheActor(Actor):
 
     @handles(L0Count)
     async def count(self, request: L0Count) -> int:
-        return await trio.to_thread.run_sync(self._reader().count, limiter=self._read_limiter)
+        try:
+            return await self.store.count()
+        except StoreUnavailable as exc:
+            raise CacheUnavailable(str(exc)) from None
 
     async def _read(self, key: str) -> L0Entry | None:
         try:
-            entry = await trio.to_thread.run_sync(self._reader().get, key, limiter=self._read_limiter)
-        except (sqlite3.Error, OSError) as exc:
-            raise CacheUnavailable(f"the L0 store could not be read ({type(exc).__name__})") from None
+            entry = await self.store.get(key)
+        except StoreUnavailable as exc:
+            raise CacheUnavailable(str(exc)) from None
         if entry is not None:
             self.memory.cached(key, entry)
             self.memory.hits[key] = self.memory.hits.get(key, 0) + 1

@@ -1,16 +1,18 @@
-"""SemanticCacheActor: the L1 store (SQLite) and its vector index (annoy + an exact buffer).
+"""SemanticCacheActor: the L1 store (SQLite, or Redis shared with other daari) and its vector index (annoy + an
+exact buffer).
 
-Lookups search the index in place (well under a millisecond) and read the candidates' entries from SQLite.
-Puts go to SQLite and the buffer; once `rebuild_after` entries are buffered, a new annoy index is built on
-a worker thread from a snapshot and swapped in whole, while lookups go on against the old one. At start the
-saved index is loaded (or, when missing or stale, rebuilt in the background: until then every entry is
-searched exactly). Entries past `max_entries` or `max_age_s` are evicted.
+Lookups search the index in place (well under a millisecond) and read the candidates' entries from the store.
+Puts go to the store and the buffer; once `rebuild_after` entries are buffered, a new annoy index is built on
+a worker thread from a snapshot and swapped in whole, while lookups go on against the old one. On disk, the
+saved index is loaded at start (or, when missing or stale, rebuilt in the background: until then every entry is
+searched exactly). A shared store (Redis) is read whole when it first answers, and then followed: entries other
+daari store arrive through its stream and are buffered here like this daari's own. Entries past `max_entries` or
+`max_age_s` are evicted.
 """
 
 from __future__ import annotations
 
 import logging
-import sqlite3
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -20,9 +22,11 @@ from pathlib import Path
 import numpy as np
 import trio
 
+from actors.cache import CacheUnavailable
 from actors.runtime import Actor, Call, handles
-from daari.cache.l1_store import L1Entry, L1Store, context_id
-from daari.errors import StartupError
+from daari.cache.l1_disk import DiskL1
+from daari.cache.l1_store import L1Entry, StoredVectors, context_id
+from daari.cache.store import L1Backend, NewL1Entry, StoreUnavailable, VectorRows
 from daari.protocol.chat import Completion
 from daari.semantic.index import Candidate, Sealed, Vector, VectorIndex, load_sealed, rebuild
 
@@ -91,44 +95,43 @@ class IndexStats:
 class SemanticCacheActor(Actor):
     name = "l1"
 
-    def __init__(self, data_dir: Path, *, max_entries: int, max_age_s: float, trees: int, rebuild_after: int,
+    def __init__(self, store: L1Backend | Path, *, max_entries: int, max_age_s: float, trees: int, rebuild_after: int,
                  stats: IndexStats | None = None) -> None:
-        self.db_path = data_dir / "l1.sqlite"
-        self.index_path = data_dir / "l1.index"  # a manifest naming the current annoy + ids files
+        """`store`: the L1 store, or a data dir for the disk store (`<data_dir>/l1.sqlite`, `l1.index`)."""
+        self.store: L1Backend = DiskL1(store) if isinstance(store, Path) else store
+        self.index_path = self.store.shape.index_path  # a manifest naming the current annoy + ids files; None: none
         self.max_entries = max_entries
         self.max_age_s = max_age_s
         self.trees = trees
         self.rebuild_after = max(1, rebuild_after)
         self.stats = stats or IndexStats()
-        self.store: L1Store | None = None
         self.index = VectorIndex()
-        self._sqlite = trio.CapacityLimiter(1)
+        self._seen: set[int] = set()  # a shared store: ids indexed here (its stream also brings this daari's own)
         self._building = trio.CapacityLimiter(1)
         self._rebuild_wanted = trio.Event()
 
     @asynccontextmanager
     async def lifespan(self) -> AsyncIterator[None]:
+        await self.store.open()
         try:
-            self.store = await trio.to_thread.run_sync(L1Store, self.db_path, limiter=self._sqlite)
-        except (OSError, sqlite3.Error) as exc:
-            raise StartupError(f"cannot open the L1 store {self.db_path}: {exc}; "
-                               f"choose a writable directory with --data-dir") from None
-        try:
-            await self._load_index()
+            if not self.store.shape.shared:
+                await self._load_index()
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._rebuilder)
                 nursery.start_soon(self._sweeper)
+                if self.store.shape.shared:
+                    nursery.start_soon(self._follow)
                 yield
                 nursery.cancel_scope.cancel()
         finally:
-            store, self.store = self.store, None
-            store.close()
+            with trio.CancelScope(shield=True):
+                await self.store.close()
 
     async def _load_index(self) -> None:
         """The saved index plus what the store holds beyond it; stale parts are skipped, then rebuilt."""
-        assert self.store is not None
-        sealed = await trio.to_thread.run_sync(load_sealed, self.index_path)
-        stored = await trio.to_thread.run_sync(self.store.vectors, limiter=self._sqlite)
+        sealed = (await trio.to_thread.run_sync(load_sealed, self.index_path)
+                  if self.index_path is not None else None)
+        stored = (await self.store.vectors()).rows
         sealed = sealed or Sealed.empty()
         self.index = VectorIndex(sealed)
         in_index = set(sealed.row_ids.tolist())
@@ -142,6 +145,31 @@ class SemanticCacheActor(Actor):
             log.info("L1: %d entries (%d searched exactly until the index is rebuilt)", len(self.index),
                      self.index.buffered)
             self._rebuild_wanted.set()
+
+    async def _follow(self) -> None:
+        """A shared store: everything it holds once it answers (the index is rebuilt from it), then what any daari
+        stores after that, as it comes."""
+        first = True
+        async for rows in self.store.follow(""):
+            added = self._add_rows(rows)
+            if added and (first or self.index.buffered >= self.rebuild_after):
+                self._rebuild_wanted.set()
+            if first:
+                first = False
+                log.info("L1: %d entries in %s", len(self.index), self.store.description)
+            self._counted()
+
+    def _add_rows(self, rows: VectorRows) -> int:
+        stored: StoredVectors = rows.rows
+        added = 0
+        for row_id, context, vector in zip(stored.row_ids, stored.contexts, stored.vectors, strict=True):
+            entry_id = int(row_id)
+            if entry_id in self._seen:
+                continue
+            self._seen.add(entry_id)
+            self.index.add(entry_id, int(context), vector)
+            added += 1
+        return added
 
     def _counted(self) -> None:
         self.stats.entries = len(self.index)
@@ -166,15 +194,22 @@ class SemanticCacheActor(Actor):
 
     async def _sweeper(self) -> None:
         while True:
-            await self._evict()
+            try:
+                await self._evict()
+            except StoreUnavailable as exc:
+                log.debug("L1 eviction skipped: %s", exc)
             await trio.sleep(SWEEP_S)
 
     async def _evict(self) -> None:
-        assert self.store is not None
-        gone = await trio.to_thread.run_sync(self.store.evict, self.max_entries, self.max_age_s,
-                                             limiter=self._sqlite)
+        known = self.index.max_id()  # ids indexed before the pass: a shared store's answer covers these only
+        evicted = await self.store.evict(self.max_entries, self.max_age_s)
+        gone = list(evicted.ids)
+        if evicted.below is not None:
+            bound = known + 1 if evicted.below < 0 else min(evicted.below, known + 1)
+            gone += self.index.ids_below(bound)
         if gone:
             self.index.delete(gone)
+            self._seen.difference_update(gone)
             self._counted()
 
     @handles(L1Count)
@@ -186,16 +221,23 @@ class SemanticCacheActor(Actor):
         await self._rebuild()
         return len(self.index)
 
-    @handles(L1Lookup)
+    @handles(L1Lookup, concurrent=True)
     async def lookup(self, request: L1Lookup) -> list[Match]:
-        assert self.store is not None
+        # Concurrent: the index search runs without an await; only reading the candidates' entries waits (Redis
+        # answers many at once, the disk store serializes them on its own limiter).
         # A few extra in case some turn out evicted or (60-bit id collision) of another context.
         candidates: list[Candidate] = self.index.search(request.vector, context_id(request.context),
                                                         request.threshold, request.limit + 2)
+        if not candidates:
+            return []
+        try:
+            entries = await self.store.get_many([c.row_id for c in candidates])
+        except StoreUnavailable as exc:
+            raise CacheUnavailable(str(exc)) from None
         matches = []
         oldest = time.time() - self.max_age_s
         for candidate in candidates:
-            entry = await trio.to_thread.run_sync(self.store.get, candidate.row_id, limiter=self._sqlite)
+            entry = entries.get(candidate.row_id)
             if entry is None or entry.context != request.context or entry.created_at < oldest:
                 continue
             matches.append(Match(candidate.similarity, entry))
@@ -205,21 +247,26 @@ class SemanticCacheActor(Actor):
 
     @handles(L1Demote)
     async def demote(self, request: L1Demote) -> bool:
-        assert self.store is not None
-        demoted = await trio.to_thread.run_sync(self.store.demote, request.entry_id, limiter=self._sqlite)
+        try:
+            demoted = await self.store.demote(request.entry_id)
+        except StoreUnavailable as exc:
+            raise CacheUnavailable(str(exc)) from None
         self.index.delete([request.entry_id])  # gone from lookups now; the store keeps it out of rebuilds
         self._counted()
         return demoted
 
     @handles(L1Put)
     async def put(self, request: L1Put) -> int:
-        assert self.store is not None
         vector = np.asarray(request.vector, np.float32)
-        row_id = await trio.to_thread.run_sync(self.store.put, request.context, request.embed_text, vector,
-                                               request.completion, request.tier, request.task_type,
-                                               request.confidence, limiter=self._sqlite)
-        self.index.add(row_id, context_id(request.context), vector)
-        if len(self.index) > self.max_entries:
+        try:
+            row_id = await self.store.put(NewL1Entry(request.context, request.embed_text, vector, request.completion,
+                                                     request.tier, request.task_type, request.confidence))
+        except StoreUnavailable as exc:
+            raise CacheUnavailable(str(exc)) from None
+        if row_id not in self._seen:
+            self._seen.add(row_id)
+            self.index.add(row_id, context_id(request.context), vector)
+        if not self.store.shape.shared and len(self.index) > self.max_entries:
             await self._evict()
         if self.index.buffered >= self.rebuild_after:
             self._rebuild_wanted.set()

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 import yaml
 from annotated_types import Ge, Gt, Le, Lt
@@ -141,9 +142,51 @@ class L1Config:
 
 
 @dataclass
+class RedisConfig:
+    """The Redis of cache.backend: redis (docs/redis.md). The password never sits in the config: it is read from
+    the environment variable `password_env`."""
+
+    url: str = "redis://127.0.0.1:6379/0"  # rediss:// for TLS; a username may be in it, a password may not
+    username: str | None = None  # an ACL user (None: the URL's, else Redis's "default")
+    password_env: str | None = None  # the environment variable holding the password (AUTH)
+    tls_ca_file: str | None = None  # rediss://: the CA that signed the server's certificate (None: the system's)
+    key_prefix: str = "daari:"  # every key daari writes starts with it (several caches may share one Redis)
+    # A command that takes longer fails and the request is served without the cache; Redis is then marked down
+    # and asked again (PING) after reconnect_initial_s, doubling up to reconnect_max_s, until it answers.
+    timeout_s: Annotated[float, Gt(0)] = 0.25
+    connect_timeout_s: Annotated[float, Gt(0)] = 1.0
+    reconnect_initial_s: Annotated[float, Gt(0)] = 0.25
+    reconnect_max_s: Annotated[float, Gt(0)] = 10.0
+
+    def __post_init__(self) -> None:
+        check_redis_url(self.url, "cache.redis.url")
+        if any(c in self.key_prefix for c in "*?[]\\ \t\r\n"):
+            # It is matched as a pattern (SCAN, ACL key patterns): a glob character would reach other caches' keys.
+            raise ConfigError(f"cache.redis.key_prefix: {self.key_prefix!r} holds a space or a glob character "
+                              "(* ? [ ] \\)")
+        if self.tls_ca_file and urlsplit(self.url).scheme != "rediss":
+            raise ConfigError("cache.redis.tls_ca_file is set but cache.redis.url is not rediss://: the connection "
+                              "would not use TLS")
+
+
+@dataclass
 class CacheConfig:
     l0: L0Config = field(default_factory=L0Config)
     l1: L1Config = field(default_factory=L1Config)
+    # Where L0 and L1 entries live: "disk" (SQLite files in data_dir) or "redis" (shared by every daari pointed at
+    # the same Redis and key_prefix; each keeps its own in-memory L0 front and vector index).
+    backend: Literal["disk", "redis"] = "disk"
+    redis: RedisConfig = field(default_factory=RedisConfig)
+
+
+def check_redis_url(url: str, where: str) -> None:
+    """redis:// or rediss://, and no password in it: passwords come from an environment variable."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("redis", "rediss"):
+        raise ConfigError(f"{where}: expected a redis:// or rediss:// URL, got {redact_url(url)!r}")
+    if parts.password:
+        raise ConfigError(f"{where}: the URL holds a password; put it in the environment variable named by "
+                          "password_env instead")
 
 
 @dataclass

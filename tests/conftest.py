@@ -5,6 +5,12 @@ Set before anything imports torch: OMP_WAIT_POLICY only takes effect at torch's 
 """
 
 import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.redis_server import RedisServer, redis_server
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
@@ -12,3 +18,10 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 # once per machine for the whole suite, not once per test server's data dir.
 os.environ.setdefault("DAARI_MODELS_DIR", os.path.join(
     os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "daari-test-models"))
+
+
+@pytest.fixture
+def redis(tmp_path: Path) -> Iterator[RedisServer]:
+    """A fresh real redis-server on a free loopback port for one test (skipped only when the binary is missing)."""
+    with redis_server(tmp_path / "redis") as server:
+        yield server

@@ -205,6 +205,17 @@ class VectorIndex:
     def delete(self, row_ids: list[int]) -> None:
         self.deleted.update(row_ids)
 
+    def ids_below(self, bound: int) -> list[int]:
+        """Live ids below `bound` (a shared store evicts its oldest entries: every id under the oldest one left)."""
+        sealed = self.sealed.row_ids
+        found = sealed[sealed < bound].tolist() + [r for r in self._row_ids if r < bound]
+        return [r for r in found if r not in self.deleted]
+
+    def max_id(self) -> int:
+        """The largest id indexed (-1 when empty)."""
+        sealed = self.sealed.row_ids
+        return max(int(sealed.max()) if len(sealed) else -1, max(self._row_ids, default=-1))
+
     def search(self, vector: Vector, context: int, threshold: float, limit: int) -> list[Candidate]:
         """Entries of `context` with cosine >= `threshold`, nearest first, at most `limit`."""
         found: dict[int, float] = {}

@@ -17,12 +17,16 @@ from actors.embedder import EmbedderActor, EmbedderStatus
 from actors.executor import ExecutorActor
 from actors.faults import FAULTS
 from actors.hub import Hub, HubActor
+from actors.redis_link import RedisActor
 from actors.runtime import ActorSpec, ActorTable, Address, RestartPolicy
 from actors.semantic_cache import IndexStats, SemanticCacheActor
 from actors.shadow import ShadowActor, ShadowDeps
 from actors.tool_runner import ToolRunnerActor
 from actors.verifier import AskModel, VerifierActor
 from daari.cache.l0_memory import L0Memory
+from daari.cache.l0_redis import RedisL0
+from daari.cache.l1_redis import RedisL1
+from daari.cache.redis_link import RedisLink
 from daari.config import Config
 from daari.executors.base import Executor
 from daari.metrics import Metrics
@@ -43,6 +47,7 @@ class Shared:
     index_stats: IndexStats = field(default_factory=IndexStats)
     # trust.shadow sampling on: the ShadowActor's dependencies from the table (server/shadow_wiring.py)
     shadow: Callable[[ActorTable], ShadowDeps] | None = None
+    redis: RedisLink | None = None  # cache.backend: redis: the link the L0 and L1 stores share
 
 
 def _mb(megabytes: float) -> int:
@@ -61,7 +66,14 @@ def actor_table(config: Config, executors: dict[str, Executor], shared: Shared,
     decisions = shared.decisions
     rows = [
         ActorSpec("hub", lambda: HubActor(decisions), size, policy, on_down=decisions.close),
-        ActorSpec("cache", lambda: CacheActor(data_dir / "l0.sqlite", shared.memory,
+    ]
+    link = shared.redis
+    prefix = config.cache.redis.key_prefix
+    if link is not None:  # before the stores that use it
+        rows.append(ActorSpec("redis", lambda: RedisActor(link), size, policy))
+    rows += [
+        ActorSpec("cache", lambda: CacheActor(RedisL0(link, prefix, l0.ttl_s) if link is not None
+                                              else data_dir / "l0.sqlite", shared.memory,
                                               max_disk_bytes=_mb(l0.max_disk_mb), ttl_s=l0.ttl_s,
                                               metrics=shared.metrics), size, policy),
         ActorSpec("executor", lambda: ExecutorActor(executors), size, policy),
@@ -72,9 +84,10 @@ def actor_table(config: Config, executors: dict[str, Executor], shared: Shared,
         rows += [
             ActorSpec("embedder", lambda: EmbedderActor(shared.embedder_status, l1.embed_batch_size,
                                                         l1.embed_batch_wait_ms / 1000.0), size, policy),
-            ActorSpec("l1", lambda: SemanticCacheActor(data_dir, max_entries=l1.max_entries, max_age_s=max_age_s,
-                                                       trees=l1.index_trees, rebuild_after=l1.rebuild_after,
-                                                       stats=shared.index_stats), size, policy),
+            ActorSpec("l1", lambda: SemanticCacheActor(
+                RedisL1(link, prefix, max_entries=l1.max_entries, max_age_s=max_age_s) if link is not None
+                else data_dir, max_entries=l1.max_entries, max_age_s=max_age_s, trees=l1.index_trees,
+                rebuild_after=l1.rebuild_after, stats=shared.index_stats), size, policy),
             # Built when it starts, from the executor's address (the table made it with the others).
             ActorSpec("verifier", lambda: VerifierActor(l1.verify, model_asker(table.address("executor"))), size,
                       policy),

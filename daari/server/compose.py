@@ -23,6 +23,7 @@ from daari.cache.hit_requests import HitRequests
 from daari.cache.key_memo import L0KeyMemo
 from daari.cache.l0_memory import L0Memory
 from daari.cache.partition import forwards_client_keys
+from daari.cache.redis_link import LinkSettings, RedisLink
 from daari.config import Config
 from daari.datadir import load_secret
 from daari.errors import StartupError
@@ -115,6 +116,7 @@ class Parts:
     stopping: trio.Event  # set when daari starts shutting down
     sessions: SessionStore  # agent sessions: warm provider caches, thinking-block producers
     started_at: float = field(default=0.0)
+    redis_link: RedisLink | None = None  # cache.backend: redis
 
     @property
     def cache(self) -> Address:
@@ -239,7 +241,9 @@ async def compose(config: Config, *, shortcuts: Mapping[str, ShortcutTier] | Non
     # Attached before anything is published, and it outlives the decision log actor's restarts.
     decision_queue = (DecisionQueue(decisions, config.log.queue_size, on_dropped=lambda count: metrics.inc(
         "decision_log_rows_dropped_total", count)) if config.log.decisions else None)
-    shared = Shared(l0_memory(config), metrics, decisions, decision_queue)
+    redis = (RedisLink(LinkSettings.from_config(config.cache.redis), metrics, "cache")
+             if config.cache.backend == "redis" else None)
+    shared = Shared(l0_memory(config), metrics, decisions, decision_queue, redis=redis)
     if trust.sampling:
         shared.shadow = trust.deps(executors, shared, metrics, await _answer_secret(config))
     table = actor_table(config, executors, shared, model_asker(config))
@@ -310,7 +314,9 @@ async def compose(config: Config, *, shortcuts: Mapping[str, ShortcutTier] | Non
     l1 = tiers.get("L1")
     status = StatusRoutes(config, health, executor, metrics, started_at,
                           l1.health if isinstance(l1, SemanticTier) else None, lambda: tail.open,
-                          partial(model_ids, config, executors))
+                          partial(model_ids, config, executors),
+                          components={"redis": redis.health} if redis is not None else None,
+                          gauges=redis.samples if redis is not None else None)
     routes = Routes(
         exact={
             "/": {"GET": status.root, "HEAD": status.root},
@@ -343,4 +349,4 @@ async def compose(config: Config, *, shortcuts: Mapping[str, ShortcutTier] | Non
                  decisions=decisions, l0_memory=shared.memory, key_memo=key_memo, hit_requests=hit_requests,
                  body_work=body_work, classify=classify, shortcuts=tiers, pipeline=pipeline, tail=tail,
                  responses=archive, app=app, partition_secret=partition_secret, log_secret=log_secret,
-                 stopping=stopping, started_at=started_at, sessions=sessions)
+                 stopping=stopping, started_at=started_at, sessions=sessions, redis_link=redis)

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from actors.executor import ListModels, TierStatus
@@ -24,7 +24,9 @@ def _anthropic_client(req: HttpRequest) -> bool:
 class StatusRoutes:
     def __init__(self, config: Config, health: Health, executor: Address, metrics: Metrics, started_at: float,
                  l1_health: Callable[[], dict[str, Any]] | None, tail_connections: Callable[[], int],
-                 model_ids: Callable[[], list[str]] | None = None) -> None:
+                 model_ids: Callable[[], list[str]] | None = None,
+                 components: Mapping[str, Callable[[], dict[str, Any]]] | None = None,
+                 gauges: Callable[[], list[Sample]] | None = None) -> None:
         self.config = config
         self.health = health
         self.executor = executor
@@ -33,6 +35,9 @@ class StatusRoutes:
         self.l1_health = l1_health  # None without L1
         self.tail_connections = tail_connections
         self.model_ids = model_ids  # names from the config (routing.models, tiers' models), no I/O
+        # Parts that degrade without making daari unhealthy (Redis down: the cache is bypassed), by /healthz key.
+        self.components = dict(components or {})
+        self.gauges = gauges  # their scrape-time values for /metrics (redis_up)
 
     async def root(self, req: HttpRequest) -> None:
         """`HEAD /` is Claude Code's connectivity probe; `GET /` says what is listening."""
@@ -67,6 +72,8 @@ class StatusRoutes:
                 "models_loaded": models_loaded}
         if self.l1_health is not None:
             body["l1"] = self.l1_health()  # L1 loading or unavailable does not make daari unhealthy: it is skipped
+        for name, component in self.components.items():
+            body[name] = component()
         await send_json(req.send, 200 if health.healthy else 503, body)
 
     async def _tier_status(self) -> dict[str, Any]:
@@ -95,6 +102,8 @@ class StatusRoutes:
                 samples.append(Sample("breaker_consecutive_failures", breaker["consecutive_failures"],
                                       {"tier": tier}))
         samples.append(Sample("tail_subscribers", self.tail_connections()))
+        if self.gauges is not None:
+            samples.extend(self.gauges())
         body = self.metrics.render(samples)
         await req.send({"type": "http.response.start", "status": 200,
                         "headers": [(b"content-type", METRICS_CONTENT_TYPE.encode())]})
