@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="daari eval draft", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--set", type=Path, default=DEFAULT_SET)
-    parser.add_argument("--threshold", type=float, default=0.80)
+    parser.add_argument("--threshold", type=float, default=0.70)  # cache.l1.similarity_threshold's default
     parser.add_argument("--limit", type=int, default=8, help="pairs to try (3 generations each), half of each label")
     parser.add_argument("--max-tokens", type=int, default=160)
     parser.add_argument("--base-url", default=None, help="an OpenAI-compatible upstream instead of the embedded model")
