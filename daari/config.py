@@ -196,6 +196,10 @@ class TierConfig:
     # anthropic: `cache_control.ttl` as the client sent it. "auto" keeps it and, once the upstream refuses a ttl,
     # leaves it out from then on; "strip" always leaves it out.
     cache_ttl: Literal["auto", "keep", "strip"] = "auto"
+    # The HTTP client of an upstream tier: "auto" uses daari's lean HTTP/1.1 client for a plain http:// base_url
+    # reached without a proxy (local servers: the least CPU per request) and httpx otherwise (https, proxies);
+    # "httpx" always httpx (docs/performance.md, "The upstream hop").
+    http_client: Literal["auto", "httpx"] = "auto"
     timeouts: TimeoutsConfig = field(default_factory=TimeoutsConfig)
     retry: RetryConfig = field(default_factory=RetryConfig)
     breaker: BreakerConfig = field(default_factory=BreakerConfig)
