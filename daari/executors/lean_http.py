@@ -422,6 +422,8 @@ class LeanClient:
                     raise httpx.RemoteProtocolError("the upstream closed the connection without a response")
                 buffer += data
                 end = buffer.find(b"\r\n\r\n")
+            if end > MAX_HEAD_BYTES:
+                raise httpx.RemoteProtocolError("the upstream's response head is too large")
             head, buffer = buffer[:end], buffer[end + 4:]
             version, status, reason, headers = _parse_head(head)
             if 100 <= status < 200:  # 100 Continue, 103 Early Hints: the final response follows
