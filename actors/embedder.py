@@ -18,6 +18,7 @@ import numpy as np
 import trio
 
 from actors.runtime import Actor, Call, Pending, batches
+from daari.cpu_budget import request_work
 from daari.errors import DaariError
 from daari.semantic.minilm import MiniLM, Vectors, load_minilm
 
@@ -91,7 +92,8 @@ class EmbedderActor(Actor):
         if model is None:
             raise EmbedderNotReady("the embedding model is still loading")
         texts = [call.message.text for call in calls]
-        vectors, seen = await trio.to_thread.run_sync(_embed_blocking, model, texts, limiter=self._thread)
+        with request_work():  # requests wait on this batch: a generation pauses between tokens meanwhile
+            vectors, seen = await trio.to_thread.run_sync(_embed_blocking, model, texts, limiter=self._thread)
         self.status.batches += 1
         self.status.texts += len(texts)
         for i, call in enumerate(calls):

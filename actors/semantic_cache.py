@@ -86,7 +86,7 @@ class SemanticCacheActor(Actor):
     def __init__(self, data_dir: Path, *, max_entries: int, max_age_s: float, trees: int, rebuild_after: int,
                  stats: IndexStats | None = None) -> None:
         self.db_path = data_dir / "l1.sqlite"
-        self.index_path = data_dir / "l1.annoy"
+        self.index_path = data_dir / "l1.index"  # a manifest naming the current annoy + ids files
         self.max_entries = max_entries
         self.max_age_s = max_age_s
         self.trees = trees

@@ -10,6 +10,7 @@ the whole group. Output goes to a log file in the data dir; the answer gets a ca
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import signal
 import subprocess
@@ -28,8 +29,11 @@ from actors.runtime import Actor, Call, handles
 from daari.config import ToolsConfig
 from daari.errors import Overloaded
 from daari.tools.ccs_store import CcsEntry, CcsStore
+from daari.tools.logs import LogBounds, prune_logs
 from daari.tools.plan import CommandPlan
 from daari.tools.policy import GIT_HARDENING, Refused, git_overrides, scrubbed_env
+
+logger = logging.getLogger("daari.tools")
 
 GIT_CONFIG_TIMEOUT_S = 10.0
 DRAIN_AFTER_EXIT_S = 1.0  # output still in the pipe when the command exits
@@ -126,11 +130,16 @@ class ToolRunnerActor(Actor):
         self.db_limiter = trio.CapacityLimiter(1)
         self.in_flight = 0
         self.store: CcsStore | None = None
+        self.log_bounds = LogBounds(config.logs_max_files, config.logs_max_total_bytes,
+                                    config.logs_max_age_days * 86_400)
+        self.logs_in_use: set[Path] = set()  # logs of commands still running: never pruned
+        self._pruning = trio.CapacityLimiter(1)
 
     @asynccontextmanager
     async def lifespan(self) -> AsyncIterator[None]:
         self.logs_dir.mkdir(parents=True, exist_ok=True)
         os.chmod(self.logs_dir, 0o700)
+        await self._prune_logs()
         self.store = await trio.to_thread.run_sync(CcsStore, self.db_path, limiter=self.db_limiter)
         try:
             yield  # stopping cancels the runs (tasks of this actor), which kills their process groups
@@ -160,11 +169,20 @@ class ToolRunnerActor(Actor):
         try:
             async with self.limiter:
                 outcome = await self._execute(plan)
+            await self._prune_logs()
             if isinstance(outcome, RunResult) and not outcome.timed_out and plan.ttl_s > 0:
                 await self._db(partial(_remember, plan, outcome))
             return outcome
         finally:
             self.in_flight -= 1
+
+    async def _prune_logs(self) -> None:
+        """Logs past tools.logs_max_files / logs_max_total_bytes / logs_max_age_days go, oldest first."""
+        try:
+            await trio.to_thread.run_sync(prune_logs, self.logs_dir, self.log_bounds, time.time(),
+                                          frozenset(self.logs_in_use), limiter=self._pruning)
+        except OSError as exc:  # a log directory daari cannot clean must not fail a command
+            logger.warning("tool logs in %s could not be pruned: %s", self.logs_dir, exc)
 
     async def _execute(self, plan: CommandPlan) -> RunResult | RunRefused:
         env = {**scrubbed_env(self.base_env), **plan.extra_env}
@@ -175,11 +193,19 @@ class ToolRunnerActor(Actor):
             except Refused as exc:
                 return RunRefused(str(exc))
         log_path = self.logs_dir / f"{time.strftime('%Y%m%d-%H%M%S')}-{plan.intent}-{uuid.uuid4().hex[:8]}.log"
+        fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        self.logs_in_use.add(log_path)
+        try:
+            return await self._run_logged(plan, argv, env, fd, log_path)
+        finally:
+            self.logs_in_use.discard(log_path)
+
+    async def _run_logged(self, plan: CommandPlan, argv: list[str], env: dict[str, str], fd: int,
+                          log_path: Path) -> RunResult:
         capture = _Capture(self.config.answer_max_chars, self.config.log_max_bytes)
         started = trio.current_time()
         timed_out = False
         exit_code: int | None = None
-        fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         async with await trio.open_file(fd, "wb") as log:
             await log.write(f"$ {plan.display}\n# cwd: {plan.cwd}\n".encode())
             async with trio.open_nursery() as nursery:

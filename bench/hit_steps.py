@@ -22,7 +22,7 @@ from daari.cache.l0_key import l0_key
 from daari.cache.l0_memory import L0Memory
 from daari.cache.l0_store import L0Entry
 from daari.config import config_from_dict
-from daari.jsonio import dumps, loads
+from daari.jsonio import dumps, loads, within_encode_depth
 from daari.pipeline.meta import Attempt, Meta
 from daari.protocol.chat import Completion, Usage
 from daari.protocol.wire import OPENAI
@@ -72,7 +72,8 @@ async def _whole_app_hit_us(raw: bytes, completion: Completion) -> float:
 def run() -> list[Table]:
     raw = dumps(REQUEST)
     headers = {"content-type": "application/json"}
-    request = OPENAI.parse(loads(raw), headers)
+    parsed = loads(raw)
+    request = OPENAI.parse(parsed, headers)
     completion = Completion(text=ANSWER, usage=Usage(prompt_tokens=24, completion_tokens=48),
                             model="good", finish_reason="stop")
     meta = Meta(tier="L0", task_type="code_explain", cache_hit=True, executor="cache", model="good",
@@ -99,6 +100,8 @@ def run() -> list[Table]:
 
     steps: dict[str, float] = {
         "loads of the request body (orjson)": _time_us(lambda: loads(raw)),
+        "the depth check of the parsed body (one orjson encode, pipeline/body_work.py)": _time_us(
+            lambda: within_encode_depth(parsed)),
         "Wire.parse (validate into a ChatRequest)": _time_us(lambda: OPENAI.parse(loads(raw), headers)),
         "l0_key (normalize + canonical JSON + SHA-256): a body seen for the first time": _time_us(
             lambda: l0_key(request)),
@@ -115,7 +118,8 @@ def run() -> list[Table]:
                   ["step", "us per call"])
     for name, us in steps.items():
         table.add(name, us)
-    first_hit = ("loads", "Wire.parse", "the key memo", "L0Memory.peek", "Meta.to_json", "Wire.render", "dumps")
+    first_hit = ("loads", "the depth check", "Wire.parse", "the key memo", "L0Memory.peek", "Meta.to_json",
+                 "Wire.render", "dumps")
     lane_hit = ("the hit lane", "Meta.to_json", "Wire.render", "dumps")
     table.add("sum for a body's first hit (parsed; its key from the memo)",
               sum(us for name, us in steps.items() if name.startswith(first_hit)))

@@ -131,7 +131,7 @@ def _index_at(n: int, trees: int, data_dir: Path) -> list[object]:
     index = VectorIndex()
     for i in range(n):
         index.add(i, int(contexts[i]), vectors[i])
-    path = data_dir / f"bench-{n}.annoy"
+    path = data_dir / f"bench-{n}.index"
     rss_before = _rss_mb()
     started = time.perf_counter()
     sealed = rebuild(index.snapshot(), trees, path)
@@ -154,7 +154,7 @@ def _index_at(n: int, trees: int, data_dir: Path) -> list[object]:
     during: list[float] = []
 
     def rebuild_thread() -> None:
-        rebuild(snapshot, trees, data_dir / f"bench-{n}-2.annoy")
+        rebuild(snapshot, trees, data_dir / f"bench-{n}-2.index")
         done.set()
 
     thread = threading.Thread(target=rebuild_thread)

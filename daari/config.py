@@ -22,6 +22,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from daari.datadir import default_data_dir
 from daari.errors import ConfigError
+from daari.models import EMBEDDED_MODELS
 from daari.redact import redact_url
 
 TIER_NAMES = ("L3", "L4", "L5", "L6")
@@ -35,7 +36,17 @@ ExecutorKind = Literal["embedded", "openai", "ollama", "anthropic"]
 class ServerConfig:
     host: str = "127.0.0.1"
     port: Annotated[int, Ge(0), Le(65535)] = 8787  # 0: any free port
+    # A request body (decompressed, when it comes compressed) past this is refused with 413 as it is read.
     max_body_bytes: Annotated[int, Ge(1)] = 8 * 1024 * 1024
+    # A compressed body may grow at most this many times its size on the wire (past 1 MiB): 413 past it.
+    max_expansion_ratio: Annotated[float, Ge(1)] = 10_000.0
+    # Slow or oversized clients (docs/operations.md, "Limits"): a connection that has not sent a whole request
+    # head this long after it opened, or after its previous answer, is closed (also the keep-alive idle time);
+    # a body not received whole this long after its head is answered 408.
+    header_timeout_s: Annotated[float, Gt(0)] = 30.0
+    body_timeout_s: Annotated[float, Gt(0)] = 60.0
+    max_header_bytes: Annotated[int, Ge(1024)] = 32 * 1024  # names and values of all fields together; 431 past it
+    max_headers: Annotated[int, Ge(8)] = 100  # header fields in one request; 431 past it
     grace_period_s: float = 10.0  # SIGINT/SIGTERM: in-flight requests get this long, then are cancelled
     # Request bodies at least this large are decoded, validated and hashed on a worker thread (0: never).
     thread_parse_bytes: int = 256 * 1024
@@ -108,9 +119,12 @@ class L1Config:
     """The semantic cache (docs/caching.md, "L1"): embedding candidates, served only when verified."""
 
     enabled: bool = True
-    # cosine (all-MiniLM-L6-v2) a candidate must reach to be verified; measured: docs/caching.md
-    similarity_threshold: Annotated[float, Ge(0), Le(1)] = 0.80
-    verify: Literal["none", "lexical", "model"] = "lexical"
+    # cosine (all-MiniLM-L6-v2) a candidate must reach to be verified. 0.70, not higher: the verifier decides
+    # (rewordings that share few words score 0.70-0.80); measured per mode in docs/caching.md
+    similarity_threshold: Annotated[float, Ge(0), Le(1)] = 0.70
+    # pair_model: learned pair classifier with the lexical rules as vetoes (the default: it meets the most
+    # targets of issue 18, docs/caching.md); lexical: the rules alone; model: a local model confirms
+    verify: Literal["none", "lexical", "pair_model", "model"] = "pair_model"
     verify_tier: Literal["L3", "L4", "L5", "L6"] | None = None  # verify: model asks it (None: the first tier)
     max_entries: Annotated[int, Ge(1)] = 100_000  # oldest entries are evicted past this
     max_age_s: Annotated[float, Gt(0)] = 30 * 24 * 3600.0  # older entries are never served and are evicted
@@ -161,7 +175,9 @@ class BreakerConfig:
 class TierConfig:
     executor: ExecutorKind = "embedded"
     base_url: str | None = None
-    model: str | None = None  # None: the client's model name is passed through
+    # None: the client's model name is passed through; embedded: which model (daari/models.py EMBEDDED_MODELS,
+    # default qwen2.5-coder-0.5b-instruct)
+    model: str | None = None
     api_key_env: str | None = None  # name of the environment variable holding the key, never the key
     # A request crossing protocols: translate reasoning effort <-> thinking budget and strict tools
     # (docs/agents.md). Off by default: OpenAI's non-reasoning models refuse reasoning_effort, and Anthropic's
@@ -174,6 +190,9 @@ class TierConfig:
     max_queue: int = 64  # requests waiting for a slot beyond max_concurrency; past that: 503 (Anthropic 529)
     max_tokens: Annotated[int, Ge(1)] = 512  # used when the client sets none (embedded and ollama)
     keep_alive: str | None = None  # ollama keep_alive
+    # embedded: llama.cpp threads generating (None: the cores daari may use minus one, 1-4): the request path
+    # keeps a core, so an agent turn beside a side call is not slowed (docs/performance.md, "Side calls").
+    threads: Annotated[int, Ge(1)] | None = None
     # openai: which API the upstream speaks. "responses" posts to {base_url}/responses, and a Responses
     # client's body passes through untouched (custom tools, reasoning items); "chat": /chat/completions.
     wire_api: Literal["chat", "responses"] = "chat"
@@ -282,6 +301,10 @@ class ToolsConfig:
     max_queue: int = 16  # commands waiting beyond that; past it the request goes on to the model tiers
     answer_max_chars: int = 6000  # output shown in the answer; the full log is saved in <data_dir>/tools/logs
     log_max_bytes: int = 16 * 1024 * 1024  # per command log; output past it is dropped (and said so)
+    # All command logs together (<data_dir>/tools/logs), the oldest deleted first, at start and after each command.
+    logs_max_files: Annotated[int, Ge(1)] = 1000
+    logs_max_total_bytes: Annotated[int, Ge(1)] = 512 * 1024 * 1024
+    logs_max_age_days: Annotated[float, Gt(0)] = 14.0
     git: str = "git"  # the git executable
     eslint: ToolCommandConfig = field(default_factory=ToolCommandConfig)
     prettier: ToolCommandConfig = field(default_factory=ToolCommandConfig)
@@ -297,7 +320,10 @@ class ToolsConfig:
 
 @dataclass
 class ResponsesConfig:
-    keep: Annotated[int, Ge(1)] = 10_000  # stored responses (store: true) kept for previous_response_id; oldest pruned
+    # Stored responses (store: true) kept for previous_response_id, per credential partition: past `keep` in one,
+    # its oldest are pruned; past `keep_total` in all, the oldest of the partition holding the most.
+    keep: Annotated[int, Ge(1)] = 10_000
+    keep_total: Annotated[int, Ge(1)] = 100_000
 
 
 def _default_tiers() -> dict[str, TierConfig]:
@@ -426,6 +452,9 @@ def config_from_dict(data: dict[str, Any]) -> Config:
             raise ConfigError(f"tiers.{name}: executor '{tier.executor}' needs base_url")
         if tier.wire_api == "responses" and tier.executor != "openai":
             raise ConfigError(f"tiers.{name}: wire_api 'responses' is for executor 'openai' only")
+        if tier.executor == "embedded" and tier.model is not None and tier.model not in EMBEDDED_MODELS:
+            raise ConfigError(f"tiers.{name}.model: unknown embedded model {tier.model!r}; "
+                              f"choose one of {', '.join(EMBEDDED_MODELS)}")
     for call in config.routing.client_calls:
         if call not in CLIENT_CALL_TYPES:
             raise ConfigError(f"unknown call type 'routing.client_calls.{call}' (known: "

@@ -55,6 +55,24 @@ class PayloadTooLarge(DaariError):
     code = "request_too_large"
 
 
+class RequestTimeout(DaariError):
+    """The client did not send its whole request body in time (server.body_timeout_s)."""
+
+    status = 408
+    openai_type = "invalid_request_error"
+    anthropic_type = "invalid_request_error"
+    code = "request_timeout"
+
+
+class HeadersTooLarge(DaariError):
+    """The request head has more header fields, or more bytes of them, than daari takes."""
+
+    status = 431
+    openai_type = "invalid_request_error"
+    anthropic_type = "invalid_request_error"
+    code = "headers_too_large"
+
+
 class Overloaded(DaariError):
     """daari itself sheds load (a full mailbox, an actor that is down)."""
 

@@ -49,6 +49,8 @@ HELP = {
     "first_byte_seconds": "Time until a chat response started (a stream's first event), by answering tier.",
     "actor_restarts_total": "Restarts of each actor since daari started.",
     "actor_up": "1 while the actor runs, else 0.",
+    "actor_mailbox_depth": "Messages waiting in the actor's mailbox (not those being handled).",
+    "actor_mailbox_capacity": "The actor's mailbox size: asks wait (or are shed with 503) when it is full.",
     "breaker_open": "1 while the tier's circuit breaker is open.",
     "breaker_half_open": "1 while the tier's circuit breaker lets a trial request through.",
     "breaker_consecutive_failures": "Consecutive failures the tier's circuit breaker has counted.",

@@ -565,6 +565,124 @@ async def test_start_actors_runs_the_table_in_order_with_its_mailbox_sizes() -> 
         nursery.cancel_scope.cancel()
 
 
+# --- crashes with work in flight, restarts over time, queue depth ------------------------------------------
+
+
+async def test_concurrent_askers_in_flight_when_the_actor_crashes_are_answered(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    """A crash cancels the run's concurrent tasks: each asker hears the actor went down, none waits forever."""
+    mock_clock.autojump_threshold = 0
+    health = Health()
+    outcomes: list[str] = []
+
+    async def slow_asker(counter: Address) -> None:
+        try:
+            await counter.call(Slow(trio.Event()))  # never released: only the crash ends it
+            outcomes.append("answered")
+        except ActorDown:
+            outcomes.append("down")
+
+    async with trio.open_nursery() as nursery:
+        counter, made = await start(nursery, health)
+        async with trio.open_nursery() as askers:
+            for _ in range(2):
+                askers.start_soon(slow_asker, counter)
+            await trio.testing.wait_all_tasks_blocked()
+            with pytest.raises(ActorCrashed):
+                await counter.call(Boom())
+            with trio.fail_after(60):  # mock time: reached only if an asker hangs
+                await trio.testing.wait_all_tasks_blocked()
+                while len(outcomes) < 2:
+                    await trio.sleep(1)
+        assert outcomes == ["down", "down"]
+        assert isinstance(made[0], Counter) and made[0].cancelled == ["slow", "slow"]
+        assert await counter.call(Inc()) == 1  # restarted
+        nursery.cancel_scope.cancel()
+
+
+@dataclass(frozen=True)
+class Crash(Call[str]):
+    """Embedded in a batch: makes the batch handler crash."""
+
+
+class CrashingBatcher(Batcher):
+    @batches(Embed, max_items=4, max_wait_s=0.05)
+    async def embed(self, calls: list[Pending[Embed, str]]) -> None:
+        if any(call.message.text == "crash" for call in calls):
+            raise RuntimeError("batch handler failed")
+        for call in calls:
+            call.answer(call.message.text.upper())
+
+
+async def test_a_message_looked_ahead_by_a_crashing_batch_is_answered(mock_clock: trio.testing.MockClock) -> None:
+    """The batch's wait took the next message (another type) out of the mailbox; the batch crashed: that asker
+    is told, not left waiting on a message nobody holds any more."""
+    mock_clock.autojump_threshold = 0
+    health = Health()
+    results: dict[str, str] = {}
+
+    async def ask(name: str, address: Address, message: Call[object]) -> None:
+        try:
+            results[name] = str(await address.call(message))
+        except (ActorCrashed, ActorDown) as exc:
+            results[name] = type(exc).__name__
+
+    async with trio.open_nursery() as nursery:
+        batcher, _ = await start(nursery, health, size=16, factory=CrashingBatcher)
+        async with trio.open_nursery() as askers:
+            askers.start_soon(ask, "crash", batcher, Embed("crash"))
+            await trio.testing.wait_all_tasks_blocked()  # the batch is waiting for more Embeds
+            askers.start_soon(ask, "inc", batcher, Inc())  # ends the batch: held as its look-ahead
+            with trio.fail_after(60):  # mock time: reached only if an asker hangs
+                while len(results) < 2:
+                    await trio.sleep(1)
+        assert results["crash"] == "ActorCrashed" and results["inc"] == "ActorDown"
+        assert await batcher.call(Embed("again")) == "AGAIN"  # restarted
+        nursery.cancel_scope.cancel()
+
+
+async def test_restart_backoff_starts_over_after_a_healthy_period(mock_clock: trio.testing.MockClock) -> None:
+    mock_clock.autojump_threshold = 0
+    health = Health()
+    policy = RestartPolicy(max_restarts=10, window_s=60, backoff_initial_s=1, backoff_max_s=30)
+
+    async def restart_delay(counter: Address) -> float:
+        with pytest.raises(ActorCrashed):
+            await counter.call(Boom())
+        crashed = trio.current_time()
+        await counter.call(Inc())  # waits in the mailbox until the next run
+        return trio.current_time() - crashed
+
+    async with trio.open_nursery() as nursery:
+        counter, _ = await start(nursery, health, policy)
+        burst = [await restart_delay(counter) for _ in range(4)]
+        await trio.sleep(policy.window_s * 2)  # healthy, no crash for two windows
+        after_quiet = await restart_delay(counter)
+        nursery.cancel_scope.cancel()
+    assert burst == [1, 2, 4, 8]
+    assert after_quiet == 1
+
+
+async def test_each_actors_queue_depth_is_reported() -> None:
+    health = Health()
+    async with trio.open_nursery() as nursery:
+        counter, _ = await start(nursery, health, size=8)
+        status = health.status("counter")
+        assert status.depth == 0 and status.capacity == 8
+        gate = trio.Event()
+        nursery.start_soon(counter.call, Hold(gate))
+        await trio.testing.wait_all_tasks_blocked()
+        for _ in range(3):
+            nursery.start_soon(counter.call, Inc())
+        await trio.testing.wait_all_tasks_blocked()
+        assert status.depth == 3  # waiting behind Hold
+        gate.set()
+        await trio.testing.wait_all_tasks_blocked()
+        assert status.depth == 0
+        nursery.cancel_scope.cancel()
+
+
 class NeverStarts(Actor):
     name = "optional"
 

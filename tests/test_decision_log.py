@@ -108,7 +108,13 @@ async def test_canary_keys_appear_in_no_output(tmp_path: Path, caplog: pytest.Lo
 async def test_a_writer_that_falls_behind_drops_rows_and_counts_them(tmp_path: Path) -> None:
     hub: Hub[Row] = Hub()
     dropped: list[int] = []
-    queue = DecisionQueue(hub, 16, on_dropped=dropped.append)
+    lag_over = trio.Event()
+
+    def on_dropped(count: int) -> None:
+        dropped.append(count)
+        lag_over.set()  # counted when the log takes its batch: the lag ends there
+
+    queue = DecisionQueue(hub, 16, on_dropped=on_dropped)
     log = DecisionLogActor(queue, tmp_path / "decisions.sqlite", lambda d: d.row(), batch=8, retention_s=3600,
                            max_rows=10_000)
     async with trio.open_nursery() as nursery:
@@ -116,7 +122,8 @@ async def test_a_writer_that_falls_behind_drops_rows_and_counts_them(tmp_path: P
                                     ActorStatus("decision_log")))
         for index in range(100):  # published without a checkpoint: the writer cannot keep up
             hub.publish(Row(f"r{index}"))
-        await trio.sleep(0.5)
+        with trio.fail_after(30):
+            await lag_over.wait()
         for index in range(100, 110):  # after it re-subscribed: nothing more is lost
             hub.publish(Row(f"r{index}"))
             await trio.lowlevel.checkpoint()
@@ -131,13 +138,24 @@ async def test_a_writer_that_falls_behind_drops_rows_and_counts_them(tmp_path: P
     assert [r["request_id"] for r in rows][-10:] == [f"r{i}" for i in range(100, 110)]
 
 
-async def test_a_read_only_data_dir_runs_without_the_log(tmp_path: Path) -> None:
+async def test_a_log_that_cannot_be_opened_is_off_and_daari_answers(tmp_path: Path,
+                                                                     caplog: pytest.LogCaptureFixture) -> None:
     data = tmp_path / "data"
     data.mkdir()
     (data / "decisions.sqlite").mkdir()  # cannot be opened as a database: the log is off, daari runs
-    async with daari_server(make_config(tmp_path)) as server, httpx.AsyncClient(base_url=server.url) as client:
-        health = await client.get("/healthz")
-    assert health.status_code in (200, 503)
+    fake = FakeOpenAI()
+    async with serve_app(fake) as upstream:
+        config = make_config(tmp_path, tiers={"L3": upstream_tier("openai", upstream + "/v1")})
+        async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url) as client:
+            answers = [await client.post("/v1/chat/completions", json={
+                "model": "good", "messages": [{"role": "user", "content": f"question {i}"}]}) for i in range(2)]
+            with trio.fail_after(30):
+                while "decision log disabled" not in caplog.text:
+                    await trio.sleep(0.05)
+            health = await client.get("/healthz")
+    assert [a.status_code for a in answers] == [200, 200] and len(fake.requests) == 2
+    assert health.status_code == 200 and health.json()["status"] == "ok"
+    assert (data / "decisions.sqlite").is_dir()  # left as it was
 
 
 class Row:
@@ -188,3 +206,37 @@ def test_a_batch_round_trips_every_column_with_its_type(tmp_path: Path) -> None:
     assert store.insert(many) == 203
     assert [r["request_id"] for r in store.rows_since(10)] == [f"m{i}" for i in range(203)]
     store.close()
+
+
+def test_the_log_file_is_created_private_not_made_private_afterwards(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Between a create with the default mode and a chmod, another user could open the file and keep reading it:
+    it must be 0600 (in a 0700 directory) from the moment it exists."""
+    from daari.observe import decision_log
+
+    seen: list[int] = []
+    connect = sqlite3.connect
+
+    def watching_connect(path: Any, *args: Any, **kwargs: Any) -> sqlite3.Connection:
+        conn = connect(path, *args, **kwargs)
+        conn.execute("pragma user_version")  # SQLite creates the file by now if it was not there
+        seen.append(Path(path).stat().st_mode & 0o777)
+        return conn
+
+    monkeypatch.setattr(decision_log.sqlite3, "connect", watching_connect)
+    store = decision_log.DecisionLogStore(tmp_path / "fresh" / "decisions.sqlite")
+    store.close()
+    assert seen and seen[0] == 0o600
+    assert (tmp_path / "fresh").stat().st_mode & 0o777 == 0o700
+
+
+@pytest.mark.parametrize("name", ["data?dir", "data#dir", "data dir%20"])
+def test_rows_are_read_from_a_data_dir_with_uri_characters_in_its_path(tmp_path: Path, name: str) -> None:
+    from daari.observe.decision_log import DecisionLogStore
+
+    path = tmp_path / name / "decisions.sqlite"
+    store = DecisionLogStore(path)
+    store.insert([{"request_id": "r1", "time": 1.0}])
+    store.close()
+    assert [row["request_id"] for row in read_rows(path, 0)] == ["r1"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [name]  # nothing opened or created elsewhere

@@ -1,4 +1,4 @@
-"""The default set-up end to end: no upstream, no key, the embedded SmolLM2 answering at L3."""
+"""The default set-up end to end: no upstream, no key, the default embedded model answering at L3."""
 
 from __future__ import annotations
 

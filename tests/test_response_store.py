@@ -91,3 +91,119 @@ def test_the_store_file_is_private(tmp_path: Path) -> None:
     path = tmp_path / "data" / "responses.sqlite"
     ResponseStore(path, keep=3).put("resp_1", stored(1), "")
     assert path.stat().st_mode & 0o777 == 0o600 and path.parent.stat().st_mode & 0o777 == 0o700
+
+
+TURN = "x" * 2000  # a turn's text: large enough that copies of the history would dominate the file
+
+
+def chain(store: ResponseStore, length: int, partition: str = "", prefix: str = "resp_"
+          ) -> list[list[dict[str, Any]]]:
+    """`length` chained responses; returns each one's whole input as a client would see it."""
+    history: list[dict[str, Any]] = []
+    inputs = []
+    previous: str | None = None
+    for n in range(length):
+        own = [{"type": "message", "role": "user", "content": f"question {n} {TURN}"}]
+        response = {"id": f"{prefix}{n}", "output": [{"type": "message", "content": f"answer {n} {TURN}"}]}
+        whole = history + own
+        store.put(f"{prefix}{n}", StoredResponse(response, whole, previous_id=previous, own_from=len(history)),
+                  partition)
+        inputs.append(whole)
+        history, previous = whole + response["output"], f"{prefix}{n}"
+    return inputs
+
+
+def stored_bytes(path: Path) -> int:
+    conn = sqlite3.connect(path)
+    try:
+        return int(conn.execute("select sum(length(input) + length(response)) from responses").fetchone()[0])
+    finally:
+        conn.close()
+
+
+def test_a_chain_stores_each_turn_once(tmp_path: Path) -> None:
+    path = tmp_path / "responses.sqlite"
+    store = ResponseStore(path, keep=1000)
+    inputs = chain(store, 40)
+    got = store.get("resp_39", "")
+    assert got is not None and got.input_items == inputs[39] and got.response["id"] == "resp_39"
+    assert store.get("resp_7", "") is not None and store.get("resp_7", "").input_items == inputs[7]  # type: ignore[union-attr]
+    store.close()
+    # Each turn's question and answer once (~4 KB a turn), not the history again in every row (~80 KB by turn 40).
+    assert stored_bytes(path) < 40 * 2 * len(TURN) * 1.2
+
+
+def test_pruning_keeps_each_partitions_own_newest(tmp_path: Path) -> None:
+    """One credential's traffic never evicts another's previous_response_id targets."""
+    store = ResponseStore(tmp_path / "responses.sqlite", keep=3)
+    for n in range(3):
+        store.put(f"resp_a{n}", stored(n), "part_a")
+    for n in range(5):
+        store.put(f"resp_b{n}", stored(n), "part_b")
+    assert all(store.get(f"resp_a{n}", "part_a") is not None for n in range(3))
+    assert [n for n in range(5) if store.get(f"resp_b{n}", "part_b") is not None] == [2, 3, 4]
+
+
+def test_past_the_total_the_largest_partition_gives_way(tmp_path: Path) -> None:
+    store = ResponseStore(tmp_path / "responses.sqlite", keep=5, keep_total=8)
+    for n in range(5):
+        store.put(f"resp_a{n}", stored(n), "part_a")
+    for n in range(4):
+        store.put(f"resp_b{n}", stored(n), "part_b")
+    assert [n for n in range(5) if store.get(f"resp_a{n}", "part_a") is not None] == [1, 2, 3, 4]
+    assert all(store.get(f"resp_b{n}", "part_b") is not None for n in range(4))
+
+
+def test_a_chain_keeps_its_history_when_its_first_turns_are_pruned_or_deleted(tmp_path: Path) -> None:
+    store = ResponseStore(tmp_path / "responses.sqlite", keep=3)
+    inputs = chain(store, 5)
+    assert store.get("resp_0", "") is None and store.get("resp_1", "") is None  # pruned: past keep
+    for n in (2, 3, 4):
+        assert store.get(f"resp_{n}", "").input_items == inputs[n]  # type: ignore[union-attr]
+    assert store.delete("resp_3", "")  # the middle of the chain
+    assert store.get("resp_3", "") is None
+    assert store.get("resp_4", "").input_items == inputs[4]  # type: ignore[union-attr]
+
+
+def test_a_response_whose_previous_went_meanwhile_is_stored_whole(tmp_path: Path) -> None:
+    store = ResponseStore(tmp_path / "responses.sqlite", keep=10)
+    whole = [{"type": "message", "role": "user", "content": "q0"}, {"type": "message", "content": "a0"},
+             {"type": "message", "role": "user", "content": "q1"}]
+    store.put("resp_1", StoredResponse({"id": "resp_1", "output": []}, whole, previous_id="resp_gone", own_from=2),
+              "")
+    assert store.get("resp_1", "").input_items == whole  # type: ignore[union-attr]
+
+
+async def test_the_archive_is_closed_when_daari_stops(tmp_path: Path) -> None:
+    """A closed SQLite connection checkpoints its WAL and removes it; an open one at exit leaves it behind."""
+    import httpx
+
+    from tests.fakes.openai_upstream import FakeOpenAI
+    from tests.fakes.serving import serve_app
+    from tests.support import daari_server, make_config, upstream_tier
+
+    async with serve_app(FakeOpenAI()) as upstream:
+        config = make_config(tmp_path, tiers={"L3": upstream_tier("openai", upstream + "/v1")})
+        async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url) as client:
+            created = await client.post("/v1/responses", json={"model": "good", "input": "remember me"})
+            assert created.status_code == 200
+            assert (tmp_path / "data" / "responses.sqlite-wal").exists()
+    assert not (tmp_path / "data" / "responses.sqlite-wal").exists()
+    reopened = ResponseStore(tmp_path / "data" / "responses.sqlite", keep=10)
+    assert reopened.get(created.json()["id"], "") is not None
+
+
+def test_rows_written_by_an_older_daari_count_toward_keep(tmp_path: Path) -> None:
+    path = tmp_path / "responses.sqlite"
+    old = sqlite3.connect(path)  # the schema before chains and row counts: every row whole
+    old.execute("create table responses (id text primary key, created_at real, response text, input text, "
+                "owner text not null default '')")
+    old.executemany("insert into responses values (?, ?, ?, ?, '')",
+                    [(f"resp_{n}", float(n), json.dumps(stored(n).response), json.dumps(stored(n).input_items))
+                     for n in range(5)])
+    old.commit()
+    old.close()
+    store = ResponseStore(path, keep=3)
+    store.put("resp_5", stored(5), "")
+    assert [n for n in range(6) if store.get(f"resp_{n}", "") is not None] == [3, 4, 5]
+    assert store.get("resp_4", "") == stored(4)

@@ -133,13 +133,20 @@ class Actor:
                   task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """One run: closes `inbox` (this run's clone) however it ends, a failing lifespan included."""
         owed: set[Reply[Any]] = set()
+        loop: _Loop | None = None
         with inbox:
             try:
                 async with self.lifespan(), trio.open_nursery() as work:
                     task_status.started()
-                    await _Loop(self, inbox, faults, work, owed).run()
+                    loop = _Loop(self, inbox, faults, work, owed)
+                    await loop.run()
             finally:
-                for reply in list(owed):
+                # What this run took and did not answer: replies of cancelled tasks and deferred batch replies,
+                # and a message a batch took out of the mailbox to end itself (the next run cannot see it).
+                unanswered: list[Reply[Any] | Outbox[Any]] = list(owed)
+                if loop is not None and loop.lookahead is not None:
+                    unanswered.append(loop.lookahead.reply)
+                for reply in unanswered:
                     reply.fail(faults.translate(ActorDown(self.name, f"the {self.name} actor stopped "
                                                                      f"before answering")))
 
@@ -200,6 +207,9 @@ class _Loop:
     async def _concurrent(self, handler: Callable[..., Awaitable[Any]], envelope: Envelope) -> None:
         reply = envelope.reply
         assert isinstance(reply, Reply)
+        # Owed until answered or abandoned: a task cancelled because the run ended (a crash elsewhere) leaves
+        # its reply here, for `serve_inbox` to fail once the run is over.
+        reply._on_settle = self._settled
         self.owed.add(reply)
         try:
             with reply.scope:
@@ -210,8 +220,6 @@ class _Loop:
         except Exception as exc:
             log.exception("%s: %s failed", self.actor.name, type(envelope.message).__name__)
             reply.fail(self._crashed(exc))
-        finally:
-            self.owed.discard(reply)
 
     async def _stream(self, handler: Callable[..., Awaitable[Any]], envelope: Envelope) -> None:
         out = envelope.reply

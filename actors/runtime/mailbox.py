@@ -107,6 +107,12 @@ class Mailbox:
     def __init__(self, name: str, size: int, faults: Faults = Faults(), stream_buffer: int = 64) -> None:
         send, self.inbox = trio.open_memory_channel[Envelope](size)
         self.address = Address(name, send, faults, stream_buffer)
+        self.capacity = size
+
+    @property
+    def depth(self) -> int:
+        """Messages queued now (trio's channel statistics; the clones of each run share the one buffer)."""
+        return self.inbox.statistics().current_buffer_used
 
     def close_and_fail_queued(self, reason: str) -> int:
         """Close the address and fail every queued message with `ActorDown`; returns how many were queued."""

@@ -44,11 +44,11 @@ async def supervise(
     an actor that is not `required`, whose failure to start is then restarted like a crash). `on_down` is called
     when the supervisor ends: given up, stopped or cancelled."""
     crashes: deque[float] = deque()
-    backoff = policy.backoff_initial_s
     started = not required
     if not required:
         task_status.started()
     faults = mailbox.address.faults
+    status.queue = mailbox
     try:
         while True:
             actor = factory()
@@ -79,14 +79,19 @@ async def supervise(
                 return
             status.state = "restarting"
             status.restarts += 1
-            await trio.sleep(backoff)
-            backoff = min(policy.backoff_max_s, backoff * 2)
+            await trio.sleep(restart_backoff_s(policy, len(crashes)))
     finally:
         # Stopped, failed or cancelled: nothing will answer what is queued or sent later.
         reason = f"gave up after {status.last_error}" if status.state == "failed" else "stopped"
         mailbox.close_and_fail_queued(reason)
         if on_down is not None:
             on_down()
+
+
+def restart_backoff_s(policy: RestartPolicy, recent_crashes: int) -> float:
+    """The wait before the next run: doubling with each crash within the window, so it starts over once a
+    window has passed without one (an actor healthy for a while is not punished for old crashes)."""
+    return float(min(policy.backoff_max_s, policy.backoff_initial_s * 2 ** max(0, recent_crashes - 1)))
 
 
 async def _run(actor: Actor, mailbox: Mailbox, faults: Faults, *,

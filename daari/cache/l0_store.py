@@ -4,7 +4,8 @@ An entry is a protocol-neutral `Completion` as JSON plus what the routing layer 
 whether it came from an agent turn, whether it holds tool calls (never served by a semantic tier), the
 tier that answered and its confidence. The store is bounded: entries older than `ttl_s` are not served
 and are swept; past `max_bytes` of entries, the least recently used go. Writes (puts and the hit tally)
-come in batches, one transaction each; a read never writes.
+come in batches, one transaction each; a read never writes, and reads may use a connection of their own
+(`L0Reader`), so they never wait behind a write.
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ class L0Store:
 
     def __init__(self, path: Path, max_bytes: int = 0, ttl_s: float = 0.0) -> None:
         """`max_bytes` 0: no size bound; `ttl_s` 0: entries never expire."""
+        self.path = path
         self.max_bytes = max_bytes
         self.ttl_s = ttl_s
         private_file(path)  # prompts and answers: 0600 in a 0700 directory
@@ -96,18 +98,11 @@ class L0Store:
 
     def get(self, key: str, now: float | None = None) -> L0Entry | None:
         """The entry, or None (absent or expired). Never writes: hits are tallied by the caller."""
-        row = self._conn.execute(
-            f"select completion, tier, agent_turn, semantic_ok, confidence, created_at, task_type, rule_id, "
-            f"ceiling, size from {self.TABLE} where key = ?", (key,)).fetchone()
-        if row is None:
-            return None
-        if self.ttl_s and (now if now is not None else time.time()) - (row[5] or 0) > self.ttl_s:
-            return None
-        return L0Entry(
-            completion=Completion.from_json(json.loads(row[0])), tier=row[1], agent_turn=bool(row[2]),
-            semantic_ok=bool(row[3]), confidence=row[4], created_at=row[5], task_type=row[6], rule_id=row[7],
-            ceiling=row[8], size=row[9] or 0,
-        )
+        return _read_entry(self._conn, key, self.ttl_s, now)
+
+    def reader(self) -> L0Reader:
+        """A second connection for reads only: under WAL it reads while this one writes (another thread)."""
+        return L0Reader(self.path, self.ttl_s)
 
     def put(self, key: str, entry: L0Entry) -> None:
         self.write([(key, entry)], {})
@@ -183,3 +178,37 @@ class L0Store:
 
     def close(self) -> None:
         self._conn.close()
+
+
+class L0Reader:
+    """Reads of an L0Store's file on a connection of their own (one thread at a time). Under WAL, SQLite lets
+    it read the last committed state while the writer's batch is in progress, so a lookup never waits on it."""
+
+    def __init__(self, path: Path, ttl_s: float = 0.0) -> None:
+        self.ttl_s = ttl_s
+        self._conn = sqlite3.connect(str(path), check_same_thread=False)
+        self._conn.execute("pragma query_only = true")
+
+    def get(self, key: str, now: float | None = None) -> L0Entry | None:
+        return _read_entry(self._conn, key, self.ttl_s, now)
+
+    def count(self) -> int:
+        return int(self._conn.execute(f"select count(*) from {L0Store.TABLE}").fetchone()[0])
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+def _read_entry(conn: sqlite3.Connection, key: str, ttl_s: float, now: float | None) -> L0Entry | None:
+    row = conn.execute(
+        f"select completion, tier, agent_turn, semantic_ok, confidence, created_at, task_type, rule_id, "
+        f"ceiling, size from {L0Store.TABLE} where key = ?", (key,)).fetchone()
+    if row is None:
+        return None
+    if ttl_s and (now if now is not None else time.time()) - (row[5] or 0) > ttl_s:
+        return None
+    return L0Entry(
+        completion=Completion.from_json(json.loads(row[0])), tier=row[1], agent_turn=bool(row[2]),
+        semantic_ok=bool(row[3]), confidence=row[4], created_at=row[5], task_type=row[6], rule_id=row[7],
+        ceiling=row[8], size=row[9] or 0,
+    )

@@ -1,11 +1,14 @@
-"""The embedded executor: answers a tier with SmolLM2-135M-Instruct running in-process on the CPU.
+"""The embedded executor: answers a tier with a small instruct model running in-process on the CPU (llama.cpp).
 
 Choices (see docs/architecture.md):
 - Temperature: unset or 0 means greedy. OpenAI's default is 1, but a local cache-fronting proxy wants the
   same request to give the same answer, so sampling happens only when the client asks for it (> 0).
+- Model: `tiers.<tier>.model` names one of daari/models.py's EMBEDDED_MODELS (default
+  qwen2.5-coder-0.5b-instruct; docs/performance.md has the comparison that chose it).
 - Context window (8192): the answer keeps a reserve of min(max_tokens, window / 4) tokens; a longer prompt
-  loses its oldest non-system messages first (the system messages and the last message always stay). If
-  even those do not fit the window, the request is refused (InvalidRequest, context_length_exceeded).
+  (by a cautious estimate: 3 bytes a token) loses its oldest non-system messages first (the system messages
+  and the last message always stay). If even those do not fit the window, the request is refused
+  (InvalidRequest, context_length_exceeded).
 - One generation at a time per executor (CapacityLimiter(1)): two cores give no gain from two at once.
 """
 
@@ -18,18 +21,17 @@ from typing import Any
 import trio
 
 from daari.config import TierConfig
+from daari.cpu_budget import REQUEST_WORK
 from daari.errors import InvalidRequest, ToolCallsUnsupportedLocally
 from daari.executors.base import Emit, Executor
 from daari.executors.embedded_model import (
-    DEFAULT_CONTEXT_WINDOW,
-    MODEL_ID,
-    MODEL_NAME,
-    SMOLLM2,
+    CONTEXT_WINDOW,
     GenerationResult,
     GenerationSettings,
     LoadedModel,
     ModelHolder,
     generate_blocking,
+    holder_for,
 )
 from daari.protocol.chat import ChatRequest, Message, Usage
 from daari.protocol.events import Finish, TextDelta
@@ -56,7 +58,7 @@ def _content_text(message: Message) -> str:
 
 
 def prompt_messages(messages: list[Message]) -> list[ChatTurn]:
-    """The request's history as the plain system/user/assistant turns SmolLM2's template knows.
+    """The request's history as the plain system/user/assistant turns the model's chat template knows.
 
     The model has no tool format: an assistant's tool calls become text lines in its turn, and a tool
     result becomes a user turn naming the tool, so an agent's history still reads as a conversation.
@@ -80,42 +82,45 @@ def prompt_messages(messages: list[Message]) -> list[ChatTurn]:
 
 @dataclass(frozen=True)
 class FittedPrompt:
-    ids: list[int]
+    turns: list[ChatTurn]
+    tokens: int  # as `count` measured them
     max_new_tokens: int
     dropped_messages: int  # oldest non-system messages left out to fit the window
 
 
-def fit_prompt(encode: Callable[[list[ChatTurn]], list[int]], turns: list[ChatTurn], window: int,
+def fit_prompt(count: Callable[[list[ChatTurn]], int], turns: list[ChatTurn], window: int,
                max_new_tokens: int) -> FittedPrompt:
-    """Token ids of `turns` that fit `window` with room for the answer, dropping the oldest turns first."""
+    """The turns that fit `window` with room for the answer, dropping the oldest turns first."""
     reserve = min(max_new_tokens, window // 4)
     budget = window - reserve
     droppable = [i for i, t in enumerate(turns) if t["role"] != "system" and i != len(turns) - 1]
 
-    def without_oldest(count: int) -> list[int]:
-        gone = set(droppable[:count])
-        return encode([t for i, t in enumerate(turns) if i not in gone])
+    def without_oldest(number: int) -> list[ChatTurn]:
+        gone = set(droppable[:number])
+        return [t for i, t in enumerate(turns) if i not in gone]
 
-    ids = without_oldest(0)
+    kept = without_oldest(0)
+    size = count(kept)
     dropped = 0
-    if len(ids) > budget and droppable:
+    if size > budget and droppable:
         # Dropping more turns never lengthens the prompt: binary-search the fewest that fit (or all).
         low, high = 1, len(droppable)
         while low < high:
             middle = (low + high) // 2
-            if len(without_oldest(middle)) <= budget:
+            if count(without_oldest(middle)) <= budget:
                 high = middle
             else:
                 low = middle + 1
         dropped = low
-        ids = without_oldest(dropped)
-    if len(ids) >= window:
+        kept = without_oldest(dropped)
+        size = count(kept)
+    if size >= window:
         raise InvalidRequest(
-            f"the prompt is {len(ids)} tokens after dropping old messages; the embedded model's context "
+            f"the prompt is about {size} tokens after dropping old messages; the embedded model's context "
             f"window is {window} tokens",
             code="context_length_exceeded",
         )
-    return FittedPrompt(ids, min(max_new_tokens, window - len(ids)), dropped)
+    return FittedPrompt(kept, size, min(max_new_tokens, window - size), dropped)
 
 
 def _number(sampling: dict[str, Any], key: str, kind: type[int] | type[float]) -> Any:
@@ -146,14 +151,15 @@ def generation_settings(request: ChatRequest, default_max_tokens: int) -> Genera
 
 
 class EmbeddedExecutor(Executor):
-    """Serves model id `smollm2-135m-instruct`; the loaded model is shared by every instance."""
+    """Serves the embedded model its tier names; the loaded model is shared by every instance naming it."""
 
     kind = "embedded"
     supports_tools = False
 
-    def __init__(self, tier: str, config: TierConfig, holder: ModelHolder = SMOLLM2) -> None:
+    def __init__(self, tier: str, config: TierConfig, holder: ModelHolder | None = None,
+                 data_dir: str | None = None) -> None:
         super().__init__(tier, config)
-        self.holder = holder
+        self.holder = holder or holder_for(config.model, data_dir, config.threads)
         # Queue of generations: one runs, the rest wait here in arrival order.
         self.generation_limiter = trio.CapacityLimiter(1)
         self._load_finished: trio.Event | None = None
@@ -188,7 +194,7 @@ class EmbeddedExecutor(Executor):
 
     async def generate(self, request: ChatRequest, emit: Emit) -> None:
         if needs_tool_calls(request):
-            raise ToolCallsUnsupportedLocally(f"{MODEL_NAME} cannot call tools")
+            raise ToolCallsUnsupportedLocally(f"{self.holder.name} cannot call tools")
         settings = generation_settings(request, self.config.max_tokens)
         turns = prompt_messages(request.messages)
         loaded = await self._model()
@@ -197,31 +203,34 @@ class EmbeddedExecutor(Executor):
             trio.from_thread.run(emit, TextDelta(text, logprob=logprob, tokens=tokens))
 
         def run() -> tuple[FittedPrompt, GenerationResult]:
-            fitted = fit_prompt(loaded.encode_chat, turns, loaded.context_window, settings.max_new_tokens)
+            fitted = fit_prompt(loaded.estimate_tokens, turns, loaded.context_window, settings.max_new_tokens)
             bounded = replace(settings, max_new_tokens=fitted.max_new_tokens)
-            result = generate_blocking(loaded, fitted.ids, bounded, send, trio.from_thread.check_cancelled)
+            result = generate_blocking(loaded, loaded.render_chat(fitted.turns), bounded, send,
+                                       trio.from_thread.check_cancelled)
             return fitted, result
 
         fitted, result = await trio.to_thread.run_sync(run, limiter=self.generation_limiter,
                                                        abandon_on_cancel=False)
         await emit(Finish(
             reason=result.reason,
-            usage=Usage(prompt_tokens=len(fitted.ids), completion_tokens=result.completion_tokens),
+            usage=Usage(prompt_tokens=result.prompt_tokens or fitted.tokens,
+                        completion_tokens=result.completion_tokens),
             stop_sequence=result.stop_sequence,
-            model=MODEL_ID,
+            model=self.holder.model.model_id,
         ))
 
     def context_window(self) -> int | None:
-        """SmolLM2's window unless the tier says otherwise: the pipeline sends larger requests to other tiers."""
-        return self.config.context_window or DEFAULT_CONTEXT_WINDOW
+        """The model's window unless the tier says otherwise: the pipeline sends larger requests to other tiers."""
+        return self.config.context_window or CONTEXT_WINDOW
 
     def status(self) -> dict[str, Any]:
         return {
-            "model": MODEL_NAME,
+            "model": self.holder.name,
             "loaded": self.holder.loaded is not None,
             "load_seconds": self.holder.load_seconds,
             "error": self.holder.error,
+            "generation_pauses": REQUEST_WORK.pauses,  # waits between two tokens for request work
         }
 
     def model_names(self) -> list[str]:
-        return [MODEL_ID]
+        return [self.holder.model.model_id]

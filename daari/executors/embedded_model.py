@@ -1,37 +1,38 @@
-"""The process-wide SmolLM2 model (loaded once, thread-safe) and its blocking token-by-token generation loop.
+"""The process-wide embedded model (a GGUF file run by llama.cpp through xllamacpp) and its generation loop.
 
-Nothing here knows about Trio: the loop takes `on_text` and `check_cancelled` callbacks, which the executor
-binds to `trio.from_thread.run` and `trio.from_thread.check_cancelled` when it runs the loop in a thread.
+The model runs in llama.cpp's own native threads, outside the GIL; Python sees one callback per token. The
+loop yields between tokens to request work (daari/cpu_budget.py): when a request is being parsed, hashed or
+embedded, the stream stops after the token in flight and resumes, with its KV cache, once that work is done.
+Nothing here knows about Trio: `on_text` and `check_cancelled` are bound by the executor.
 """
 
 from __future__ import annotations
 
-import functools
-import inspect
 import logging
 import os
+import secrets
 import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any
 
-from daari.cpu_budget import MODEL_LOADING, inference_slot
-from daari.errors import DaariError, ModelNotInstalled
-from daari.heap import freeze_long_lived
-from daari.models import SMOLLM2_PACKAGE, ModelPackage, locate
+from daari.cpu_budget import REQUEST_WORK
+from daari.datadir import default_data_dir, private_dir
+from daari.errors import DaariError, InvalidRequest, ModelNotInstalled
+from daari.executors.gguf_meta import metadata_string
+from daari.models import DEFAULT_EMBEDDED_MODEL, EmbeddedModel, embedded_gguf, embedded_model, models_dir
 from daari.protocol.chat import FinishReason
 
-if TYPE_CHECKING:
-    import torch
-
-MODEL_NAME = "SmolLM2-135M-Instruct"
-MODEL_ID = "smollm2-135m-instruct"  # the id clients see in /v1/models and in responses
-DEFAULT_CONTEXT_WINDOW = 8192
+CONTEXT_WINDOW = 8192  # tokens of prompt + answer (both models are trained for at least this)
+END_TOKENS = frozenset({"<|im_end|>", "<|endoftext|>", "<|im_start|>"})  # a new turn also ends ours
+TEMPLATE_KEY = "tokenizer.chat_template"
 
 log = logging.getLogger("daari")
 
 OnText = Callable[[str, float | None, int], None]  # text, summed logprob of its tokens, token count
+ChatTurn = dict[str, str]
 
 
 class ModelLoadFailed(DaariError):
@@ -39,87 +40,110 @@ class ModelLoadFailed(DaariError):
     code = "model_load_failed"
 
 
+def generation_threads(configured: int | None = None) -> int:
+    """llama.cpp threads for generation: `tiers.<tier>.threads`, else one core less than this process may use
+    (at least 1, at most 4): the request path (parsing, hashing, the L1 embedding, the event loop) always keeps
+    a core, so an agent turn beside a side call is not slowed by it (bench/side_call.py)."""
+    if configured:
+        return configured
+    return max(1, min(4, len(os.sched_getaffinity(0)) - 1))
+
+
+def compile_template(source: str) -> Any:
+    """The model's chat template as Jinja (sandboxed, as transformers renders it)."""
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    def raise_exception(message: str) -> None:
+        raise InvalidRequest(f"the embedded model's chat template refused the conversation: {message}")
+
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
+                                        extensions=["jinja2.ext.loopcontrols"])
+    env.globals["raise_exception"] = raise_exception
+    return env.from_string(source)
+
+
 @dataclass(frozen=True)
 class LoadedModel:
-    tokenizer: Any
-    model: Any
+    model: EmbeddedModel
+    server: Any  # xllamacpp.Server: the model and its context, one slot
+    template: Any  # the compiled chat template
     context_window: int
-    end_token_ids: frozenset[int]  # <|im_end|>, <|endoftext|>, and <|im_start|> (a new turn also ends ours)
-    cache_argument: str  # "cache" in transformers 5, "past_key_values" before
-    prefill_logits_argument: str | None  # "logits_to_keep" where the model has it: skip the prompt's logits
+    threads: int
 
-    def encode_chat(self, messages: list[dict[str, str]]) -> list[int]:
-        """Token ids of `messages` in the chat template, ending with the assistant's generation prompt."""
-        encoded = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
-        # transformers 5 returns a BatchEncoding, 4.x a plain list of ids.
-        ids = encoded["input_ids"] if hasattr(encoded, "keys") else encoded
-        return list(ids)
+    def render_chat(self, turns: list[ChatTurn]) -> str:
+        """The conversation in the model's chat template, ending with the assistant's generation prompt."""
+        return str(self.template.render(messages=turns, add_generation_prompt=True, tools=None,
+                                        bos_token="", eos_token="<|im_end|>"))
+
+    def estimate_tokens(self, turns: list[ChatTurn]) -> int:
+        """An upper estimate of the prompt's tokens (no tokenizer load: 3 UTF-8 bytes a token; English and code
+        take 3.3-4.5), used only to drop old turns; llama.cpp counts exactly and its count is reported."""
+        return len(self.render_chat(turns).encode()) // 3 + 1
 
 
-def _silence_transformers() -> None:
-    """One progress line from daari instead of transformers' bars and deprecation chatter."""
-    from transformers.utils import logging as hf_logging
+def _start_server(path: Path, threads: int, context_window: int) -> Any:
+    import xllamacpp  # type: ignore[import-untyped]
 
-    hf_logging.set_verbosity_error()  # type: ignore[no-untyped-call]
-    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+    params = xllamacpp.CommonParams()
+    params.model.path = str(path)
+    params.n_ctx = context_window
+    params.n_parallel = 1  # one generation at a time: two on two cores only halve each other
+    params.n_batch = 512
+    params.cpuparams.n_threads = threads
+    params.cpuparams_batch.n_threads = threads
+    params.cpuparams.poll = 0  # sleep, never spin, between ops: spinning threads starve the request path
+    params.cpuparams_batch.poll = 0
+    params.warmup = False
+    params.verbosity = -1
+    params.cache_prompt = True
+    # xllamacpp also serves llama.cpp's HTTP API on a random loopback port. daari never uses it: a key that
+    # only this process ever held closes it to every other local process (all but /health answer 401), and
+    # the endpoints that would show prompts in flight (/slots) or the web UI are off.
+    params.api_keys = [secrets.token_urlsafe(32)]
+    params.endpoint_slots = False
+    params.endpoint_props = False
+    params.endpoint_metrics = False
+    params.ui = False
+    params.n_threads_http = 1
+    return xllamacpp.Server(params)
+
+
+def chat_template(model: EmbeddedModel, path: Path, data_dir: Path) -> str:
+    """The GGUF's chat template, read from its header once and kept in `<data_dir>/models/` (by file hash)."""
+    kept = private_dir(models_dir(data_dir)) / f"{model.model_id}-{model.sha256[:16]}.chat_template.jinja"
     try:
-        # The GGUF de-quantizing bar is a bare tqdm that ignores disable_progress_bar.
-        import transformers.modeling_gguf_pytorch_utils as gguf_utils
-    except ImportError:  # pragma: no cover - depends on the transformers version
-        return
-    bar = getattr(gguf_utils, "tqdm", None)
-    if bar is not None and not isinstance(bar, functools.partial):
-        gguf_utils.tqdm = functools.partial(bar, disable=True)  # type: ignore[attr-defined]
+        return kept.read_text()
+    except FileNotFoundError:
+        pass
+    source = metadata_string(path, TEMPLATE_KEY)
+    if not source:
+        raise ModelLoadFailed(f"{path} has no chat template")
+    partial = kept.with_suffix(f".partial-{os.getpid()}")
+    with open(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as out:
+        out.write(source)
+    os.replace(partial, kept)
+    return source
 
 
-def _load_from(gguf_path: Any) -> LoadedModel:
-    with MODEL_LOADING:  # never beside another thread's transformers import (daari/cpu_budget.py)
-        loaded = _load_unlocked(gguf_path)
-    freeze_long_lived("embedded model")
-    return loaded
-
-
-def _load_unlocked(gguf_path: Any) -> LoadedModel:
-    os.environ["HF_HUB_OFFLINE"] = "1"  # nothing is ever fetched from a hub at run time
-    # Spinning OpenMP workers make a busy machine 5-10x slower per token (measured on 2 cores with two
-    # other busy processes); sleeping workers cost little when idle. Read once, when torch loads libgomp.
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-    import transformers
-
-    _silence_transformers()
-    directory, name = str(gguf_path.parent), gguf_path.name
-    tokenizer = transformers.AutoTokenizer.from_pretrained(directory, gguf_file=name)
-    model = transformers.AutoModelForCausalLM.from_pretrained(directory, gguf_file=name)
-    model.eval()  # type: ignore[no-untyped-call]
-    ends = {tokenizer.eos_token_id}
-    for token in ("<|im_end|>", "<|endoftext|>", "<|im_start|>"):
-        token_id = tokenizer.convert_tokens_to_ids(token)
-        if isinstance(token_id, int) and token_id != tokenizer.unk_token_id:
-            ends.add(token_id)
-    configured = model.generation_config.eos_token_id
-    ends.update(configured if isinstance(configured, list) else [configured])
-    parameters = inspect.signature(model.forward).parameters
-    prefill = next((p for p in ("logits_to_keep", "num_logits_to_keep") if p in parameters), None)
-    return LoadedModel(
-        tokenizer=tokenizer,
-        model=model,
-        context_window=int(getattr(model.config, "max_position_embeddings", 0) or DEFAULT_CONTEXT_WINDOW),
-        end_token_ids=frozenset(t for t in ends if t is not None),
-        cache_argument="cache" if "cache" in parameters else "past_key_values",
-        prefill_logits_argument=prefill,
-    )
+def _load(model: EmbeddedModel, data_dir: Path, threads: int) -> LoadedModel:
+    path = embedded_gguf(model, data_dir)
+    source = chat_template(model, path, data_dir)
+    server = _start_server(path, threads, CONTEXT_WINDOW)
+    return LoadedModel(model, server, compile_template(source), CONTEXT_WINDOW, threads)
 
 
 class ModelHolder:
-    """Loads the model once per process, whichever thread asks first; later callers share it.
+    """Loads one embedded model once per process, whichever thread asks first; later callers share it.
 
     A failed load is remembered for `status()` and tried again on the next `load()`, so installing a
     missing package takes effect without a restart.
     """
 
-    def __init__(self, package: ModelPackage = SMOLLM2_PACKAGE, name: str = MODEL_NAME) -> None:
-        self.package = package
-        self.name = name
+    def __init__(self, model: EmbeddedModel) -> None:
+        self.model = model
+        self.name = model.name
+        self.data_dir: Path | None = None  # where a model shipped in parts is joined (None: the default)
+        self.threads: int | None = None  # llama.cpp generation threads (None: `generation_threads()`)
         self._lock = threading.Lock()
         self._loaded: LoadedModel | None = None
         self.load_seconds: float | None = None
@@ -136,15 +160,18 @@ class ModelHolder:
         with self._lock:
             if self._loaded is not None:
                 return self._loaded
-            try:
-                path = locate(self.package)
-            except ModelNotInstalled as exc:
-                self.error = exc.message
-                raise
             log.info("loading embedded model %s...", self.name)
             started = time.monotonic()
             try:
-                loaded = _load_from(path)
+                loaded = _load(self.model, self.data_dir or Path(default_data_dir()),
+                               generation_threads(self.threads))
+            except ModelNotInstalled as exc:
+                self.error = exc.message
+                raise
+            except DaariError as exc:
+                self.error = exc.message
+                log.error("%s", self.error)
+                raise
             except Exception as exc:
                 detail = str(exc).splitlines()[0][:300] if str(exc) else ""
                 self.error = f"embedded model {self.name} failed to load: {type(exc).__name__}: {detail}"
@@ -153,11 +180,31 @@ class ModelHolder:
             self.load_seconds = round(time.monotonic() - started, 1)
             self.error = None
             self._loaded = loaded
-            log.info("embedded model ready in %.1fs", self.load_seconds)
+            log.info("embedded model ready in %.1fs (%d threads)", self.load_seconds, loaded.threads)
             return loaded
 
 
-SMOLLM2 = ModelHolder()  # the process-wide holder every EmbeddedExecutor shares
+_HOLDERS: dict[str, ModelHolder] = {}
+_HOLDERS_LOCK = threading.Lock()
+
+
+def holder_for(model_id: str | None = None, data_dir: str | Path | None = None,
+               threads: int | None = None) -> ModelHolder:
+    """The process-wide holder of an embedded model (every executor naming it shares the loaded model; the
+    first to name a data dir or a thread count before the load sets it)."""
+    model = embedded_model(model_id)
+    with _HOLDERS_LOCK:
+        holder = _HOLDERS.setdefault(model.model_id, ModelHolder(model))
+        if data_dir is not None and holder.data_dir is None:
+            holder.data_dir = Path(data_dir)
+        if threads is not None and holder.threads is None:
+            holder.threads = threads
+    return holder
+
+
+EMBEDDED = holder_for(DEFAULT_EMBEDDED_MODEL)  # the default model's holder (the verifier and evals use it)
+MODEL_NAME = EMBEDDED.name  # the default embedded model's name and id (evals label their answers with them)
+MODEL_ID = EMBEDDED.model.model_id
 
 
 @dataclass(frozen=True)
@@ -175,39 +222,7 @@ class GenerationResult:
     reason: FinishReason
     completion_tokens: int
     stop_sequence: str | None = None
-
-
-class IncrementalDecoder:
-    """Turns token ids into text pieces without splitting a multi-byte character across pieces.
-
-    Decodes the whole id list each step (byte-level BPE decodes prefix-stably) and hands out the new
-    suffix, holding back trailing U+FFFD: the bytes of an unfinished character.
-    """
-
-    def __init__(self, tokenizer: Any) -> None:
-        self.tokenizer = tokenizer
-        self.ids: list[int] = []
-        self.seen = ""
-
-    def _decode(self) -> str:
-        return str(self.tokenizer.decode(self.ids, skip_special_tokens=True,
-                                         clean_up_tokenization_spaces=False))
-
-    def push(self, token_id: int) -> str:
-        self.ids.append(token_id)
-        stable = self._decode().rstrip("\ufffd")
-        if len(stable) <= len(self.seen):
-            return ""
-        piece = stable[len(self.seen):]
-        self.seen = stable
-        return piece
-
-    def flush(self) -> str:
-        """What is still held back at the end: genuinely invalid bytes, shown as U+FFFD."""
-        text = self._decode()
-        piece = text[len(self.seen):] if text.startswith(self.seen) else ""
-        self.seen = text
-        return piece
+    prompt_tokens: int = 0  # as llama.cpp counted them
 
 
 class StopSequenceBuffer:
@@ -248,52 +263,51 @@ class StopSequenceBuffer:
         return longest
 
 
-def _choose_token(logits: torch.Tensor, settings: GenerationSettings,
-                  generator: torch.Generator | None) -> int:
-    import torch
-
-    if settings.temperature <= 0 or generator is None:
-        return int(torch.argmax(logits))
-    scores = logits / settings.temperature
-    if settings.top_k is not None and 0 < settings.top_k < scores.numel():
-        kth = torch.topk(scores, settings.top_k).values[-1]
-        scores = scores.masked_fill(scores < kth, float("-inf"))
-    if settings.top_p is not None and 0 < settings.top_p < 1:
-        ordered, order = torch.sort(scores, descending=True)
-        probs = torch.softmax(ordered, dim=-1)
-        # Keep the smallest head whose mass reaches top_p; the most likely token always stays.
-        outside = torch.cumsum(probs, dim=-1) - probs > settings.top_p
-        ordered = ordered.masked_fill(outside, float("-inf"))
-        scores = torch.full_like(scores, float("-inf")).scatter(0, order, ordered)
-    probs = torch.softmax(scores, dim=-1)
-    return int(torch.multinomial(probs, 1, generator=generator))
+def _sampling(settings: GenerationSettings, done: int) -> dict[str, Any]:
+    """llama.cpp's sampling fields for the client's settings: greedy at temperature 0, otherwise plain
+    temperature sampling with only the client's own top_p / top_k (llama.cpp's defaults would add more)."""
+    fields: dict[str, Any] = {"temperature": settings.temperature, "repeat_penalty": 1.0, "min_p": 0.0,
+                              "top_k": settings.top_k or 0, "top_p": settings.top_p or 1.0}
+    if settings.seed is not None:
+        fields["seed"] = (int(settings.seed) + done) % (2**32 - 1)  # a resumed stream continues, not repeats
+    return fields
 
 
 def generate_blocking(
     loaded: LoadedModel,
-    prompt_ids: list[int],
+    prompt: str,
     settings: GenerationSettings,
     on_text: OnText,
     check_cancelled: Callable[[], None],
 ) -> GenerationResult:
-    """Run the model token by token with a KV cache, calling `on_text` for each piece of finished text.
+    """`_generate`, counted as a running generation: while one runs, requests mark their own CPU work so it
+    goes first (daari/cpu_budget.py)."""
+    with REQUEST_WORK.generation():
+        return _generate(loaded, prompt, settings, on_text, check_cancelled)
 
-    `check_cancelled` runs before every forward step and stops the loop by raising. Each piece carries
-    the summed log-probability (untempered: the model's own distribution) of the tokens it completes.
+
+def _generate(
+    loaded: LoadedModel,
+    prompt: str,
+    settings: GenerationSettings,
+    on_text: OnText,
+    check_cancelled: Callable[[], None],
+) -> GenerationResult:
+    """Generate with llama.cpp, calling `on_text` for each piece of finished text; returns the finish reason,
+    the tokens generated and the prompt's token count.
+
+    `check_cancelled` runs after every token and stops the stream by raising. Each piece carries the summed
+    log-probability (the model's own distribution) of the tokens it completes. Between two tokens the stream
+    stops for pending request work and resumes after it with the prompt's and the answer's KV cache.
     """
-    import torch
-
-    generator: torch.Generator | None = None
-    if settings.temperature > 0:
-        generator = torch.Generator()
-        if settings.seed is not None:
-            generator.manual_seed(int(settings.seed))
-        else:
-            generator.seed()
-    decoder = IncrementalDecoder(loaded.tokenizer)
     stops = StopSequenceBuffer(settings.stop)
+    generated: list[int] = []
+    prompt_tokens = 0
     pending_logprob = 0.0
     pending_tokens = 0
+    reason: FinishReason | None = None
+    failure: list[BaseException] = []  # raised in the callback, raised again after the native call
+    error: list[Any] = []  # llama.cpp's own error (a prompt longer than the context...)
 
     def send(text: str) -> None:
         nonlocal pending_logprob, pending_tokens
@@ -301,34 +315,71 @@ def generate_blocking(
             on_text(text, pending_logprob if pending_tokens else None, pending_tokens)
             pending_logprob, pending_tokens = 0.0, 0
 
-    model = loaded.model
-    inputs = torch.tensor([prompt_ids], dtype=torch.long)
-    cache: Any = None
-    generated = 0
-    reason: FinishReason = "length"
-    with torch.inference_mode():
-        while generated < settings.max_new_tokens:
-            check_cancelled()
-            kwargs: dict[str, Any] = {loaded.cache_argument: cache, "use_cache": True}
-            if cache is None and loaded.prefill_logits_argument:
-                kwargs[loaded.prefill_logits_argument] = 1
-            with inference_slot():  # one forward step; an embedding batch may run between two steps
-                output = model(input_ids=inputs, **kwargs)
-            cache = output.cache if hasattr(output, "cache") else output.past_key_values
-            logits = output.logits[0, -1].float()
-            token = _choose_token(logits, settings, generator)
-            if token in loaded.end_token_ids:
-                reason = "stop"
-                break
-            generated += 1
-            pending_logprob += float(torch.log_softmax(logits, dim=-1)[token])
-            pending_tokens += 1
-            send(stops.push(decoder.push(token)))
-            if stops.matched is not None:
-                return GenerationResult("stop_sequence", generated, stops.matched)
-            inputs = torch.tensor([[token]], dtype=torch.long)
-    send(stops.push(decoder.flush()))
-    if stops.matched is not None:
-        return GenerationResult("stop_sequence", generated, stops.matched)
+    while reason is None and len(generated) < settings.max_new_tokens:
+        REQUEST_WORK.yield_to_requests()  # a waiting request's parse or embedding goes first
+        check_cancelled()
+
+        def on_chunk(chunk: Any) -> bool:
+            """One streamed token (or the end); True stops the stream."""
+            nonlocal reason, pending_logprob, pending_tokens, prompt_tokens
+            try:
+                if isinstance(chunk, dict) and "error" in chunk:
+                    error.append(chunk["error"])
+                    return True
+                usage = chunk.get("usage") or {}
+                prompt_tokens = int(usage.get("prompt_tokens") or prompt_tokens)
+                choices = chunk.get("choices") or []
+                choice = choices[0] if choices else {}
+                for item in (choice.get("logprobs") or {}).get("content") or []:
+                    if item.get("token") in END_TOKENS:
+                        reason = "stop"
+                        return True
+                    generated.append(int(item["id"]))
+                    pending_logprob += float(item.get("logprob") or 0.0)
+                    pending_tokens += 1
+                if choice.get("text"):
+                    send(stops.push(choice["text"]))
+                if stops.matched is not None:
+                    return True
+                if choice.get("finish_reason") in ("stop", "length"):
+                    reason = choice["finish_reason"]
+                check_cancelled()
+                return REQUEST_WORK.pending() > 0  # stop after this token: request work goes first
+            except BaseException as exc:  # raised again outside the native call (trio.Cancelled included)
+                failure.append(exc)
+                return True
+
+        body: dict[str, Any] = {
+            # The prompt as text, then the answer so far as token ids: a resumed stream continues exactly,
+            # and llama.cpp's prompt cache finds both already evaluated.
+            "prompt": [prompt, *generated] if generated else prompt,
+            "n_predict": settings.max_new_tokens - len(generated),
+            "stream": True, "n_probs": 1,
+            # A seeded sample must repeat: the prompt is evaluated whole (a reused cache evaluates its last
+            # token alone, with slightly different numerics); a resumed stream continues from the cache.
+            "cache_prompt": bool(generated) or settings.seed is None,
+            **_sampling(settings, len(generated)),
+        }
+        # Not under the inference slot: llama.cpp computes a token in one native call we cannot interrupt, and
+        # an embedding waiting for it would wait a whole token; with a core left to the request path, the
+        # embedding runs beside the token in flight and the stream stops after it.
+        loaded.server.handle_completions(body, on_chunk)
+        if failure:
+            raise failure[0]
+        if error:
+            raise _generation_error(error[0])
+        if stops.matched is not None:
+            return GenerationResult("stop_sequence", len(generated), stops.matched, prompt_tokens)
     send(stops.flush())
-    return GenerationResult(reason, generated)
+    return GenerationResult(reason or "length", len(generated), None, prompt_tokens)
+
+
+def _generation_error(error: Any) -> DaariError:
+    message = str(error.get("message") if isinstance(error, dict) else error)[:300]
+    kind = str(error.get("type") if isinstance(error, dict) else "")
+    if "context" in kind or "context" in message:
+        return InvalidRequest(f"the prompt does not fit the embedded model's context window: {message}",
+                              code="context_length_exceeded")
+    return ModelLoadFailed(f"the embedded model failed: {message}")
+
+

@@ -6,14 +6,14 @@ from daari.config import Config, TierConfig
 from daari.executors.base import Executor
 
 
-def make_executor(tier: str, config: TierConfig) -> Executor:
-    # Imported here so that a proxy with only upstream tiers never imports torch/transformers.
+def make_executor(tier: str, config: TierConfig, data_dir: str | None = None) -> Executor:
+    # Imported here so that a proxy with only upstream tiers never imports llama.cpp.
     if config.executor == "embedded":
         from daari.executors.embedded import EmbeddedExecutor
-        from daari.models import smollm2_gguf
+        from daari.models import check_installed, embedded_model
 
-        smollm2_gguf()  # a missing model package stops `daari serve` at once, with the command that fixes it
-        return EmbeddedExecutor(tier, config)
+        check_installed(embedded_model(config.model))  # a missing model package stops `daari serve` at once,
+        return EmbeddedExecutor(tier, config, data_dir=data_dir)  # with the command that fixes it
     from daari.executors.resilience import ResilientExecutor
 
     inner: Executor
@@ -37,4 +37,4 @@ def make_executor(tier: str, config: TierConfig) -> Executor:
 
 
 def make_executors(config: Config) -> dict[str, Executor]:
-    return {tier: make_executor(tier, config.tiers[tier]) for tier in config.configured_tiers()}
+    return {tier: make_executor(tier, config.tiers[tier], config.data_dir) for tier in config.configured_tiers()}

@@ -6,15 +6,17 @@ in daari's own process; daari reads through `read_rows`.
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import sqlite_utils
+
+from daari.datadir import private_file
 
 DECISIONS_FILE = "decisions.sqlite"
 
@@ -65,11 +67,8 @@ def _statements(values: list[Values]) -> Iterator[tuple[str, list[Any]]]:
 class DecisionLogStore:
     def __init__(self, path: Path) -> None:
         self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        existed = path.exists()
+        private_file(path)  # created 0600 in a 0700 directory before SQLite opens it (its -wal and -shm follow)
         self.conn = sqlite3.connect(path, check_same_thread=False)
-        if not existed:
-            os.chmod(path, 0o600)
         self.db = sqlite_utils.Database(self.conn)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
@@ -120,11 +119,17 @@ class DecisionLogStore:
         self.conn.close()
 
 
+def read_only_uri(path: Path) -> str:
+    """A `file:` URI opening `path` read-only; `?`, `#` and `%` in the path are percent-encoded (SQLite would read
+    them as the start of the query, the fragment, or an escape)."""
+    return f"file:{quote(str(path.absolute()))}?mode=ro"
+
+
 def read_rows(path: Path, since_ts: float) -> list[dict[str, Any]]:
     """Rows since `since_ts` through a read-only connection (WAL: readers never block the writer)."""
     if not path.exists():
         return []
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    conn = sqlite3.connect(read_only_uri(path), uri=True)
     try:
         cursor = conn.execute("SELECT * FROM decisions WHERE time >= ? ORDER BY time", (since_ts,))
         names = [d[0] for d in cursor.description]

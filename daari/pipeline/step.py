@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from daari.cpu_budget import request_work
 from daari.errors import DaariError
 from daari.pipeline.turn import Turn
 from daari.protocol.chat import Completion
@@ -77,7 +78,9 @@ class Pipeline:
 
     async def run(self, turn: Turn) -> None:
         try:
-            answer = await _first(self.local, turn)
+            # Parsing, hashing and L0 are request work: an embedded generation pauses between tokens meanwhile.
+            with request_work():
+                answer = await _first(self.local, turn)
         except Exception as exc:
             if not turn.parsed:
                 raise  # refused before routing: the route answers it in the client's shape

@@ -2,13 +2,17 @@
 
 annoy indexes cannot grow, so new entries go to the buffer (searched exactly, a matrix product) until a
 rebuild on a worker thread folds them into a fresh annoy index, which is swapped in whole: a lookup sees
-either the old index and the whole buffer or the new index and what came after it. Entries are matched
+either the old index and the whole buffer or the new index and what came after it. On disk a rebuild writes
+new files and then renames a manifest onto them, so a crash leaves the previous index whole. Entries are matched
 only within their lookup context (an integer per entry). Blocking code; the owner calls it from threads.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import secrets
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,7 +48,7 @@ class Sealed:
 
 def build_sealed(vectors: Vector, row_ids: npt.NDArray[np.int64], contexts: npt.NDArray[np.int64], trees: int,
                  path: Path | None = None) -> Sealed:
-    """Build an annoy index over `vectors` (blocking, seconds to minutes); saved to `path` when given."""
+    """Build an annoy index over `vectors` (blocking, seconds to minutes); saved at `path` when given."""
     if len(row_ids) == 0:
         return Sealed.empty()
     index = AnnoyIndex(DIMENSIONS, "angular")
@@ -52,29 +56,86 @@ def build_sealed(vectors: Vector, row_ids: npt.NDArray[np.int64], contexts: npt.
         index.add_item(item, vector)
     index.build(trees, n_jobs=1)  # one thread: lookups and inference share two cores
     if path is not None:
-        tmp = private_file(path.with_suffix(".tmp"))  # vectors of prompts: as private as the prompts
-        index.save(str(tmp))  # save() leaves the index loaded from (memory-mapped) tmp
-        ids = private_file(path.with_suffix(".ids.npz"))
-        with ids.open("wb") as f:
-            np.savez(f, row_ids=row_ids, contexts=contexts)
-        os.replace(tmp, path)
+        _save(index, row_ids, contexts, path)
     return Sealed(index, row_ids, contexts)
+
+
+# A saved index is two files of one generation, `<stem>.<generation>.annoy` and `<stem>.<generation>.ids.npz`,
+# named by a small manifest at `path` (`l1.index`). Each generation's files are new files, never rewritten; the
+# manifest is replaced by a rename once both are on disk, so a crash or a full disk at any point leaves the
+# previous generation whole. One save (and one rebuild) per path at a time, process-wide: a rebuild abandoned
+# by an actor that stopped (its thread runs on) finishes before the next actor's starts.
+_build_locks: dict[Path, threading.Lock] = {}
+_build_locks_guard = threading.Lock()
+
+
+def build_lock(path: Path) -> threading.Lock:
+    """The lock a rebuild and save at `path` hold, for the whole process."""
+    with _build_locks_guard:
+        return _build_locks.setdefault(path.absolute(), threading.Lock())
+
+
+def _generation_files(path: Path, generation: str) -> tuple[Path, Path]:
+    return (path.with_name(f"{path.stem}.{generation}.annoy"), path.with_name(f"{path.stem}.{generation}.ids.npz"))
+
+
+def _save(index: AnnoyIndex, row_ids: npt.NDArray[np.int64], contexts: npt.NDArray[np.int64], path: Path) -> None:
+    generation = secrets.token_hex(6)
+    annoy_path, ids_path = _generation_files(path, generation)
+    manifest_tmp = path.with_name(f"{path.name}.{generation}.tmp")
+    try:
+        private_file(annoy_path)  # vectors of prompts: as private as the prompts
+        index.save(str(annoy_path))  # save() leaves the index loaded from (memory-mapped) this file
+        _fsync(annoy_path)
+        with private_file(ids_path).open("wb") as f:
+            np.savez(f, row_ids=row_ids, contexts=contexts)
+            f.flush()
+            os.fsync(f.fileno())
+        with private_file(manifest_tmp).open("w") as f:
+            json.dump({"generation": generation, "items": len(row_ids)}, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(manifest_tmp, path)
+        _fsync(path.parent)
+    except BaseException:
+        for leftover in (annoy_path, ids_path, manifest_tmp):
+            leftover.unlink(missing_ok=True)  # mapped files stay readable until unmapped (POSIX)
+        raise
+    _remove_other_generations(path, generation)
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _remove_other_generations(path: Path, current: str) -> None:
+    keep = set(_generation_files(path, current))
+    stale = [*path.parent.glob(f"{path.stem}.*.annoy"), *path.parent.glob(f"{path.stem}.*.ids.npz"),
+             *path.parent.glob(f"{path.name}.*.tmp")]
+    # What daari before generations wrote: one annoy file, its ids beside it, and the save's temp file.
+    stale += [path.with_name(f"{path.stem}{suffix}") for suffix in (".annoy", ".ids.npz", ".tmp")]
+    for old in stale:
+        if old not in keep:
+            old.unlink(missing_ok=True)
 
 
 def load_sealed(path: Path) -> Sealed | None:
     """The saved index, memory-mapped; None when it is missing or unreadable (then it is rebuilt)."""
-    ids_path = path.with_suffix(".ids.npz")
-    if not path.exists() or not ids_path.exists():
-        return None
     try:
+        manifest = json.loads(path.read_text())
+        annoy_path, ids_path = _generation_files(path, str(manifest["generation"]))
         index = AnnoyIndex(DIMENSIONS, "angular")
-        index.load(str(path))
+        index.load(str(annoy_path))
         with np.load(ids_path) as ids:
             row_ids, contexts = ids["row_ids"], ids["contexts"]
-        if index.get_n_items() != len(row_ids):
+        if not index.get_n_items() == len(row_ids) == len(contexts) == manifest["items"]:
             return None
         return Sealed(index, row_ids.astype(np.int64), contexts.astype(np.int64))
-    except (OSError, ValueError, KeyError):
+    except (OSError, ValueError, KeyError, TypeError):
         return None
 
 
@@ -94,10 +155,18 @@ class Snapshot:
 
 
 def rebuild(snapshot: Snapshot, trees: int, path: Path | None = None) -> Sealed:
-    """A new sealed index over the snapshot's live entries (blocking: run it on a worker thread).
+    """A new sealed index over the snapshot's live entries (blocking: run it on a worker thread), saved at `path`
+    when given; one at a time per path (`build_lock`).
 
     Reads the old index's vectors back from annoy (read-only, safe beside concurrent lookups).
     """
+    if path is None:
+        return _rebuild(snapshot, trees, None)
+    with build_lock(path):
+        return _rebuild(snapshot, trees, path)
+
+
+def _rebuild(snapshot: Snapshot, trees: int, path: Path | None) -> Sealed:
     old = snapshot.sealed
     old_vectors = (np.array([old.annoy.get_item_vector(i) for i in range(old.annoy.get_n_items())], np.float32)
                    if old.annoy is not None else np.zeros((0, DIMENSIONS), np.float32))

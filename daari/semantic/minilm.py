@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from daari.cpu_budget import MODEL_LOADING, inference_slot
+from daari.cpu_budget import MODEL_LOADING, Priority, inference_slot
 from daari.heap import freeze_long_lived
 from daari.models import minilm_dir
 
@@ -50,7 +50,7 @@ class MiniLM:
         if not texts:
             return np.zeros((0, DIMENSIONS), dtype=np.float32)
         batch = self.tokenizer(texts, padding=True, truncation=True, max_length=MAX_TOKENS, return_tensors="pt")
-        with inference_slot(), torch.inference_mode():
+        with inference_slot(Priority.REQUEST), torch.inference_mode():
             hidden = self.model(**batch).last_hidden_state
         mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
         pooled = (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1e-9)

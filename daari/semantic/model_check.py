@@ -42,11 +42,11 @@ def parse_model_verdict(reply: str | None) -> Verdict:
 
 def judge_blocking(a: str, b: str) -> Verdict:
     """For the offline eval: the embedded L3 model answers greedily, in this thread."""
-    from daari.executors.embedded_model import SMOLLM2, GenerationSettings, generate_blocking
+    from daari.executors.embedded_model import EMBEDDED, GenerationSettings, generate_blocking
 
-    loaded = SMOLLM2.load()
+    loaded = EMBEDDED.load()
     messages = [{"role": m.role, "content": m.text()} for m in verifier_messages(a, b)]
     pieces: list[str] = []
-    generate_blocking(loaded, loaded.encode_chat(messages), GenerationSettings(max_new_tokens=4),
+    generate_blocking(loaded, loaded.render_chat(messages), GenerationSettings(max_new_tokens=4),
                       lambda text, _lp, _n: pieces.append(text), lambda: None)
     return parse_model_verdict("".join(pieces))

@@ -23,6 +23,7 @@ from daari.protocol.wire import OPENAI
 from daari.server import guard
 from daari.server.asgi_io import ClientDisconnected, Receive, Scope, Send, answer_lifespan, header_map, send_json
 from daari.server.http_request import HttpRequest
+from daari.server.limits import RequestLimits, check_head
 from daari.server.refusals import record_refusal
 
 log = logging.getLogger("daari.server")
@@ -52,9 +53,10 @@ class Routes:
 
 class DaariApp:
     def __init__(self, routes: Routes, policy: guard.GuardPolicy, decisions: Hub[RoutingDecision],
-                 metrics: Metrics) -> None:
+                 metrics: Metrics, limits: RequestLimits) -> None:
         self.routes = routes
         self.policy = policy
+        self.limits = limits  # header fields and bytes, checked before the guard (server/limits.py)
         self.decisions = decisions  # a chat request the guard refuses is still a routing decision
         self.metrics = metrics
 
@@ -77,6 +79,7 @@ class DaariApp:
                 return
             path = req.path.rstrip("/") or "/"
             try:
+                check_head(scope["headers"], self.limits)
                 guard.check_http(self.policy, scope["method"], req.headers, _page_token(scope))
             except DaariError as err:
                 found = self.routes.find(path)
@@ -122,6 +125,7 @@ class DaariApp:
     async def _websocket(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = header_map(scope)
         try:
+            check_head(scope["headers"], self.limits)
             query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
             guard.check_websocket(self.policy, headers, (query.get("token") or [None])[0])
             handler = self.routes.websocket.get(scope["path"].rstrip("/"))

@@ -1,4 +1,5 @@
-"""ASGI I/O kept apart from routing: read a bounded body, send JSON, stream SSE, notice a disconnect."""
+"""ASGI I/O kept apart from routing: read a bounded (and maybe compressed) body, send JSON, stream SSE, notice a
+disconnect."""
 
 from __future__ import annotations
 
@@ -6,8 +7,10 @@ from typing import Any
 
 import trio
 
-from daari.errors import PayloadTooLarge
+from daari.errors import PayloadTooLarge, RequestTimeout
 from daari.jsonio import dumps
+from daari.server.content_coding import BodyDecoder, body_decoder
+from daari.server.limits import RequestLimits
 
 Scope = dict[str, Any]
 Receive = Any
@@ -23,10 +26,21 @@ def header_map(scope: Scope) -> dict[str, str]:
     return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
 
 
-async def read_body(receive: Receive, headers: dict[str, str], limit: int) -> bytes:
+async def read_body(receive: Receive, headers: dict[str, str], limits: RequestLimits) -> bytes:
+    """The request body, decompressed when it came with a Content-Encoding; every limit is checked as it arrives,
+    so nothing past `max_body_bytes` is ever held. 408 when it has not all arrived within `body_timeout_s`."""
     declared = headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise PayloadTooLarge(f"request body is {declared} bytes; the limit is {limit} (server.max_body_bytes)")
+    if declared is not None and declared.isdigit() and int(declared) > limits.max_body_bytes:
+        raise PayloadTooLarge(f"request body is {declared} bytes; the limit is {limits.max_body_bytes} "
+                              "(server.max_body_bytes)")
+    decoder = body_decoder(headers.get("content-encoding"), limits.max_body_bytes, limits.max_expansion_ratio)
+    with trio.move_on_after(limits.body_timeout_s):
+        return await _receive_body(receive, limits.max_body_bytes, decoder)
+    raise RequestTimeout(f"the request body did not arrive whole within {limits.body_timeout_s:g}s "
+                         "(server.body_timeout_s)")
+
+
+async def _receive_body(receive: Receive, limit: int, decoder: BodyDecoder | None) -> bytes:
     parts: list[bytes] = []
     size = 0
     while True:
@@ -37,8 +51,15 @@ async def read_body(receive: Receive, headers: dict[str, str], limit: int) -> by
         size += len(chunk)
         if size > limit:
             raise PayloadTooLarge(f"request body is over {limit} bytes (server.max_body_bytes)")
-        parts.append(chunk)
+        if decoder is None:
+            parts.append(chunk)
+        else:
+            for piece in decoder.feed(chunk):
+                parts.append(piece)
+                await trio.lowlevel.checkpoint()  # a slice at a time: other requests run between slices
         if not message.get("more_body", False):
+            if decoder is not None:
+                decoder.finish()
             return b"".join(parts)
 
 

@@ -18,6 +18,7 @@ from daari.pipeline.turn import Prepare, Turn
 from daari.protocol.wire import Wire
 from daari.server.asgi_io import AsgiSink, ClientDisconnected, Receive, read_body, watch_disconnect
 from daari.server.http_request import HttpRequest
+from daari.server.limits import RequestLimits
 
 
 def client_watch(receive: Receive) -> Callable[[], AbstractAsyncContextManager[None]]:
@@ -36,11 +37,11 @@ def client_watch(receive: Receive) -> Callable[[], AbstractAsyncContextManager[N
 
 class ChatRoute:
     def __init__(self, pipeline: Pipeline, decisions: Hub[RoutingDecision], describe_prompt: PromptDescriber | None,
-                 max_body_bytes: int) -> None:
+                 limits: RequestLimits) -> None:
         self.pipeline = pipeline
         self.decisions = decisions
         self.describe_prompt = describe_prompt  # log.prompts: nothing, a keyed hash, or the text
-        self.max_body_bytes = max_body_bytes
+        self.limits = limits  # the body's size (decompressed too) and deadline
 
     async def __call__(self, req: HttpRequest) -> None:
         await self.serve(req, req.wire, AsgiSink(req.send))
@@ -49,7 +50,7 @@ class ChatRoute:
         """Answer `req` in `wire`'s protocol through `out`; `prepare` may rewrite the decoded body first."""
         recorder = DecisionRecorder(self.decisions, wire.name, req.headers, self.describe_prompt)
         try:
-            raw = await read_body(req.receive, req.headers, self.max_body_bytes)
+            raw = await read_body(req.receive, req.headers, self.limits)
         except DaariError as err:
             self._refused(req, recorder, wire, err)
             raise

@@ -71,7 +71,8 @@ from daari.server.actor_table import Shared, actor_table
 from daari.server.app import DaariApp, Routes
 from daari.server.chat_route import ChatRoute
 from daari.server.count_tokens import CountTokensRoute
-from daari.server.guard import GuardPolicy, require_token_off_loopback
+from daari.server.guard import GuardPolicy, require_token_where_needed
+from daari.server.limits import RequestLimits
 from daari.server.observe_routes import ObserveRoutes
 from daari.server.responses_endpoints import ResponsesEndpoints
 from daari.server.responses_routes import ResponsesRoutes
@@ -212,7 +213,7 @@ async def compose(config: Config, *, shortcuts: Mapping[str, ShortcutTier] | Non
                   started_at: float = 0.0) -> Parts:
     """Build everything from `config`. `shortcuts` replaces shortcut tiers by name (tests and benches)."""
     policy = GuardPolicy.from_config(config.server)
-    require_token_off_loopback(config.server, policy)  # before anything is made: a refusal to start is cheap
+    require_token_where_needed(config.server, policy)  # before anything is made: a refusal to start is cheap
     partition_secret = (await _secret(Path(config.data_dir), "cache partition")
                         if forwards_client_keys(config) else None)
     log_secret = await _log_secret(config)
@@ -278,8 +279,10 @@ async def compose(config: Config, *, shortcuts: Mapping[str, ShortcutTier] | Non
     stopping = trio.Event()
     describe_prompt: PromptDescriber | None = (partial(prompt_fields, config.log.prompts, log_secret)
                                                if config.log.prompts != "none" else None)
-    archive = ResponseArchive(Path(config.data_dir) / "responses.sqlite", config.responses.keep)
-    chat = ChatRoute(pipeline, decisions, describe_prompt, config.server.max_body_bytes)
+    archive = ResponseArchive(Path(config.data_dir) / "responses.sqlite", config.responses.keep,
+                              config.responses.keep_total)
+    limits = RequestLimits.from_config(config.server)
+    chat = ChatRoute(pipeline, decisions, describe_prompt, limits)
     responses = ResponsesRoutes(chat, archive, partition_secret)
     endpoints = ResponsesEndpoints(config, executor, archive, partition_secret)
     count_tokens = CountTokensRoute(config, executor, body_work, sessions, dict(upstreams.providers))
@@ -315,7 +318,7 @@ async def compose(config: Config, *, shortcuts: Mapping[str, ShortcutTier] | Non
         chat=frozenset({chat, responses.create}),
         websocket={"/v1/daari/tail": tail},
     )
-    app = DaariApp(routes, policy, decisions, metrics)
+    app = DaariApp(routes, policy, decisions, metrics, limits)
     return Parts(config=config, health=health, metrics=metrics, table=table, executors=executors,
                  decisions=decisions, l0_memory=shared.memory, key_memo=key_memo, hit_requests=hit_requests,
                  body_work=body_work, classify=classify, shortcuts=tiers, pipeline=pipeline, tail=tail,

@@ -28,6 +28,7 @@ from daari.protocol.chat import ChatRequest
 from daari.protocol.tokens import estimate_request_tokens
 from daari.server.asgi_io import ClientDisconnected, read_body, send_json, watch_disconnect
 from daari.server.http_request import HttpRequest
+from daari.server.limits import RequestLimits
 from daari.sessions.count import calibrated_count
 from daari.sessions.hygiene import for_anthropic_upstream
 from daari.sessions.identity import session_key
@@ -60,12 +61,12 @@ class CountTokensRoute:
                                          if config.tiers[t].executor == "anthropic")
         self.executor = executor
         self.body_work = body_work  # a large body is decoded and validated off the event loop, as for chat
-        self.max_body_bytes = config.server.max_body_bytes
         self.sessions = sessions
         self.providers = providers or {}  # tier -> provider id, whose thinking blocks it accepts
+        self.limits = RequestLimits.from_config(config.server)  # the body's size (decompressed too) and deadline
 
     async def __call__(self, req: HttpRequest) -> None:
-        raw = await read_body(req.receive, req.headers, self.max_body_bytes)
+        raw = await read_body(req.receive, req.headers, self.limits)
         request = await self._parse(raw, req)  # a bad body: 400, Anthropic's shape
         request.query_string = req.query_string
         state = self.sessions.get(session_key(request, req.headers)) if self.sessions is not None else None

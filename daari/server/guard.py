@@ -67,11 +67,19 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def require_token_off_loopback(server: ServerConfig, policy: GuardPolicy) -> None:
-    """Refuse to start on a non-loopback address without a token: anyone on the network could spend keys."""
-    if policy.token is None and not is_loopback(server.host):
+def require_token_where_needed(server: ServerConfig, policy: GuardPolicy) -> None:
+    """Refuse to start where only the token would stand between a caller and the keys: on a non-loopback
+    address (anyone on the network), and with `allowed_hosts: ["*"]` (no Host check: a DNS-rebinding page is
+    then same-origin)."""
+    if policy.token is not None:
+        return
+    if not is_loopback(server.host):
         raise StartupError(f"refusing to listen on {server.host} without a token: set {server.token_env} "
                            "(server.token_env) to a long random value, or bind to 127.0.0.1")
+    if "*" in policy.allowed_hosts:
+        raise StartupError(f'refusing to start with server.allowed_hosts ["*"] without a token: any web page '
+                           f"could reach daari through DNS rebinding. Set {server.token_env} (server.token_env) "
+                           "to a long random value, or list the host names daari is reached by")
 
 
 def check_host(policy: GuardPolicy, headers: Mapping[str, str]) -> None:

@@ -30,6 +30,7 @@ from daari.responses.history import previous_not_found, with_history
 from daari.responses.store import ResponseArchive
 from daari.server.asgi_io import read_body, send_json
 from daari.server.http_request import HttpRequest
+from daari.server.limits import RequestLimits
 
 ESTIMATE_HEADER = "x-daari-estimate"
 
@@ -54,10 +55,10 @@ class ResponsesEndpoints:
         self.executor = executor
         self.archive = archive
         self.partition_secret = partition_secret
-        self.max_body_bytes = config.server.max_body_bytes
+        self.limits = RequestLimits.from_config(config.server)  # the body's size (decompressed too) and deadline
 
     async def _request(self, req: HttpRequest, require_model: bool) -> ChatRequest:
-        body: Any = decode_json(await read_body(req.receive, req.headers, self.max_body_bytes))
+        body: Any = decode_json(await read_body(req.receive, req.headers, self.limits))
         if require_model and (not isinstance(body, dict) or not isinstance(body.get("model"), str)
                               or not body["model"]):
             raise InvalidRequest("'model' is required", param="model")

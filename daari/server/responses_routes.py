@@ -36,6 +36,8 @@ class StoringSink:
         self.partition = partition
         self.input_items = input_items
         self.store = store
+        self.previous_id: str | None = None  # the stored response this one continues; its history comes first
+        self.own_from = 0  # where this request's own items start in `input_items`
         self.final: list[dict[str, Any]] = []  # the renderer appends the final response here
 
     @property
@@ -49,7 +51,8 @@ class StoringSink:
         if not self.store or not isinstance(response.get("id"), str):
             return
         try:
-            await self.archive.put(response["id"], StoredResponse(response, self.input_items), self.partition)
+            await self.archive.put(response["id"], StoredResponse(response, self.input_items, self.previous_id,
+                                                                  self.own_from), self.partition)
         except Exception:  # a full disk must not fail an answer that is ready
             log.exception("storing response %s failed", response["id"])
 
@@ -90,6 +93,8 @@ class ResponsesRoutes:
                 if previous is None:
                     raise previous_not_found(previous_id)
                 body = with_history(body, previous)
+                sink.previous_id = previous_id  # stored by reference: only this request's own items are new
+                sink.own_from = len(previous.input_items) + len(previous.output_items)
             sink.input_items = input_items(body.get("input"))
             sink.store = body.get("store") is not False
             return body

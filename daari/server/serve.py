@@ -10,6 +10,7 @@ import logging
 import signal
 import time
 from collections.abc import Mapping
+from contextlib import aclosing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,11 +22,13 @@ from hypercorn.trio import serve as hypercorn_serve
 from daari.config import Config
 from daari.executors.base import Executor
 from daari.heap import freeze_long_lived
+from daari.models import embedded_model
 from daari.pipeline.shortcuts import ShortcutTier
 from daari.redact import redact_url
 from daari.server.app import DaariApp
 from daari.server.compose import Parts, compose
 from daari.server.guard import GuardPolicy
+from daari.server.limits import apply_to_hypercorn
 from daari.server.observers import start_observers
 
 log = logging.getLogger("daari")
@@ -44,8 +47,7 @@ def _hypercorn_config(config: Config) -> HypercornConfig:
     hc.accesslog = None
     hc.errorlog = logging.getLogger("hypercorn.error")
     hc.graceful_timeout = config.server.grace_period_s
-    hc.keep_alive_timeout = 75
-    hc.h11_max_incomplete_size = 64 * 1024
+    apply_to_hypercorn(hc, config.server)  # head size and time limits (server/limits.py)
     hc.include_server_header = False  # no "server: hypercorn-h11" on every answer: it tells clients nothing useful
     return hc
 
@@ -59,7 +61,8 @@ def tier_table(config: Config, executors: Mapping[str, Executor]) -> str:
             lines.append(f"{tier:<5} -          -        (not configured)")
             continue
         where = redact_url(tc.base_url) if tc.base_url else "in-process"
-        model = tc.model or ("SmolLM2-135M-Instruct" if tc.executor == "embedded" else "(client's model)")
+        model = (embedded_model(tc.model).name if tc.executor == "embedded"
+                 else tc.model or "(client's model)")
         executor = executors.get(tier)
         window = executor.context_window() if executor is not None else tc.context_window
         state = "" if executor is not None else "  [disabled: frontier.enabled is false]"
@@ -79,7 +82,8 @@ async def run_server(config: Config, *, handle_signals: bool = False,
     """Serve until cancelled (or a signal, with `handle_signals`). `shortcuts` replaces shortcut tiers by name."""
     parts = await compose(config, shortcuts=shortcuts, started_at=time.time())
     shutdown = parts.stopping  # live tails close on it rather than holding the grace period
-    async with trio.open_nursery() as actors:
+    # The response archive is closed once every request and actor is done (SQLite checkpoints, removes its WAL).
+    async with aclosing(parts.responses), trio.open_nursery() as actors:
         start_observers(actors, config, parts.decisions, parts.metrics)
         await parts.table.start(actors, parts.health)
         if handle_signals:

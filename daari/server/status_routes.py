@@ -59,7 +59,8 @@ class StatusRoutes:
     async def healthz(self, req: HttpRequest) -> None:
         health = self.health
         tiers = await self._tier_status()
-        actors = {name: {"state": s.state, "restarts": s.restarts, "last_error": s.last_error}
+        actors = {name: {"state": s.state, "restarts": s.restarts, "last_error": s.last_error, "depth": s.depth,
+                         "capacity": s.capacity}
                   for name, s in health.actors.items()}
         models_loaded = all(t.get("loaded", True) for t in tiers.values())
         body = {"status": "ok" if health.healthy else "unhealthy", "actors": actors, "tiers": tiers,
@@ -83,6 +84,8 @@ class StatusRoutes:
         for name, status in self.health.actors.items():
             samples.append(Sample("actor_restarts_total", status.restarts, {"actor": name}, counter=True))
             samples.append(Sample("actor_up", 1.0 if status.state == "running" else 0.0, {"actor": name}))
+            samples.append(Sample("actor_mailbox_depth", status.depth, {"actor": name}))
+            samples.append(Sample("actor_mailbox_capacity", status.capacity, {"actor": name}))
         for tier, state in (await self._tier_status()).items():
             breaker = state.get("breaker")
             if breaker:
