@@ -132,6 +132,9 @@ class L1Config:
     embed_batch_wait_ms: float = 2.0  # how long the first request of a batch waits for company
     index_trees: Annotated[int, Ge(1)] = 16  # annoy trees: more is better recall, larger index, slower build
     rebuild_after: Annotated[int, Ge(1)] = 2000  # new entries searched exactly until the index is rebuilt
+    # embeddings of recent texts, by text: an agent's tool loop sends the same last user turn on every turn, so its
+    # L1 probe reuses the vector instead of running the model again (docs/performance.md, "L1 probe"; 0: off)
+    embed_memo_mb: Annotated[float, Ge(0)] = 8.0
 
 
 @dataclass

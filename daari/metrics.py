@@ -33,6 +33,7 @@ HELP = {
     "tier_failures_total": "Tier attempts that failed, by tier and error code.",
     "cache_false_hits_avoided_total": "L1 candidates the verifier rejected: near-misses that were never served.",
     "cache_l1_rejections_total": "L1 candidates the verifier rejected, by the rule that rejected them.",
+    "cache_l1_embed_memo_hits_total": "L1 probes that reused a recent embedding of the same text (no model run).",
     "cache_bypassed_total": "Requests routed without the cache because it failed, by operation (read, write).",
     "cache_write_failures_total": "Answers whose L0 disk write failed (disk full, read-only, locked).",
     "cache_write_queue_full_total": "Answers not cached because too many writes were pending.",

@@ -30,8 +30,12 @@ from urllib.parse import urlsplit
 import httpx
 import trio
 
+from daari import __version__
 from daari.jsonio import dumps, loads
 
+# Sent when the caller's headers carry no user-agent (a client's own is forwarded only to its own family of
+# upstream): the upstream sees daari, as it sees python-httpx through httpx.
+USER_AGENT = f"daari/{__version__}"
 MAX_HEAD_BYTES = 64 * 1024  # a response's status line and headers together
 MAX_CHUNK_LINE = 4096  # a chunk-size line (with extensions) or a trailer line
 RECEIVE_BYTES = 256 * 1024
@@ -471,6 +475,8 @@ def _request_bytes(method: str, target: Target, content: bytes | None, headers: 
     if headers:
         lines.extend(f"{name}: {value}\r\n" for name, value in headers.items()
                      if name != "content-length" and name != "host")
+    if not headers or not any(name.lower() == "user-agent" for name in headers):
+        lines.append(f"user-agent: {USER_AGENT}\r\n")
     if content is not None or method in ("POST", "PUT", "PATCH"):
         lines.append(f"content-length: {len(content) if content else 0}\r\n")
     lines.append("\r\n")
