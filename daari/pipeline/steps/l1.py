@@ -62,7 +62,7 @@ class SemanticTier:
         self.metrics = metrics
         self._pending: LRU[str, Probe] = LRU(PENDING)  # each of size 1: bounded in count
         memo_bytes = int(config.embed_memo_mb * 2**20)
-        self._memo: LRU[str, Embedding] | None = LRU(memo_bytes) if memo_bytes else None
+        self._memo: LRU[tuple[str, str], Embedding] | None = LRU(memo_bytes) if memo_bytes else None
         self.index_stats = index_stats  # what the index holds (the SemanticCacheActor updates it), for /healthz
 
     def health(self) -> dict[str, Any]:
@@ -76,22 +76,25 @@ class SemanticTier:
         folded = fold(query.request)
         if not folded.embed_text:
             return None
-        embedding = await self._embedding(folded.embed_text)
+        embedding = await self._embedding(folded.embed_text, query.partition)
         seen = embedding.seen_chars
         context = lookup_context(query.request, folded, query.partition, folded.embed_text[seen:])
         return Probe(folded.embed_text[:seen], embedding.vector, context)
 
-    async def _embedding(self, text: str) -> Embedding:
-        """The model's embedding of `text`, from the memo when the same text was embedded lately (the model is
-        deterministic: the same text gives the same vector and the same `seen_chars`)."""
+    async def _embedding(self, text: str, partition: str) -> Embedding:
+        """The model's embedding of `text`, from the memo when the same text was embedded lately in the same cache
+        partition (the model is deterministic: the same vector up to float rounding, the same `seen_chars`).
+        By partition: a faster answer must not tell one credential that another sent the same text."""
         memo = self._memo
-        found = memo.get(text) if memo is not None else None
+        key = (partition, text)
+        found = memo.get(key) if memo is not None else None
         if found is not None:
             self.metrics.inc("cache_l1_embed_memo_hits_total")
             return found
         embedding: Embedding = await self.embedder.call(Embed(text))
-        if memo is not None:
-            memo.put(text, embedding, len(text) + embedding.vector.nbytes + MEMO_ENTRY_OVERHEAD)
+        if memo is not None:  # a copy: the vector is a row of its batch's matrix, which it would keep alive
+            kept = Embedding(embedding.vector.copy(), embedding.seen_chars)
+            memo.put(key, kept, len(text) + kept.vector.nbytes + MEMO_ENTRY_OVERHEAD)
         return embedding
 
     async def answer(self, query: ShortcutQuery) -> ShortcutResult | None:
