@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import secrets
 import statistics
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import yaml
 
 from bench.l0_hit import HEADERS, PATH, REQUEST, proxy_config, warm_hit
@@ -41,6 +43,7 @@ from bench.servers import (
 )
 
 WARMUP_S = 2.0
+MASTER_KEY = "sk-bench-" + secrets.token_hex(16)  # LiteLLM's own key, for this run only
 CONNECTIONS = (1, 20)
 
 
@@ -53,6 +56,7 @@ def litellm(executable: str, upstream_url: str, log_dir: Path, *, cache: bool) -
             "model": "openai/good", "api_base": upstream_url + "/v1", "api_key": "sk-fake"}}],
         "litellm_settings": {"telemetry": False, **({"cache": True, "cache_params": {"type": "local"}}
                                                      if cache else {})},
+        "general_settings": {"master_key": MASTER_KEY},  # it refuses to start without one
     }
     path = log_dir / f"litellm-{port}.yaml"
     path.write_text(yaml.safe_dump(config))
@@ -70,6 +74,7 @@ def litellm(executable: str, upstream_url: str, log_dir: Path, *, cache: bool) -
 def run(executable: str, duration_s: float, rounds: int) -> list[Table]:
     body = dumps({**REQUEST, "model": "good"})
     no_cache = {**HEADERS, "X-Daari-No-Cache": "true"}
+    litellm_headers = {**HEADERS, "Authorization": f"Bearer {MASTER_KEY}"}
     runs: dict[tuple[str, int], list[Measured]] = {}
     with workdir() as tmp, fake_upstream("openai", tmp) as upstream, \
             daari(proxy_config(upstream.url), tmp) as proxy, \
@@ -81,10 +86,14 @@ def run(executable: str, duration_s: float, rounds: int) -> list[Table]:
                 "upstream directly": (upstream, body, HEADERS),
                 "bare Hypercorn-trio app (fixed body)": (bare, dumps(REQUEST), HEADERS),
                 "daari L0 hit": (proxy, dumps(REQUEST), HEADERS),
-                "LiteLLM, cache hit": (cached, body, HEADERS),
+                "LiteLLM, cache hit": (cached, body, litellm_headers),
                 "daari pass-through (X-Daari-No-Cache)": (proxy, body, no_cache),
-                "LiteLLM, pass-through": (uncached, body, HEADERS),
+                "LiteLLM, pass-through": (uncached, body, litellm_headers),
             }
+            with httpx.Client(timeout=120) as client:  # LiteLLM's first request takes seconds: one at a time first
+                for server, content, headers in paths.values():
+                    for _ in range(3):
+                        client.post(server.url + PATH, content=content, headers=headers).raise_for_status()
             for server, content, headers in paths.values():  # warm: connections, caches filled
                 measure(server, PATH, content, headers, connections=20, duration_s=WARMUP_S)
             names = list(paths)
