@@ -220,3 +220,18 @@ async def test_a_tool_loop_embeds_its_user_turn_once(tmp_path: Path) -> None:
             memo_hits = sum(float(line.rsplit(" ", 1)[1]) for line in metrics.splitlines()
                             if line.startswith("daari_cache_l1_embed_memo_hits_total"))
             assert memo_hits == 3 - model_runs
+
+
+async def test_the_embedding_memo_is_kept_per_cache_partition(tmp_path: Path) -> None:
+    """A remembered embedding serves its own credential's partition only: a faster answer must not tell one
+    credential that another sent the same text."""
+    fake = FakeOpenAI()
+    async with serve_app(fake) as upstream, daari_server(config(tmp_path, upstream)) as server:
+        tier = await ready(server)
+        texts_before = tier.status.texts
+        first = await tier._embedding("user: why does the test fail?", "partition-a")
+        again = await tier._embedding("user: why does the test fail?", "partition-a")
+        other = await tier._embedding("user: why does the test fail?", "partition-b")
+        assert tier.status.texts - texts_before == 2  # a and b each ran the model; a's second call did not
+        assert (again.vector == first.vector).all()
+        assert other.seen_chars == first.seen_chars and abs(float(other.vector @ first.vector) - 1) < 1e-4
