@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 # issues 7-12); `make bench BENCH_VERSUS=` skips that part.
 BENCH_VERSUS ?= b076afb
 
-.PHONY: run test test-clients browser redis lint bench eval clean
+.PHONY: run test test-clients browser redis lint bench bench-peers eval clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -66,6 +66,15 @@ lint: $(STAMP)
 bench: $(STAMP)
 	@command -v wrk >/dev/null || echo "wrk not found: using the Python load client (apt-get install wrk for the setup in docs/performance.md)"
 	HF_HUB_OFFLINE=1 $(PY) -m bench.run_all $(if $(BENCH_VERSUS),--versus $(BENCH_VERSUS))
+
+# daari beside LiteLLM's proxy (installed into its own virtualenv under bench/.peers/, ignored by git: the only
+# step that needs the network), same fake upstream and load client; not part of `test` or `bench`.
+PEERS_VENV := bench/.peers/venv
+LITELLM_VERSION ?= 1.108.7
+bench-peers: $(STAMP)
+	test -x $(PEERS_VENV)/bin/litellm || (python3 -m venv $(PEERS_VENV) && \
+	  $(PEERS_VENV)/bin/pip install -q 'litellm[proxy]==$(LITELLM_VERSION)')
+	HF_HUB_OFFLINE=1 $(PY) -m bench.peers --litellm $(PEERS_VENV)/bin/litellm
 
 eval: $(STAMP)
 	HF_HUB_OFFLINE=1 $(VENV)/bin/daari eval routing

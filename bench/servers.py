@@ -163,6 +163,20 @@ def fake_upstream(kind: str, log_dir: Path, *, token_delay_s: float = 0.0,
 
 
 @contextlib.contextmanager
+def write_write_upstream(log_dir: Path, *, cores: set[int] | None = None) -> Iterator[Server]:
+    """bench/write_write_upstream.py (Python's http.server: head and body in two writes, no TCP_NODELAY)."""
+    port = free_port()
+    process, log_path = _spawn(f"write-write-{port}", [PYTHON, "-m", "bench.write_write_upstream", "--port",
+                                                      str(port)], log_dir, cores)
+    server = Server("http.server upstream", f"http://{HOST}:{port}", process, log_path)
+    try:
+        _wait_http(server, "/v1/models", 30)
+        yield server
+    finally:
+        stop(server)
+
+
+@contextlib.contextmanager
 def bare_app(body: bytes, headers: list[tuple[str, str]], log_dir: Path,
              cores: set[int] | None = None) -> Iterator[Server]:
     port = free_port()

@@ -139,6 +139,9 @@ class L1Config:
     # A candidate above the threshold that the verifier rejected is shown to the model as a draft (measured:
     # docs/caching.md, "Draft injection"; off because it did not win).
     draft_injection: bool = False
+    # embeddings of recent texts, by text: an agent's tool loop sends the same last user turn on every turn, so its
+    # L1 probe reuses the vector instead of running the model again (docs/performance.md, "L1 probe"; 0: off)
+    embed_memo_mb: Annotated[float, Ge(0)] = 8.0
 
 
 @dataclass
@@ -286,6 +289,10 @@ class TierConfig:
     # anthropic: `cache_control.ttl` as the client sent it. "auto" keeps it and, once the upstream refuses a ttl,
     # leaves it out from then on; "strip" always leaves it out.
     cache_ttl: Literal["auto", "keep", "strip"] = "auto"
+    # The HTTP client of an upstream tier: "auto" uses daari's lean HTTP/1.1 client for a plain http:// base_url
+    # reached without a proxy (local servers: the least CPU per request) and httpx otherwise (https, proxies);
+    # "httpx" always httpx (docs/performance.md, "The upstream hop").
+    http_client: Literal["auto", "httpx"] = "auto"
     timeouts: TimeoutsConfig = field(default_factory=TimeoutsConfig)
     retry: RetryConfig = field(default_factory=RetryConfig)
     breaker: BreakerConfig = field(default_factory=BreakerConfig)

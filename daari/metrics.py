@@ -55,6 +55,8 @@ COUNTERS: dict[str, Declared] = {
                                                "never served."),
     "cache_l1_rejections_total": Declared(("rule",), "L1 candidates the verifier rejected, by the rule that "
                                           "rejected them."),
+    "cache_l1_embed_memo_hits_total": Declared((), "L1 probes that reused a recent embedding of the same text (no "
+                                               "model run)."),
     "cache_bypassed_total": Declared(("op",), "Requests routed without the cache because it failed, by operation "
                                      "(read, write).", (("read",), ("write",))),
     "cache_write_failures_total": Declared((), "Answers whose L0 disk write failed (disk full, read-only, "

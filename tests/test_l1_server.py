@@ -194,3 +194,44 @@ async def test_model_verify_serves_nothing_when_the_model_does_not_answer_yes_or
         assert meta["l1_rejected"][0]["rule"] == "model_malformed" and meta["verified_by"] == "model"
         asked = [r for r in fake.requests if "Request A:" in json.dumps(r.body)]
         assert len(asked) == 1 and asked[0].body["max_tokens"] == 3
+
+
+async def test_a_tool_loop_embeds_its_user_turn_once(tmp_path: Path) -> None:
+    """An agent's tool loop sends the same last user turn with new tool results every turn: the first turn runs
+    the model, the next ones reuse its embedding (and still match only with the same tool results); with the
+    memo off every turn runs the model."""
+    for memo_mb, model_runs in ((8, 1), (0, 3)):
+        fake = FakeOpenAI()
+        async with serve_app(fake) as upstream, \
+                daari_server(config(tmp_path / f"memo{memo_mb}", upstream, embed_memo_mb=memo_mb)) as server, \
+                httpx.AsyncClient(base_url=server.url) as client:
+            tier = await ready(server)
+            texts_before = tier.status.texts
+            for result in ("assert x == 1", "assert x == 2", "assert x == 3"):
+                reply = (await client.post("/v1/chat/completions",
+                                           json=agent_turn("Why does the test fail?", result))).json()
+                assert reply["daari_meta"]["tier"] == "L3" and "l1" not in reply["daari_meta"]
+            assert tier.status.texts - texts_before == model_runs
+            await settle(server, tier, 3)
+            again = (await client.post("/v1/chat/completions",
+                                       json=agent_turn("Why is the test failing?", "assert x == 2"))).json()
+            assert again["daari_meta"]["tier"] == "L1"  # the memo's vectors were stored and are found
+            metrics = (await client.get("/metrics")).text
+            memo_hits = sum(float(line.rsplit(" ", 1)[1]) for line in metrics.splitlines()
+                            if line.startswith("daari_cache_l1_embed_memo_hits_total"))
+            assert memo_hits == 3 - model_runs
+
+
+async def test_the_embedding_memo_is_kept_per_cache_partition(tmp_path: Path) -> None:
+    """A remembered embedding serves its own credential's partition only: a faster answer must not tell one
+    credential that another sent the same text."""
+    fake = FakeOpenAI()
+    async with serve_app(fake) as upstream, daari_server(config(tmp_path, upstream)) as server:
+        tier = await ready(server)
+        texts_before = tier.status.texts
+        first = await tier._embedding("user: why does the test fail?", "partition-a")
+        again = await tier._embedding("user: why does the test fail?", "partition-a")
+        other = await tier._embedding("user: why does the test fail?", "partition-b")
+        assert tier.status.texts - texts_before == 2  # a and b each ran the model; a's second call did not
+        assert (again.vector == first.vector).all()
+        assert other.seen_chars == first.seen_chars and abs(float(other.vector @ first.vector) - 1) < 1e-4

@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
+from daari.executors.lean_http import USER_AGENT
 from daari.protocol.openai_headers import PASSTHROUGH_HEADERS
 from tests.fakes.anthropic_upstream import FakeAnthropic
 from tests.fakes.openai_upstream import FakeOpenAI
@@ -119,7 +120,7 @@ async def test_an_anthropic_clients_headers_do_not_go_to_an_openai_upstream(tmp_
             json={"model": "good", "max_tokens": 50, "messages": [{"role": "user", "content": "explain raft"}]})
     assert reply.status_code == 200
     [sent] = fake.requests
-    assert sent.headers["user-agent"].startswith("python-httpx")
+    assert sent.headers["user-agent"] == USER_AGENT  # daari's own (the lean client's: a plain-http upstream)
     assert "x-client-request-id" not in sent.headers and "anthropic-version" not in sent.headers
 
 
@@ -129,7 +130,7 @@ async def test_a_codex_clients_headers_do_not_go_to_an_anthropic_upstream(tmp_pa
         reply = await client.post("/v1/responses", json=responses_body(), headers=CODEX_HEADERS)
     assert reply.status_code == 200
     [sent] = fake.requests
-    assert sent.headers["user-agent"].startswith("python-httpx")
+    assert sent.headers["user-agent"] == USER_AGENT
     assert not (set(CODEX_HEADERS) - {"user-agent"}) & set(sent.headers)
 
 

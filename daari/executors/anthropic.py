@@ -35,6 +35,7 @@ from daari.executors.http_upstream import (
     response_started,
     retry_after_seconds,
 )
+from daari.executors.upstream_http import UpstreamResponse
 from daari.protocol.anthropic_render import (
     AnthropicEventDecoder,
     decode_json,
@@ -193,7 +194,7 @@ class AnthropicExecutor(HttpUpstream):
             raise UpstreamError(f"count_tokens on {self.name}: the answer has no input_tokens", upstream=self.name)
         return response.content
 
-    async def _relay_stream(self, response: httpx.Response, send: Emit, native: bool) -> None:
+    async def _relay_stream(self, response: UpstreamResponse, send: Emit, native: bool) -> None:
         sse = SSEDecoder()
         decoder = AnthropicEventDecoder()
         async for chunk in response.aiter_bytes():
@@ -213,7 +214,7 @@ class AnthropicExecutor(HttpUpstream):
         raise UpstreamError(f"truncated stream from {self.name}: it ended without message_stop",
                             upstream=self.name)
 
-    def _http_error(self, response: httpx.Response, headers: dict[str, str]) -> UpstreamError:
+    def _http_error(self, response: UpstreamResponse, headers: dict[str, str]) -> UpstreamError:
         try:
             payload: object = response.json()
         except ValueError:

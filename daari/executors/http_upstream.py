@@ -1,7 +1,7 @@
-"""What every HTTP upstream executor shares: one pooled httpx client, opened and closed re-entrantly,
-and reading Retry-After.
+"""What every HTTP upstream executor shares: one pooled HTTP client per tier (the lean client for plain-http
+upstreams, httpx for the rest: `upstream_http.py`), opened and closed re-entrantly, and reading Retry-After.
 
-Only the connect timeout is httpx's: first-byte, idle and total timeouts are the resilience wrapper's
+Only the connect timeout is the client's: first-byte, idle and total timeouts are the resilience wrapper's
 cancel scopes (`executors/resilience.py`), which also cover the time a slow client takes to read.
 Every HTTP executor calls `response_started` once an upstream accepted a request (status 200, headers
 read, body not yet): from then on the body is under idle/total timeouts and nothing is retried.
@@ -18,12 +18,12 @@ import httpx
 import trio
 
 from daari.executors.base import Emit, Executor
-from daari.executors.http_pool import read_cookies_when_set, use_linear_pool
+from daari.executors.upstream_http import UpstreamHttp, open_client
 from daari.protocol.events import KeepAlive
 
 
 class HttpUpstream(Executor):
-    _client: httpx.AsyncClient | None = None
+    _client: UpstreamHttp | None = None
 
     async def start(self, nursery: trio.Nursery | None = None) -> None:
         """Open the connection pool (nothing runs in `nursery`). Re-entrant after `aclose`."""
@@ -34,15 +34,11 @@ class HttpUpstream(Executor):
             client, self._client = self._client, None
             await client.aclose()
 
-    def http(self) -> httpx.AsyncClient:
+    def http(self) -> UpstreamHttp:
         if self._client is None:
-            concurrency = self.config.concurrency()
-            self._client = httpx.AsyncClient(
-                timeout=httpx.Timeout(connect=self.config.timeouts.connect_s, read=None, write=None, pool=None),
-                limits=httpx.Limits(max_connections=concurrency * 2, max_keepalive_connections=concurrency),
-            )
-            use_linear_pool(self._client)  # httpcore's pool bookkeeping grew with the square of its size
-            read_cookies_when_set(self._client)
+            config = self.config
+            self._client = open_client(config.base_url or "", connect_timeout_s=config.timeouts.connect_s,
+                                       concurrency=config.concurrency(), choice=config.http_client)
         return self._client
 
     @property

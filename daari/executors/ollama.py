@@ -17,6 +17,7 @@ from daari.config import TierConfig
 from daari.errors import InvalidRequest, UpstreamError, UpstreamRateLimited, UpstreamUnavailable
 from daari.executors.base import Emit
 from daari.executors.http_upstream import HttpUpstream, endpoint, request_never_arrived, response_started
+from daari.executors.upstream_http import UpstreamResponse
 from daari.jsonio import loads
 from daari.local.context_fit import num_ctx
 from daari.local.tool_repair import repairing, repairs_tools
@@ -118,7 +119,7 @@ class OllamaExecutor(HttpUpstream):
             raise UpstreamError(f"{self.name}: transport error talking to Ollama ({type(exc).__name__})",
                                 upstream=self.name, retryable=request_never_arrived(exc)) from exc
 
-    async def _relay(self, response: httpx.Response, emit: Emit) -> None:
+    async def _relay(self, response: UpstreamResponse, emit: Emit) -> None:
         """NDJSON lines -> events. Ollama gives no tool call ids, so they are made here."""
         tool_calls = 0
         async for line in response.aiter_lines():
@@ -154,7 +155,7 @@ class OllamaExecutor(HttpUpstream):
                 return
         raise UpstreamError(f"{self.name}: truncated stream (ended without done)", upstream=self.name)
 
-    def _status_error(self, response: httpx.Response, model: str) -> UpstreamError:
+    def _status_error(self, response: UpstreamResponse, model: str) -> UpstreamError:
         status = response.status_code
         detail = _error_text(response)
         retry_after = _retry_after(response)
@@ -318,7 +319,7 @@ def _logprob_sum(entries: Any) -> tuple[float | None, int]:
         return None, 0
 
 
-def _error_text(response: httpx.Response) -> str:
+def _error_text(response: UpstreamResponse) -> str:
     try:
         data = response.json()
     except ValueError:
@@ -328,7 +329,7 @@ def _error_text(response: httpx.Response) -> str:
     return response.text[:200].strip() or response.reason_phrase
 
 
-def _retry_after(response: httpx.Response) -> float | None:
+def _retry_after(response: UpstreamResponse) -> float | None:
     value = response.headers.get("retry-after")
     try:
         return float(value) if value is not None else None

@@ -37,6 +37,7 @@ from daari.executors.http_upstream import (
     response_started,
     retry_after_seconds,
 )
+from daari.executors.upstream_http import UpstreamResponse
 from daari.jsonio import dumps, loads
 from daari.local.tool_repair import repairing, repairs_tools
 from daari.protocol.anthropic_wire import SecretStr, system_role_refusal
@@ -111,7 +112,7 @@ class OpenAIExecutor(HttpUpstream):
     def _error(self, cls: type[UpstreamError], message: str, **kw: Any) -> UpstreamError:
         return cls(redact(message, self.config.api_key(), self.config.base_url), upstream=self.name, **kw)
 
-    def _http_error(self, response: httpx.Response) -> UpstreamError:
+    def _http_error(self, response: UpstreamResponse) -> UpstreamError:
         status = response.status_code
         head = f"upstream {self.name}"
         detail = upstream_message(response.content)
@@ -186,7 +187,7 @@ class OpenAIExecutor(HttpUpstream):
             raise self._http_error(response)
         await self._emit_whole(response, emit)
 
-    async def _emit_whole(self, response: httpx.Response, emit: Emit) -> None:
+    async def _emit_whole(self, response: UpstreamResponse, emit: Emit) -> None:
         """A whole `chat.completion` body (read already) as events."""
         try:
             data = loads(response.content)
@@ -215,7 +216,7 @@ class OpenAIExecutor(HttpUpstream):
         except httpx.TransportError as exc:
             raise self._transport_error(exc, started) from None
 
-    async def _relay(self, response: httpx.Response, emit: Emit) -> None:
+    async def _relay(self, response: UpstreamResponse, emit: Emit) -> None:
         """Decode the SSE body as it arrives and emit its events; require a finish_reason."""
         sse = SSEDecoder()
         chunks = ChunkDecoder()

@@ -19,6 +19,7 @@ from daari.errors import UpstreamError
 from daari.executors.base import Emit
 from daari.executors.http_upstream import endpoint_url, response_started
 from daari.executors.openai_compat import OpenAIExecutor
+from daari.executors.upstream_http import UpstreamResponse
 from daari.jsonio import dumps, loads
 from daari.protocol.chat import ChatRequest
 from daari.protocol.events import NativeEvent
@@ -83,7 +84,7 @@ class OpenAIResponsesExecutor(OpenAIExecutor):
         except httpx.TransportError as exc:
             raise self._transport_error(exc, started) from None
 
-    async def _whole(self, response: httpx.Response, emit: Emit, native: bool) -> None:
+    async def _whole(self, response: UpstreamResponse, emit: Emit, native: bool) -> None:
         try:
             data = loads(response.content)
         except ValueError:
@@ -95,7 +96,7 @@ class OpenAIResponsesExecutor(OpenAIExecutor):
         for event in events:
             await emit(event)
 
-    async def _relay_events(self, response: httpx.Response, emit: Emit, native: bool) -> None:
+    async def _relay_events(self, response: UpstreamResponse, emit: Emit, native: bool) -> None:
         sse = SSEDecoder()
         decoder = ResponsesEventDecoder()
         async for raw in response.aiter_bytes():

@@ -24,6 +24,7 @@ daari's Phase B classifier probe is answered with `fake.classification` (a JSON 
     tools       a tool call to the request's first tool (arguments filled from its required properties);
                 when the last message is a tool result: a text answer quoting it; without tools: as good
     length      as good, finish_reason "length"
+    long        `max_tokens` words (100 without it), one chunk each when streamed (benchmarks of the stream relay)
     hang        never sends response headers (waits until the client goes away)
     hang_stream sends headers, the role chunk and one content chunk, then waits until the client goes away
     drop        streams two chunks, then breaks the connection (no [DONE], incomplete body)
@@ -60,7 +61,7 @@ from daari.server.asgi_io import answer_lifespan, read_all
 
 CLASSIFIER_PROMPT_START = SYSTEM_PROMPT[:40]
 
-BEHAVIOURS = ("good", "refuse", "short", "ack", "tools", "length", "hang", "hang_stream", "drop", "truncate",
+BEHAVIOURS = ("good", "refuse", "short", "ack", "tools", "length", "long", "hang", "hang_stream", "drop", "truncate",
               "malformed", "error500", "error429", "error400", "error401", "echo_url")
 CREATED = 1_700_000_000
 TOKEN_LOGPROB = -0.25
@@ -206,6 +207,9 @@ class FakeOpenAI:
             return "I cannot help with that.", [], "stop"
         if behaviour == "short":
             return "ok", [], "stop"
+        if behaviour == "long":
+            words = body.get("max_tokens") if isinstance(body.get("max_tokens"), int) else 100
+            return " ".join(f"word{i}" for i in range(words)), [], "stop"
         if behaviour == "ack":
             return "Ok, any changes I propose will be to those files.", [], "stop"
         if behaviour == "tools" and messages and messages[-1].get("role") == "tool":

@@ -5,7 +5,9 @@ Decides: a verified stored answer, or the candidates it rejected (each a false h
 `answer` folds the request (daari/semantic/fold.py), embeds what the model can see, searches entries with
 the same lookup context, and asks the verifier about the nearest candidates above the threshold; the first
 one it accepts is served. Every rejection counts as a false hit avoided. The embedding of a miss is kept
-(by L0 key) and reused by `remember`, which stores the answer the request got: a miss embeds once.
+(by L0 key) and reused by `remember`, which stores the answer the request got: a miss embeds once. Recent
+embeddings are also kept by text (`embed_memo_mb`): an agent's tool loop repeats its last user turn on every
+turn, and the probe of each turn after the first then costs no model run.
 Agent turns take part through the stable prefix (ADR-0004 G1b); answers that are tool calls never do.
 """
 
@@ -35,6 +37,7 @@ log = logging.getLogger("daari.l1")
 
 STORABLE = ("stop", "length", "stop_sequence")  # never "tool_calls": a tool call is not an answer to reuse
 PENDING = 1024  # misses whose embedding waits for their answer
+MEMO_ENTRY_OVERHEAD = 200  # bytes a memo entry costs beyond its text and vector (objects, the LRU's slot)
 
 
 @dataclass(frozen=True)
@@ -60,6 +63,8 @@ class SemanticTier:
         self.verifier = verifier
         self.metrics = metrics
         self._pending: LRU[str, Probe] = LRU(PENDING)  # each of size 1: bounded in count
+        memo_bytes = int(config.embed_memo_mb * 2**20)
+        self._memo: LRU[tuple[str, str], Embedding] | None = LRU(memo_bytes) if memo_bytes else None
         self.index_stats = index_stats  # what the index holds (the SemanticCacheActor updates it), for /healthz
         self.bars = bars  # learned similarity bars per task type (the ShadowActor refits them); None: the threshold
 
@@ -74,10 +79,26 @@ class SemanticTier:
         folded = fold(query.request)
         if not folded.embed_text:
             return None
-        embedding: Embedding = await self.embedder.call(Embed(folded.embed_text))
+        embedding = await self._embedding(folded.embed_text, query.partition)
         seen = embedding.seen_chars
         context = lookup_context(query.request, folded, query.partition, folded.embed_text[seen:])
         return Probe(folded.embed_text[:seen], embedding.vector, context)
+
+    async def _embedding(self, text: str, partition: str) -> Embedding:
+        """The model's embedding of `text`, from the memo when the same text was embedded lately in the same cache
+        partition (the model is deterministic: the same vector up to float rounding, the same `seen_chars`).
+        By partition: a faster answer must not tell one credential that another sent the same text."""
+        memo = self._memo
+        key = (partition, text)
+        found = memo.get(key) if memo is not None else None
+        if found is not None:
+            self.metrics.inc("cache_l1_embed_memo_hits_total")
+            return found
+        embedding: Embedding = await self.embedder.call(Embed(text))
+        if memo is not None:  # a copy: the vector is a row of its batch's matrix, which it would keep alive
+            kept = Embedding(embedding.vector.copy(), embedding.seen_chars)
+            memo.put(key, kept, len(text) + kept.vector.nbytes + MEMO_ENTRY_OVERHEAD)
+        return embedding
 
     async def answer(self, query: ShortcutQuery) -> ShortcutResult | None:
         if not query.l0_key:

@@ -1,0 +1,160 @@
+"""`python -m bench.agent_turns`: a coding agent's tool loop through daari, what each turn's miss costs, in one run.
+
+An agent session as it goes over the wire (OpenAI chat shape): a long system prompt, eight tools, one user
+request, then turn after turn the same history plus one more tool call and its result (a few KB of code each),
+so every body is new (an L0 miss) and grows to ~`--turns` x 6.5 KB + 25 KB. Each turn is sent, one request at a
+time, to the upstream directly and to daari four ways, in rotating order:
+
+- cache off (`X-Daari-No-Cache: true`): parse, route, the upstream call, render;
+- cache on, L1's embedding memo on (the default): an L1 miss; the tool loop's user turn is embedded once;
+- cache on, memo off (`cache.l1.embed_memo_mb: 0`): an L1 miss that runs the embedding model every turn;
+- cache on, L1 off (`cache.l1.enabled: false`): L0 only.
+
+"added" is a path's latency minus the direct call's for the same turn (paired); the table shows medians over
+all sessions, for the session's first turn (the user turn is new: the model runs either way) and for the later
+turns, and the cost of the largest bodies against the smallest with the cache off (the issue's "a new 110 KB
+body adds <= 2 ms more than a small one"). Every session is new (its own salt), so nothing is a cache hit.
+
+    python -m bench.agent_turns                     # 4 sessions of 16 turns
+    python -m bench.agent_turns --sessions 6 --turns 20
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from contextlib import ExitStack
+from typing import Any
+
+import httpx
+
+from bench.report import Table, machine, print_tables
+from bench.servers import Server, daari, dumps, fake_upstream, openai_tier, workdir
+
+WORDS = ("parse", "token", "buffer", "stream", "module", "config", "request", "answer", "session", "cache",
+         "upstream", "schema", "handler", "result", "context", "window", "message", "tool", "repair", "index")
+DIRECT = "direct"
+PATHS = {  # name: (daari config overlay for cache, request headers)
+    "cache off": ({}, {"X-Daari-No-Cache": "true"}),
+    "L1 miss, memo on": ({}, {}),
+    "L1 miss, memo off": ({"l1": {"embed_memo_mb": 0}}, {}),
+    "L0 only (L1 off)": ({"l1": {"enabled": False}}, {}),
+}
+
+
+def filler(seed: int, words: int) -> str:
+    return " ".join(WORDS[(seed * 7 + i * 13) % len(WORDS)] + ("." if i % 11 == 10 else "") for i in range(words))
+
+
+def code(seed: int, lines: int) -> str:
+    """A file's worth of Python, different for every seed."""
+    return "\n".join(f"def {WORDS[(seed + i) % len(WORDS)]}_{seed}_{i}(event, context):\n"
+                     f"    return {{'status': {200 + i % 7}, 'body': event['{WORDS[i % len(WORDS)]}']}}"
+                     for i in range(lines))
+
+
+TOOLS = [{"type": "function", "function": {"name": name, "description": filler(i, 300), "parameters": {
+    "type": "object", "properties": {"path": {"type": "string"}, "command": {"type": "string"}},
+    "required": ["path"]}}} for i, name in enumerate(("read_file", "edit_file", "bash", "grep", "glob", "write_file",
+                                                      "todo", "web_fetch"))]
+SYSTEM = "You are a coding agent working in the user's repository.\n" + filler(99, 900)
+
+
+def session_bodies(salt: int, turns: int) -> list[bytes]:
+    """The request bodies of one tool loop: turn t carries t tool calls and their results."""
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": f"Session {salt}: the tests in parser_{salt}.py fail after my last change; "
+                                    "find why and fix it."}]
+    bodies = []
+    for turn in range(turns):
+        call_id = f"call_{salt}_{turn}"
+        messages.append({"role": "assistant", "content": None, "tool_calls": [{
+            "id": call_id, "type": "function",
+            "function": {"name": "read_file", "arguments": json.dumps({"path": f"src/module_{turn}.py"})}}]})
+        messages.append({"role": "tool", "tool_call_id": call_id, "content": code(salt * 1000 + turn, 60)})
+        bodies.append(dumps({"model": "tools", "temperature": 0, "tools": TOOLS, "messages": messages}))
+    return bodies
+
+
+def post(client: httpx.Client, body: bytes, headers: dict[str, str]) -> float:
+    start = time.perf_counter()
+    response = client.post("/v1/chat/completions", content=body, headers=headers)
+    elapsed = (time.perf_counter() - start) * 1000
+    if response.status_code != 200:
+        raise RuntimeError(f"HTTP {response.status_code}: {response.text[:300]}")
+    meta = response.json().get("daari_meta") or {}
+    if meta.get("cache_hit"):
+        raise RuntimeError("a benchmark turn was a cache hit: the bodies are meant to be new")
+    return elapsed
+
+
+def memo_hits(server: Server) -> float:
+    text = httpx.get(server.url + "/metrics", timeout=10).text
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+               if line.startswith("daari_cache_l1_embed_memo_hits_total"))
+
+
+def run(sessions: int, turns: int) -> list[Table]:
+    headers = {"content-type": "application/json"}
+    added: dict[str, list[tuple[int, int, float]]] = {name: [] for name in PATHS}  # (turn, body bytes, ms)
+    with workdir() as tmp, fake_upstream("openai", tmp) as upstream, ExitStack() as stack:
+        servers: dict[str, Server] = {DIRECT: upstream}
+        for name, (cache, _) in PATHS.items():
+            if name == "cache off":
+                continue
+            config = {"server": {"grace_period_s": 1}, "tiers": {"L3": openai_tier(upstream.url, "tools")},
+                      "cache": cache}
+            servers[name] = stack.enter_context(daari(config, tmp, ready_timeout_s=300))
+        servers["cache off"] = servers["L1 miss, memo on"]
+        clients = {name: stack.enter_context(httpx.Client(base_url=server.url, timeout=120))
+                   for name, server in servers.items()}
+        names = [DIRECT, *PATHS]
+        for warm in session_bodies(10_000, 3):  # connections open, code paths and the models warm
+            for name in names:
+                post(clients[name], warm, {**headers, **PATHS.get(name, ({}, {}))[1]})
+        memo_before = memo_hits(servers["L1 miss, memo on"])
+        order = 0
+        for session in range(sessions):
+            for turn, body in enumerate(session_bodies(session + 1, turns)):
+                order += 1
+                rotated = names[order % len(names):] + names[:order % len(names)]
+                took = {name: post(clients[name], body, {**headers, **PATHS.get(name, ({}, {}))[1]})
+                        for name in rotated}
+                for name in PATHS:
+                    added[name].append((turn, len(body), took[name] - took[DIRECT]))
+        memo_used = memo_hits(servers["L1 miss, memo on"]) - memo_before
+    table = Table(f"A tool loop through daari: added ms over the upstream directly (median of {sessions} sessions)",
+                  ["path", "first turn", f"turns 2-{turns}", "smallest bodies", "largest bodies",
+                   "largest - smallest"])
+    quarter = max(1, turns // 4)
+    for name, rows in added.items():
+        first = [ms for turn, _, ms in rows if turn == 0]
+        later = [ms for turn, _, ms in rows if turn > 0]
+        small = [ms for turn, _, ms in rows if turn < quarter]
+        large = [ms for turn, _, ms in rows if turn >= turns - quarter]
+        table.add(name, statistics.median(first), statistics.median(later), statistics.median(small),
+                  statistics.median(large), statistics.median(large) - statistics.median(small))
+    sizes = [size for _, size, _ in added["cache off"]]
+    table.notes += [
+        f"bodies {min(sizes) / 1024:.0f}-{max(sizes) / 1024:.0f} KB (turn 1 to {turns}); smallest/largest bodies: "
+        f"the first and last {quarter} turns of each session; one request at a time, paths in rotating order",
+        f"embedding memo hits counted by daari (memo on): {memo_used:.0f} of {sessions * (turns - 1)} later turns",
+        "upstream: tests/fakes/openai_upstream.py (model tools: a text answer to a trailing tool result) on "
+        "Hypercorn; client: httpx, keep-alive; " + machine(),
+    ]
+    return [table]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sessions", type=int, default=4)
+    parser.add_argument("--turns", type=int, default=16)
+    args = parser.parse_args()
+    print_tables(run(args.sessions, args.turns))
+
+
+if __name__ == "__main__":
+    main()

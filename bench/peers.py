@@ -1,0 +1,143 @@
+"""`make bench-peers` (`python -m bench.peers --litellm PATH`): daari beside LiteLLM's proxy, same upstream, one run.
+
+Every server is its own process on 127.0.0.1 with one worker, in front of the same fake upstream
+(tests/fakes/openai_upstream.py on Hypercorn, model "good"), measured by the same load client (wrk when present)
+at 1 and 20 connections, the paths taking turns `--rounds` times (medians):
+
+- the upstream directly, and a bare Hypercorn-trio app answering daari's hit bytes (what a Python server costs);
+- a cache hit: daari's L0 (the same request again) and LiteLLM with its in-memory cache (`cache_params: local`);
+- pass-through: daari with `X-Daari-No-Cache: true` and LiteLLM without a cache.
+
+LiteLLM is installed by `make bench-peers` into its own virtualenv under bench/.peers/ (ignored by git; the one
+step that needs the network), never into daari's. No key: the fake upstream takes any.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import secrets
+import statistics
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import yaml
+
+from bench.l0_hit import HEADERS, PATH, REQUEST, proxy_config, warm_hit
+from bench.load import Measured, measure, tool_name
+from bench.report import Table, machine, print_tables, ratio
+from bench.servers import (
+    HOST,
+    Server,
+    _spawn,
+    _wait_http,
+    bare_app,
+    daari,
+    dumps,
+    fake_upstream,
+    free_port,
+    stop,
+    workdir,
+)
+
+WARMUP_S = 2.0
+MASTER_KEY = "sk-bench-" + secrets.token_hex(16)  # LiteLLM's own key, for this run only
+CONNECTIONS = (1, 20)
+
+
+@contextlib.contextmanager
+def litellm(executable: str, upstream_url: str, log_dir: Path, *, cache: bool) -> Iterator[Server]:
+    """LiteLLM's proxy (`litellm --config`), one worker, the fake upstream as its only model."""
+    port = free_port()
+    config: dict[str, Any] = {
+        "model_list": [{"model_name": "good", "litellm_params": {
+            "model": "openai/good", "api_base": upstream_url + "/v1", "api_key": "sk-fake"}}],
+        "litellm_settings": {"telemetry": False, **({"cache": True, "cache_params": {"type": "local"}}
+                                                     if cache else {})},
+        "general_settings": {"master_key": MASTER_KEY},  # it refuses to start without one
+    }
+    path = log_dir / f"litellm-{port}.yaml"
+    path.write_text(yaml.safe_dump(config))
+    process, log_path = _spawn(f"litellm-{port}", [executable, "--config", str(path), "--host", HOST, "--port",
+                                                   str(port), "--num_workers", "1"], log_dir, None,
+                               env={"LITELLM_LOCAL_MODEL_COST_MAP": "True", "LITELLM_LOG": "ERROR"})
+    server = Server(f"litellm ({'cache' if cache else 'no cache'})", f"http://{HOST}:{port}", process, log_path)
+    try:
+        _wait_http(server, "/health/liveliness", 180)
+        yield server
+    finally:
+        stop(server)
+
+
+def run(executable: str, duration_s: float, rounds: int) -> list[Table]:
+    body = dumps({**REQUEST, "model": "good"})
+    no_cache = {**HEADERS, "X-Daari-No-Cache": "true"}
+    litellm_headers = {**HEADERS, "Authorization": f"Bearer {MASTER_KEY}"}
+    runs: dict[tuple[str, int], list[Measured]] = {}
+    with workdir() as tmp, fake_upstream("openai", tmp) as upstream, \
+            daari(proxy_config(upstream.url), tmp) as proxy, \
+            litellm(executable, upstream.url, tmp, cache=True) as cached, \
+            litellm(executable, upstream.url, tmp, cache=False) as uncached:
+        hit_body, hit_headers = warm_hit(proxy)
+        with bare_app(hit_body, hit_headers, tmp) as bare:
+            paths: dict[str, tuple[Server, bytes, dict[str, str]]] = {
+                "upstream directly": (upstream, body, HEADERS),
+                "bare Hypercorn-trio app (fixed body)": (bare, dumps(REQUEST), HEADERS),
+                "daari L0 hit": (proxy, dumps(REQUEST), HEADERS),
+                "LiteLLM, cache hit": (cached, body, litellm_headers),
+                "daari pass-through (X-Daari-No-Cache)": (proxy, body, no_cache),
+                "LiteLLM, pass-through": (uncached, body, litellm_headers),
+            }
+            with httpx.Client(timeout=120) as client:  # LiteLLM's first request takes seconds: one at a time first
+                for server, content, headers in paths.values():
+                    for _ in range(3):
+                        client.post(server.url + PATH, content=content, headers=headers).raise_for_status()
+            for server, content, headers in paths.values():  # warm: connections, caches filled
+                measure(server, PATH, content, headers, connections=20, duration_s=WARMUP_S)
+            names = list(paths)
+            for turn in range(rounds):
+                order = names[turn % len(names):] + names[:turn % len(names)]
+                for connections in CONNECTIONS:
+                    for name in order:
+                        server, content, headers = paths[name]
+                        runs.setdefault((name, connections), []).append(measure(
+                            server, PATH, content, headers, connections=connections, duration_s=duration_s))
+
+    def med(name: str, connections: int, what: str) -> float:
+        return statistics.median(getattr(m.load, what) for m in runs[(name, connections)])
+
+    table = Table(f"daari and its peers, one worker each, same upstream and client (medians of {rounds} turns)",
+                  ["path", "1 conn p50 ms", "1 conn p99 ms", "1 conn req/s", "20 conns req/s"])
+    for name in dict.fromkeys(n for n, _ in runs):
+        table.add(name, med(name, 1, "p50_ms"), med(name, 1, "p99_ms"), med(name, 1, "rps"), med(name, 20, "rps"))
+    table.notes += [f"client: {tool_name()} (1 thread), {duration_s:g} s per row after a {WARMUP_S:g} s warm-up; "
+                    f"LiteLLM from {executable}; {machine()}"]
+    verdict = Table("Issue 23's peer targets (same run)", ["measure", "measured", "target"])
+    verdict.add("daari L0 hit / bare app, req/s at 20 conns",
+                ratio(med("daari L0 hit", 20, "rps"), med("bare Hypercorn-trio app (fixed body)", 20, "rps")),
+                ">= 0.95x")
+    verdict.add("daari L0 hit / LiteLLM cache hit, req/s at 20 conns",
+                ratio(med("daari L0 hit", 20, "rps"), med("LiteLLM, cache hit", 20, "rps")), ">= 20x")
+    verdict.add("daari pass-through / LiteLLM pass-through, req/s at 20 conns",
+                ratio(med("daari pass-through (X-Daari-No-Cache)", 20, "rps"), med("LiteLLM, pass-through", 20, "rps")),
+                ">= 10x")
+    added = med("daari pass-through (X-Daari-No-Cache)", 1, "p50_ms") - med("upstream directly", 1, "p50_ms")
+    verdict.add("daari pass-through added p50 at 1 conn", f"{added:.2f} ms", "<= 1 ms")
+    return [table, verdict]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--litellm", default="bench/.peers/venv/bin/litellm", help="LiteLLM's proxy executable")
+    parser.add_argument("--duration", type=float, default=5.0, help="seconds per measured row")
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    if not Path(args.litellm).exists():
+        raise SystemExit(f"{args.litellm} not found: `make bench-peers` installs LiteLLM under bench/.peers/")
+    print_tables(run(args.litellm, args.duration, args.rounds))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,536 @@
+"""A lean keep-alive HTTP/1.1 client for plain-HTTP upstreams (Ollama, vLLM, llama.cpp, LM Studio, local fakes):
+Trio sockets, a small pool of idle connections per origin, each request sent in one write, responses parsed here.
+
+Why: through httpx + httpcore a pass-through request cost ~2x the upstream hop's own CPU (the Request/Response
+models, the cookie jar, httpcore's pool bookkeeping, h11's state machine per chunk), and the lowest cost needed
+private overrides of httpcore (issue 23). This client speaks the subset an upstream call needs: one request,
+its response streamed, the connection reused when the response said it may be. `https`, proxies and HTTP/2
+stay with httpx (`upstream_http.open_client` picks): those upstreams are across a network, where the hop's CPU
+is small against the network's time.
+
+It answers with httpx's exception classes (ConnectError, ConnectTimeout, WriteError, ReadError,
+RemoteProtocolError, ReadTimeout), so the executors map failures the same way whichever client they hold.
+
+Delayed ACKs: a server that writes its head and then its body in two sends without TCP_NODELAY (Python's
+http.server, many small servers) holds the body (Nagle) until the head is ACKed, and a peer in delayed-ACK mode
+waits up to 40 ms to ACK it. Every read here re-arms TCP_QUICKACK, so the head is ACKed at once; requests go
+out in one write with TCP_NODELAY, so the server never waits on daari's ACK either (docs/performance.md).
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+import time
+from collections.abc import AsyncIterator, Mapping
+from types import TracebackType
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+import trio
+
+from daari import __version__
+from daari.jsonio import dumps, loads
+
+# Sent when the caller's headers carry no user-agent (a client's own is forwarded only to its own family of
+# upstream): the upstream sees daari, as it sees python-httpx through httpx.
+USER_AGENT = f"daari/{__version__}"
+MAX_HEAD_BYTES = 64 * 1024  # a response's status line and headers together
+MAX_CHUNK_LINE = 4096  # a chunk-size line (with extensions) or a trailer line
+RECEIVE_BYTES = 256 * 1024
+_HEX = re.compile(rb"[0-9A-Fa-f]{1,15}")
+_QUICKACK = getattr(socket, "TCP_QUICKACK", None)  # Linux only; elsewhere delayed ACKs stay as the OS does them
+_NO_BODY_STATUS = frozenset({204, 304})
+Origin = tuple[str, int]
+
+
+class Target:
+    """A URL as this client sends it: where to connect and the request line's target. Parsed once per URL."""
+
+    __slots__ = ("origin", "path", "host_header")
+
+    def __init__(self, url: str) -> None:
+        parts = urlsplit(url)
+        if parts.scheme != "http" or not parts.hostname:
+            raise httpx.UnsupportedProtocol(f"the lean client speaks plain http only, not {parts.scheme!r}")
+        port = parts.port or 80
+        self.origin: Origin = (parts.hostname, port)
+        self.path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+        self.host_header = host if port == 80 else f"{host}:{port}"
+
+
+class ChunkedBody:
+    """Incremental decoder of a chunked transfer coding: `feed` bytes, get the payload they complete.
+
+    Bounded: a size or trailer line over MAX_CHUNK_LINE, a size that is not hex, or a chunk not followed by CRLF
+    raises `RemoteProtocolError`. `done` once the last chunk and the trailers are read; `extra` says bytes
+    followed them (the connection is then not reused)."""
+
+    __slots__ = ("_buffer", "_left", "_state", "done", "extra")
+
+    _SIZE, _DATA, _CRLF, _TRAILER = range(4)
+
+    def __init__(self) -> None:
+        self._buffer = b""
+        self._left = 0
+        self._state = self._SIZE
+        self.done = False
+        self.extra = False
+
+    def feed(self, data: bytes) -> bytes:
+        buffer = self._buffer + data if self._buffer else data
+        size, pos, state, left = len(buffer), 0, self._state, self._left
+        out: list[bytes] = []
+        while pos < size:
+            if state == self._DATA:
+                take = min(left, size - pos)
+                out.append(buffer[pos:pos + take])
+                pos += take
+                left -= take
+                if not left:
+                    state = self._CRLF
+            elif state == self._CRLF:
+                if size - pos < 2:
+                    break
+                if buffer[pos:pos + 2] != b"\r\n":
+                    raise httpx.RemoteProtocolError("a chunk of the upstream's body did not end with CRLF")
+                pos += 2
+                state = self._SIZE
+            else:
+                end = buffer.find(b"\r\n", pos, pos + MAX_CHUNK_LINE + 2)
+                if end < 0:
+                    if size - pos > MAX_CHUNK_LINE:
+                        raise httpx.RemoteProtocolError("a chunk-size or trailer line of the upstream is too long")
+                    break
+                line, pos = buffer[pos:end], end + 2
+                if state == self._TRAILER:
+                    if not line:
+                        self.done = True
+                        self.extra = pos < size
+                        pos = size
+                        break
+                    continue
+                digits = line.split(b";", 1)[0].strip()
+                if not _HEX.fullmatch(digits):
+                    raise httpx.RemoteProtocolError("the upstream sent a chunk size that is not hexadecimal")
+                left = int(digits, 16)
+                state = self._DATA if left else self._TRAILER
+        self._buffer = buffer[pos:] if pos < size else b""
+        self._state, self._left = state, left
+        return out[0] if len(out) == 1 else b"".join(out)
+
+
+class Connection:
+    """One TCP connection to an origin: the stdlib socket (for the socket options and the liveness peek) and the
+    Trio socket over the same descriptor (for awaiting I/O)."""
+
+    __slots__ = ("raw", "sock", "origin", "idle_since")
+
+    def __init__(self, raw: socket.socket, sock: trio.socket.SocketType, origin: Origin) -> None:
+        self.raw = raw
+        self.sock = sock
+        self.origin = origin
+        self.idle_since = 0.0
+
+    def alive(self) -> bool:
+        """Whether an idle connection can take a request: not closed by its server, nothing unread on it."""
+        try:
+            self.raw.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)  # b"": closed; bytes: unasked-for data
+            return False
+        except BlockingIOError:
+            return True  # nothing to read: open and quiet
+        except OSError:
+            return False
+
+    def quickack(self) -> None:
+        if _QUICKACK is not None:
+            try:
+                self.raw.setsockopt(socket.IPPROTO_TCP, _QUICKACK, 1)
+            except OSError:
+                pass
+
+    async def send(self, data: bytes) -> None:
+        sock, view, sent = self.sock, memoryview(data), 0
+        try:
+            while sent < len(view):
+                sent += await sock.send(view[sent:])
+        except OSError as exc:
+            raise httpx.WriteError(f"the upstream connection broke while sending: {exc}") from None
+        self.quickack()  # the answer's first segment is ACKed at once (module docstring)
+
+    async def receive(self) -> bytes:
+        try:
+            data = await self.sock.recv(RECEIVE_BYTES)
+        except OSError as exc:
+            raise httpx.ReadError(f"the upstream connection broke while reading: {exc}") from None
+        self.quickack()
+        return data
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+class LeanResponse:
+    """The response of one request: status and headers read, the body streamed by `aiter_bytes` or read whole
+    by `aread` (then `content`, `text`, `json()`). Header names are lower-case; repeated headers are joined with
+    ", " (Set-Cookie is not kept whole: no upstream call here needs cookies)."""
+
+    __slots__ = ("status_code", "reason_phrase", "headers", "_conn", "_client", "_framing", "_left", "_chunked",
+                 "_leftover", "_content", "_complete", "_reusable")
+
+    def __init__(self, status_code: int, reason: str, headers: dict[str, str], conn: Connection, client: LeanClient,
+                 framing: str, length: int, leftover: bytes, reusable: bool) -> None:
+        self.status_code = status_code
+        self.reason_phrase = reason
+        self.headers = headers
+        self._conn: Connection | None = conn
+        self._client = client
+        self._framing = framing  # "length", "chunked", "close" or "none"
+        self._left = length
+        self._chunked = ChunkedBody() if framing == "chunked" else None
+        self._leftover = leftover  # body bytes that came with the head
+        self._content: bytes | None = None
+        self._complete = framing == "none" or (framing == "length" and length == 0)
+        self._reusable = reusable
+
+    @property
+    def content(self) -> bytes:
+        if self._content is None:
+            raise httpx.ResponseNotRead()
+        return self._content
+
+    @property
+    def text(self) -> str:
+        return self.content.decode(_charset(self.headers.get("content-type", "")), errors="replace")
+
+    def json(self, **kwargs: Any) -> Any:
+        return loads(self.content)
+
+    def raise_for_status(self) -> None:
+        if self.status_code >= 400:
+            raise httpx.HTTPError(f"the upstream answered HTTP {self.status_code}")
+
+    async def aread(self) -> bytes:
+        if self._content is None:
+            self._content = b"".join([piece async for piece in self.aiter_bytes()])
+        return self._content
+
+    async def aiter_bytes(self) -> AsyncIterator[bytes]:
+        """The body's bytes as they arrive (chunked coding removed); once, like httpx's."""
+        if self._content is not None:
+            if self._content:
+                yield self._content
+            return
+        if self._complete:
+            self._release()
+            return
+        leftover, self._leftover = self._leftover, b""
+        piece = self._take(leftover) if leftover else b""
+        if piece:
+            yield piece
+        while not self._complete:
+            conn = self._conn
+            assert conn is not None
+            data = await conn.receive()
+            if not data:
+                if self._framing != "close":
+                    raise httpx.RemoteProtocolError("the upstream closed the connection before the body ended")
+                self._complete, self._reusable = True, False
+                break
+            piece = self._take(data)
+            if piece:
+                yield piece
+        self._release()
+
+    async def aiter_lines(self) -> AsyncIterator[str]:
+        """The body as text lines (LF or CRLF), for NDJSON upstreams."""
+        pending = ""
+        async for piece in self.aiter_bytes():
+            pending += piece.decode("utf-8", errors="replace")
+            *lines, pending = pending.split("\n")
+            for line in lines:
+                yield line.removesuffix("\r")
+        if pending:
+            yield pending
+
+    def _take(self, data: bytes) -> bytes:
+        """The payload in `data`, given the framing; marks the body complete at its end."""
+        chunked = self._chunked
+        if chunked is not None:
+            piece = chunked.feed(data)
+            if chunked.done:
+                self._complete = True
+                self._reusable = self._reusable and not chunked.extra
+            return piece
+        if self._framing == "length":
+            if len(data) >= self._left:
+                if len(data) > self._left:
+                    self._reusable = False  # more than the declared length: the connection's framing is lost
+                    data = data[:self._left]
+                self._left = 0
+                self._complete = True
+                return data
+            self._left -= len(data)
+        return data
+
+    def _release(self) -> None:
+        """The connection back to the pool when the body was read to its end and reuse is allowed, else closed."""
+        conn, self._conn = self._conn, None
+        if conn is None:
+            return
+        if self._complete and self._reusable:
+            self._client._idle_put(conn)
+        else:
+            conn.close()
+
+
+class _Exchange:
+    """`async with client.stream(...) as response`: the request sent on entry; leaving before the body was read
+    to its end (an error, a cancelled request) closes the connection instead of pooling it."""
+
+    __slots__ = ("_client", "_args", "_response")
+
+    def __init__(self, client: LeanClient, args: tuple[str, Any, bytes | None, Mapping[str, str] | None]) -> None:
+        self._client = client
+        self._args = args
+        self._response: LeanResponse | None = None
+
+    async def __aenter__(self) -> LeanResponse:
+        self._response = await self._client.send(*self._args)
+        return self._response
+
+    async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        if self._response is not None:
+            self._response._release()
+
+
+class LeanClient:
+    """Connections to any number of origins; per origin, up to `max_idle` idle ones kept for `idle_expiry_s`.
+
+    The pool does not cap connections in use: the ExecutorActor caps each tier's concurrent generations. An idle
+    connection is checked before reuse with one non-blocking peek (a server may have closed it), newest first (the
+    one most likely still open); one that fails while sending is replaced once by a new connection, since the
+    request never reached the server."""
+
+    def __init__(self, *, connect_timeout_s: float, max_idle: int = 32, idle_expiry_s: float = 5.0) -> None:
+        self.connect_timeout_s = connect_timeout_s
+        self.max_idle = max_idle
+        self.idle_expiry_s = idle_expiry_s
+        self._idle: dict[Origin, list[Connection]] = {}
+        self._targets: dict[str, Target] = {}
+        self.connections_made = 0  # for tests and /healthz-style introspection
+
+    def stream(self, method: str, url: str | httpx.URL, *, content: bytes | None = None, json: Any = None,
+               headers: Mapping[str, str] | None = None, timeout: Any = None) -> _Exchange:
+        if json is not None:
+            content = dumps(json)
+        return _Exchange(self, (method, url, content, _with_json_type(headers, json is not None)))
+
+    async def post(self, url: str | httpx.URL, *, content: bytes | None = None, json: Any = None,
+                   headers: Mapping[str, str] | None = None, timeout: Any = None) -> LeanResponse:  # noqa: ASYNC109
+        return await self._whole("POST", url, content, json, headers, timeout)
+
+    async def get(self, url: str | httpx.URL, *, headers: Mapping[str, str] | None = None,
+                  timeout: Any = None) -> LeanResponse:  # noqa: ASYNC109
+        return await self._whole("GET", url, None, None, headers, timeout)
+
+    async def _whole(self, method: str, url: str | httpx.URL, content: bytes | None, json: Any,
+                     headers: Mapping[str, str] | None, within: Any) -> LeanResponse:
+        limit = _seconds(within)
+        with trio.move_on_after(limit if limit is not None else float("inf")) as scope:
+            async with self.stream(method, url, content=content, json=json, headers=headers) as response:
+                await response.aread()
+                return response
+        assert scope.cancelled_caught
+        raise httpx.ReadTimeout(f"the upstream did not answer within {limit:g} s")
+
+    async def aclose(self) -> None:
+        for idle in self._idle.values():
+            for conn in idle:
+                conn.close()
+        self._idle.clear()
+
+    def target(self, url: str | httpx.URL) -> Target:
+        text = url if isinstance(url, str) else str(url)
+        found = self._targets.get(text)
+        if found is None:
+            if len(self._targets) >= 256:  # an executor sends to a handful of URLs; bound it all the same
+                self._targets.clear()
+            found = self._targets[text] = Target(text)
+        return found
+
+    async def send(self, method: str, url: str | httpx.URL, content: bytes | None,
+                   headers: Mapping[str, str] | None) -> LeanResponse:
+        """Send the request and read the response's head; the body is left to the response."""
+        target = self.target(url)
+        request = _request_bytes(method, target, content, headers)
+        conn = self._idle_take(target.origin)
+        if conn is not None:
+            try:
+                await conn.send(request)
+            except httpx.WriteError:
+                conn.close()  # the server closed it as we wrote: the request never arrived, so a new one is safe
+                conn = None
+        if conn is None:
+            conn = await self._connect(target.origin)
+            try:
+                await conn.send(request)
+            except BaseException:
+                conn.close()
+                raise
+        try:
+            return await self._read_head(conn, method)
+        except BaseException:
+            conn.close()
+            raise
+
+    async def _connect(self, origin: Origin) -> Connection:
+        host, port = origin
+        with trio.move_on_after(self.connect_timeout_s):
+            try:
+                infos = await trio.socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+            except OSError as exc:
+                raise httpx.ConnectError(f"cannot resolve the upstream's host: {exc}") from None
+            error: OSError | None = None
+            for family, kind, proto, _, address in infos:
+                raw = socket.socket(family, kind, proto)
+                raw.setblocking(False)
+                sock = trio.socket.from_stdlib_socket(raw)
+                try:
+                    await sock.connect(address)
+                except OSError as exc:
+                    sock.close()
+                    error = exc
+                    continue
+                except BaseException:
+                    sock.close()
+                    raise
+                raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # a request is one write: send it now
+                self.connections_made += 1
+                return Connection(raw, sock, origin)
+            raise httpx.ConnectError(f"cannot connect to the upstream: {error}")
+        raise httpx.ConnectTimeout(f"connecting to the upstream took over {self.connect_timeout_s:g} s")
+
+    async def _read_head(self, conn: Connection, method: str) -> LeanResponse:
+        buffer = b""
+        while True:
+            end = buffer.find(b"\r\n\r\n")
+            while end < 0:
+                if len(buffer) > MAX_HEAD_BYTES:
+                    raise httpx.RemoteProtocolError("the upstream's response head is too large")
+                data = await conn.receive()
+                if not data:
+                    raise httpx.RemoteProtocolError("the upstream closed the connection without a response")
+                buffer += data
+                end = buffer.find(b"\r\n\r\n")
+            if end > MAX_HEAD_BYTES:
+                raise httpx.RemoteProtocolError("the upstream's response head is too large")
+            head, buffer = buffer[:end], buffer[end + 4:]
+            version, status, reason, headers = _parse_head(head)
+            if 100 <= status < 200:  # 100 Continue, 103 Early Hints: the final response follows
+                continue
+            break
+        connection = headers.get("connection", "").lower()
+        reusable = version == b"HTTP/1.1" and "close" not in connection
+        framing, length = "close", 0
+        if method == "HEAD" or status in _NO_BODY_STATUS:
+            framing = "none"
+        elif "transfer-encoding" in headers:
+            if headers["transfer-encoding"].lower().rsplit(",", 1)[-1].strip() == "chunked":
+                framing = "chunked"
+        elif "content-length" in headers:
+            length = _content_length(headers["content-length"])
+            framing = "length"
+        if framing == "close":
+            reusable = False
+        return LeanResponse(status, reason, headers, conn, self, framing, length, buffer, reusable)
+
+    def _idle_take(self, origin: Origin) -> Connection | None:
+        idle = self._idle.get(origin)
+        if not idle:
+            return None
+        deadline = time.monotonic() - self.idle_expiry_s
+        while idle:
+            conn = idle.pop()  # the newest: the likeliest to be open still
+            if conn.idle_since > deadline and conn.alive():
+                return conn
+            conn.close()
+        return None
+
+    def _idle_put(self, conn: Connection) -> None:
+        idle = self._idle.setdefault(conn.origin, [])
+        conn.idle_since = time.monotonic()
+        idle.append(conn)
+        if len(idle) > self.max_idle:
+            idle.pop(0).close()  # the oldest goes
+
+
+def _request_bytes(method: str, target: Target, content: bytes | None, headers: Mapping[str, str] | None) -> bytes:
+    """The request's head and body as one buffer. A CR or LF inside a header (a value from a client or a config)
+    would split the head: refused rather than sent."""
+    lines = [f"{method} {target.path} HTTP/1.1\r\nhost: {target.host_header}\r\n"]
+    if headers:
+        lines.extend(f"{name}: {value}\r\n" for name, value in headers.items()
+                     if name != "content-length" and name != "host")
+    if not headers or not any(name.lower() == "user-agent" for name in headers):
+        lines.append(f"user-agent: {USER_AGENT}\r\n")
+    if content is not None or method in ("POST", "PUT", "PATCH"):
+        lines.append(f"content-length: {len(content) if content else 0}\r\n")
+    lines.append("\r\n")
+    head = "".join(lines)
+    if head.count("\n") != len(lines) + 1 or head.count("\r") != len(lines) + 1:
+        raise httpx.LocalProtocolError("a header name or value holds a line break")
+    try:
+        data = head.encode("latin-1")
+    except UnicodeEncodeError:
+        data = head.encode("utf-8")
+    return data + content if content else data
+
+
+def _parse_head(head: bytes) -> tuple[bytes, int, str, dict[str, str]]:
+    lines = head.split(b"\r\n")
+    version, _, rest = lines[0].partition(b" ")
+    code = rest[:3]
+    if version not in (b"HTTP/1.1", b"HTTP/1.0") or not code.isdigit() or rest[3:4] not in (b"", b" "):
+        raise httpx.RemoteProtocolError("the upstream's status line is not HTTP/1.x")
+    headers: dict[str, str] = {}
+    for line in lines[1:]:
+        name, colon, value = line.partition(b":")
+        if not colon or not name or name != name.strip() or line[:1] in (b" ", b"\t"):
+            raise httpx.RemoteProtocolError("the upstream sent a malformed header line")
+        key = name.decode("latin-1").lower()
+        text = value.strip(b" \t").decode("latin-1")
+        headers[key] = f"{headers[key]}, {text}" if key in headers else text
+    return version, int(code), rest[4:].decode("latin-1"), headers
+
+
+def _content_length(value: str) -> int:
+    values = {v.strip() for v in value.split(",")}  # a repeated header joined: all the same, or refused
+    if len(values) != 1 or not (only := values.pop()).isdigit():
+        raise httpx.RemoteProtocolError("the upstream sent an invalid Content-Length")
+    return int(only)
+
+
+def _charset(content_type: str) -> str:
+    for param in content_type.split(";")[1:]:
+        name, _, value = param.partition("=")
+        if name.strip().lower() == "charset" and value.strip():
+            return value.strip().strip('"')
+    return "utf-8"
+
+
+def _with_json_type(headers: Mapping[str, str] | None, is_json: bool) -> Mapping[str, str] | None:
+    """`json=` sets content-type as httpx does, unless the caller's headers say one."""
+    if not is_json or (headers is not None and "content-type" in headers):
+        return headers
+    return {**(headers or {}), "content-type": "application/json"}
+
+
+def _seconds(timeout: Any) -> float | None:
+    """An overall limit from a float or an `httpx.Timeout` (its read limit, the longest wait here)."""
+    if isinstance(timeout, httpx.Timeout):
+        return timeout.read
+    return float(timeout) if timeout is not None else None

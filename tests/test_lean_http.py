@@ -1,0 +1,263 @@
+"""The lean upstream client (daari/executors/lean_http.py) against real servers on 127.0.0.1: Python's http.server
+(head and body in two writes, no TCP_NODELAY: the delayed-ACK case of issue 23) and a raw Trio server that records
+what arrives. Behaviour, never timings: the request arrives in one write, the socket options are set, connections
+are reused, closed or replaced as the server's framing says."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import socket
+import threading
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from functools import partial
+from pathlib import Path
+
+import httpx
+import pytest
+import trio
+
+from daari.executors.lean_http import MAX_HEAD_BYTES, ChunkedBody, LeanClient
+from daari.executors.upstream_http import lean_applies, open_client
+from tests.support import daari_server, make_config, upstream_tier
+
+ANSWER = json.dumps({"id": "x", "object": "chat.completion", "choices": [
+    {"index": 0, "message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}]}).encode()
+
+
+class WriteWriteHandler(http.server.BaseHTTPRequestHandler):
+    """Answers like many small servers do: the head flushed in one write, the body in a second, Nagle left on."""
+
+    protocol_version = "HTTP/1.1"
+    bodies: list[bytes] = []
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+        self.bodies.append(self.rfile.read(int(self.headers.get("content-length", 0))))
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        if self.path == "/chunked":
+            self.send_header("transfer-encoding", "chunked")
+            self.end_headers()
+            for piece in (ANSWER[:10], ANSWER[10:]):
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+            self.wfile.write(b"0\r\n\r\n")
+            return
+        self.send_header("content-length", str(len(ANSWER)))
+        self.end_headers()
+        self.wfile.write(ANSWER)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+class OldHandler(WriteWriteHandler):
+    protocol_version = "HTTP/1.0"  # no length: the body ends when the server closes
+
+
+@contextmanager
+def http_server(handler: type[http.server.BaseHTTPRequestHandler] = WriteWriteHandler) -> Iterator[str]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+class RawServer:
+    """Records what each connection's first receive held; answers each request with `reply` (raw bytes)."""
+
+    def __init__(self, reply: bytes, close_after: bool = False) -> None:
+        self.reply = reply
+        self.close_after = close_after
+        self.first_reads: list[bytes] = []
+        self.connections = 0
+        self.url = ""
+
+    async def handle(self, stream: trio.SocketStream) -> None:
+        self.connections += 1
+        async with stream:
+            while True:
+                data = await stream.receive_some(1 << 20)
+                if not data:
+                    return
+                self.first_reads.append(data)
+                head, _, body = data.partition(b"\r\n\r\n")
+                length = next((int(line.split(b":")[1]) for line in head.lower().split(b"\r\n")
+                               if line.startswith(b"content-length:")), 0)
+                while len(body) < length:  # not one write: keep reading, the test then fails on first_reads
+                    more = await stream.receive_some(1 << 20)
+                    if not more:
+                        return
+                    body += more
+                await stream.send_all(self.reply)
+                if self.close_after:
+                    return
+
+
+@asynccontextmanager
+async def raw_server(reply: bytes, close_after: bool = False) -> AsyncIterator[RawServer]:
+    server = RawServer(reply, close_after)
+    async with trio.open_nursery() as nursery:
+        listeners = await nursery.start(partial(trio.serve_tcp, server.handle, 0, host="127.0.0.1"))
+        server.url = f"http://127.0.0.1:{listeners[0].socket.getsockname()[1]}"
+        yield server
+        nursery.cancel_scope.cancel()
+
+
+def ok(body: bytes, *extra: bytes) -> bytes:
+    return b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n%s\r\n%s" % (len(body), b"".join(e + b"\r\n" for e in extra),
+                                                                    body)
+
+
+async def test_a_write_write_server_answers_and_the_connection_is_reused() -> None:
+    client = LeanClient(connect_timeout_s=5)
+    with http_server() as url:
+        for path in ("/v1/chat/completions", "/chunked", "/v1/chat/completions"):
+            async with client.stream("POST", url + path, json={"n": 1}, headers={"x-a": "b"}) as response:
+                assert response.status_code == 200
+                assert json.loads(await response.aread()) == json.loads(ANSWER)
+    assert client.connections_made == 1  # one keep-alive connection for all three
+    await client.aclose()
+
+
+async def test_socket_options_against_delayed_acks() -> None:
+    """TCP_NODELAY on daari's socket, and TCP_QUICKACK re-armed after each write and read: the server's body,
+    held by its Nagle until its head is ACKed, is not left waiting on a delayed ACK of ours. (Linux enters
+    delayed-ACK mode when a request follows an answer on the same connection: the option reads 0 after such a
+    send unless it was re-armed.)"""
+    quickack = getattr(socket, "TCP_QUICKACK", None)
+    client = LeanClient(connect_timeout_s=5)
+    request = b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-length: 2\r\n\r\n{}"
+    with http_server() as url:
+        conn = await client._connect(("127.0.0.1", int(url.rsplit(":", 1)[1])))
+        assert conn.raw.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
+        for _ in range(3):
+            await conn.send(request)
+            if quickack is not None:
+                assert conn.raw.getsockopt(socket.IPPROTO_TCP, quickack) == 1
+            received = b""
+            while not received.endswith(ANSWER):
+                received += await conn.receive()
+        conn.close()
+
+
+async def test_the_request_goes_out_in_one_write() -> None:
+    body = b"x" * 30_000
+    async with raw_server(ok(b"{}")) as server:
+        client = LeanClient(connect_timeout_s=5)
+        response = await client.post(server.url + "/v1/messages?beta=true", content=body,
+                                      headers={"content-type": "application/json", "authorization": "Bearer k"})
+        assert response.content == b"{}"
+        [first] = server.first_reads
+        assert first.startswith(b"POST /v1/messages?beta=true HTTP/1.1\r\nhost: 127.0.0.1:")
+        assert b"\r\ncontent-length: 30000\r\n" in first and b"\r\nauthorization: Bearer k\r\n" in first
+        assert first.endswith(b"\r\n\r\n" + body)  # head and body together, in the first read
+        await client.aclose()
+
+
+async def test_an_idle_connection_the_server_closed_is_replaced() -> None:
+    async with raw_server(ok(b"a"), close_after=True) as server:
+        client = LeanClient(connect_timeout_s=5)
+        for _ in range(3):
+            assert (await client.post(server.url, content=b"")).content == b"a"
+            await trio.sleep(0.05)  # the server's FIN arrives: the peek sees it before the next request
+        assert server.connections == 3
+        await client.aclose()
+
+
+async def test_connection_close_and_read_until_close() -> None:
+    async with raw_server(ok(b"a", b"connection: close")) as server:
+        client = LeanClient(connect_timeout_s=5)
+        assert (await client.post(server.url, content=b"")).content == b"a"
+        assert not client._idle.get(("127.0.0.1", int(server.url.rsplit(":", 1)[1])))
+        await client.aclose()
+    with http_server(OldHandler) as url:  # HTTP/1.0, no keep-alive
+        client = LeanClient(connect_timeout_s=5)
+        for _ in range(2):
+            response = await client.post(url + "/x", json={})
+            assert json.loads(response.content) == json.loads(ANSWER)
+        assert client.connections_made == 2
+        await client.aclose()
+
+
+async def test_a_body_cut_short_is_an_error_and_the_connection_is_not_pooled() -> None:
+    async with raw_server(b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nabc", close_after=True) as server:
+        client = LeanClient(connect_timeout_s=5)
+        with pytest.raises(httpx.RemoteProtocolError):
+            await client.post(server.url, content=b"")
+        assert not any(client._idle.values())
+
+
+async def test_leaving_mid_body_closes_the_connection() -> None:
+    async with raw_server(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n3\r\nabc\r\n") as server:
+        client = LeanClient(connect_timeout_s=5)
+        async with client.stream("POST", server.url, content=b"") as response:
+            async for piece in response.aiter_bytes():
+                assert piece == b"abc"
+                break
+        assert not any(client._idle.values())
+
+
+async def test_limits_and_malformed_answers() -> None:
+    client = LeanClient(connect_timeout_s=5)
+    with pytest.raises(httpx.LocalProtocolError):
+        await client.post("http://127.0.0.1:9/", content=b"", headers={"x-a": "b\r\nx-injected: 1"})
+    for reply in (b"HTTP/1.1 200 OK\r\nx: " + b"a" * (MAX_HEAD_BYTES + 10) + b"\r\n\r\n",
+                  b"HTTP/2 200\r\n\r\n",
+                  b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\nzz\r\n",
+                  b"HTTP/1.1 200 OK\r\ncontent-length: 1, 2\r\n\r\n"):
+        async with raw_server(reply, close_after=True) as server:
+            with pytest.raises(httpx.RemoteProtocolError):
+                await client.post(server.url, content=b"")
+    with pytest.raises(httpx.ConnectError):
+        await client.post("http://127.0.0.1:9/", content=b"")  # nothing listens on the discard port
+
+
+def test_chunked_body_at_every_split() -> None:
+    wire = b"4;ext=1\r\nWiki\r\n5\r\npedia\r\nE\r\n in\r\n\r\nchunks.\r\n0\r\nx-trailer: 1\r\n\r\n"
+    for split in range(len(wire) + 1):
+        decoder = ChunkedBody()
+        out = decoder.feed(wire[:split]) + decoder.feed(wire[split:])
+        assert out == b"Wikipedia in\r\n\r\nchunks." and decoder.done and not decoder.extra
+    bytewise = ChunkedBody()
+    assert b"".join(bytewise.feed(wire[i:i + 1]) for i in range(len(wire))) == b"Wikipedia in\r\n\r\nchunks."
+    with pytest.raises(httpx.RemoteProtocolError):
+        ChunkedBody().feed(b"4\r\nabcdXX")  # no CRLF after the chunk
+    with pytest.raises(httpx.RemoteProtocolError):
+        ChunkedBody().feed(b"f" * 5000)  # a size line without end
+
+
+def test_which_client_a_tier_gets(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    assert lean_applies("http://127.0.0.1:11434")
+    assert not lean_applies("https://api.anthropic.com")
+    assert isinstance(open_client("http://127.0.0.1:8000/v1", connect_timeout_s=1, concurrency=4), LeanClient)
+    assert isinstance(open_client("http://127.0.0.1:8000/v1", connect_timeout_s=1, concurrency=4, choice="httpx"),
+                      httpx.AsyncClient)
+    monkeypatch.setenv("HTTP_PROXY", "http://proxy.invalid:3128")
+    assert not lean_applies("http://10.0.0.5:8000")  # the proxy applies: httpx goes through it
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    assert lean_applies("http://127.0.0.1:8000")
+
+
+async def test_daari_through_a_write_write_upstream(tmp_path: Path) -> None:
+    """The whole path (client -> daari -> http.server) with the cache on and off: the lean client serves the tier
+    and the answers are the upstream's."""
+    WriteWriteHandler.bodies = []
+    with http_server() as url:
+        config = make_config(tmp_path, tiers={"L3": upstream_tier("openai", url + "/v1", "m")},
+                             cache={"l1": {"enabled": False}})
+        async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url) as client:
+            executor = server.parts.executors["L3"]
+            for headers in ({}, {"x-daari-no-cache": "true"}):
+                response = await client.post("/v1/chat/completions", headers=headers, json={
+                    "model": "m", "messages": [{"role": "user", "content": "why is the sky blue?"}]})
+                assert response.status_code == 200, response.text
+                assert response.json()["choices"][0]["message"]["content"] == "hi"
+            assert isinstance(getattr(executor, "inner", executor).http(), LeanClient)
+    assert len(WriteWriteHandler.bodies) == 2 and b"why is the sky blue?" in WriteWriteHandler.bodies[0]
