@@ -85,6 +85,11 @@ COUNTERS: dict[str, Declared] = {
                                         "tier, tier asked and outcome."),
     "shadow_skipped_total": Declared(("reason",), "Shadow samples not taken or not finished, by reason."),
     "shadow_demoted_total": Declared((), "L1 entries demoted because a shadow sample disagreed with their answer."),
+    "cache_put_conflicts_total": Declared((), "L0 puts that found the key already stored by another daari on the "
+                                          "shared cache (the first entry is kept)."),
+    "redis_errors_total": Declared(("kind", "link"), "Redis commands that failed or were not sent because Redis was "
+                                   "down, by link and kind (cache.backend: redis)."),
+    "redis_reconnects_total": Declared(("link",), "Times the link found Redis answering again after it was down."),
 }
 HISTOGRAMS: dict[str, Declared] = {
     "request_duration_seconds": Declared(("tier",), "Time to answer a chat request (until its last byte), by "
@@ -97,6 +102,7 @@ TIER_SERIES = ("escalations_total",)
 # Scrape-time values (`Sample`s), kept elsewhere and read when /metrics is scraped.
 SAMPLES_HELP = {
     "tail_subscribers": "Live-tail websocket clients connected now.",
+    "redis_up": "1 while the Redis link answers, else 0 (cache.backend: redis; requests bypass the cache at 0).",
     "actor_restarts_total": "Restarts of each actor since daari started.",
     "actor_up": "1 while the actor runs, else 0.",
     "actor_mailbox_depth": "Messages waiting in the actor's mailbox (not those being handled).",

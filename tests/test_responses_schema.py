@@ -3,7 +3,9 @@
 a chat-completions tier, an Anthropic tier, an Ollama tier, a Responses tier (pass-through), the embedded
 model, and L0 replays of each; stream and non-stream; the requests of the Open Responses compliance suite
 (basic, system prompt, multi-turn, assistant phase, image input, tool calling) plus one that sets every
-sampling field, whose values must come back as sent."""
+sampling field, whose values must come back as sent. The suite's basic prompt says "in exactly 3 words"; the
+fakes answer with more, and daari never stores an answer that breaks its prompt's stated format (the L0 replay
+would miss), so the basic request here states no format."""
 
 from __future__ import annotations
 
@@ -39,7 +41,7 @@ SETTINGS = {"temperature": 0.3, "top_p": 0.9, "max_output_tokens": 200, "paralle
             "text": {"verbosity": "low"}, "reasoning": {"effort": "low"}, "instructions": "Be brief."}
 REQUESTS: dict[str, dict[str, Any]] = {
     "basic": {"model": "good", "input": [{"type": "message", "role": "user",
-                                          "content": "Say hello in exactly 3 words."}]},
+                                          "content": "Say hello."}]},
     "system-prompt": {"model": "good", "input": [
         {"type": "message", "role": "system", "content": "You are a pirate."},
         {"type": "message", "role": "user", "content": "Say hello."}]},
