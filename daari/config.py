@@ -209,6 +209,9 @@ class TierConfig:
     # Tool calls a model writes as text made real (local/tool_repair.py): "auto" for Ollama and OpenAI-compatible
     # servers on this machine or a private network; "on" / "off" for any tier.
     tool_repair: Literal["auto", "on", "off"] = "auto"
+    # Whether this tier's model runs outside this machine, so its requests are redacted (docs/privacy.md). None:
+    # L6 yes, embedded no, any other tier yes unless its base_url is on this machine (loopback, localhost).
+    remote: bool | None = None
     # anthropic: Claude Code's per-request billing system block. "auto" keeps it for Anthropic's own API (which
     # leaves it out of its cache) and strips it elsewhere (it would make every turn a cache miss).
     billing_block: Literal["auto", "keep", "strip"] = "auto"
@@ -322,6 +325,16 @@ class ResponsesConfig:
     keep_total: Annotated[int, Ge(1)] = 100_000
 
 
+@dataclass
+class PrivacyConfig:
+    # Secrets in requests to remote tiers (docs/privacy.md): "on" swaps them for placeholders (restored in the
+    # answer), "report" only counts them (metrics, daari_meta), "off" does neither.
+    redact: Literal["on", "off", "report"] = "on"
+    # fnmatch globs of files whose content never goes to a remote tier: a tool result of a call naming one is
+    # replaced by a notice (e.g. [".env", ".env.*", "*.pem", "*/secrets/*"]).
+    never_send: list[str] = field(default_factory=list)
+
+
 def _default_tiers() -> dict[str, TierConfig]:
     return {"L3": TierConfig(executor="embedded")}
 
@@ -342,6 +355,7 @@ class Config:
     rules: RulesConfig = field(default_factory=RulesConfig)
     tools: ToolsConfig = field(default_factory=ToolsConfig)
     responses: ResponsesConfig = field(default_factory=ResponsesConfig)
+    privacy: PrivacyConfig = field(default_factory=PrivacyConfig)
 
     def configured_tiers(self) -> list[str]:
         """Tiers in escalation order, L6 only when frontier is enabled."""

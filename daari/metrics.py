@@ -54,6 +54,10 @@ HELP = {
     "breaker_open": "1 while the tier's circuit breaker is open.",
     "breaker_half_open": "1 while the tier's circuit breaker lets a trial request through.",
     "breaker_consecutive_failures": "Consecutive failures the tier's circuit breaker has counted.",
+    "privacy_secrets_total": "Secrets found in requests to remote tiers, by tier, kind and action (on: replaced "
+                             "by placeholders, report: only counted).",
+    "privacy_restored_total": "Placeholders in remote answers turned back into the secrets they stand for, by tier.",
+    "privacy_withheld_total": "Tool results withheld from remote tiers because they show a privacy.never_send file.",
     "unknown_request_shapes_total": "Requests routed past L0 holding an input item, content part, block or role "
                                     "type daari does not know (served as agent turns), by protocol and shape.",
 }

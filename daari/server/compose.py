@@ -53,6 +53,7 @@ from daari.pipeline.steps.l1 import SemanticTier
 from daari.pipeline.steps.l2 import RulesTier
 from daari.pipeline.steps.lt import ToolTier
 from daari.pipeline.steps.parse import ParseStep
+from daari.pipeline.steps.privacy import PrivacyGuard
 from daari.pipeline.steps.refine import RefineStep
 from daari.pipeline.steps.render import RenderStep
 from daari.pipeline.steps.session import (
@@ -64,6 +65,8 @@ from daari.pipeline.steps.session import (
 )
 from daari.pipeline.steps.shortcut import ShortcutStep
 from daari.pipeline.steps.tool_service import ToolService
+from daari.privacy.redact import Redactor
+from daari.privacy.remote import is_remote
 from daari.protocol.chat import Message
 from daari.responses.store import ResponseArchive
 from daari.routing.classifier import no_lt_probe
@@ -209,6 +212,17 @@ def model_ids(config: Config, executors: Mapping[str, Executor]) -> list[str]:
     return ["daari", *sorted(names - {"daari"})]
 
 
+async def privacy_guard(config: Config, tiers: list[str], metrics: Metrics) -> PrivacyGuard | None:
+    """Redaction for the tiers outside this machine (docs/privacy.md); None when none is or it is all off."""
+    remote = [t for t in tiers if is_remote(t, config.tiers[t])]
+    privacy = config.privacy
+    if not remote or (privacy.redact == "off" and not privacy.never_send):
+        return None
+    # Placeholders are keyed by the data dir's secret: stable across turns and restarts, unguessable elsewhere.
+    key = await _secret(Path(config.data_dir), "placeholder")
+    return PrivacyGuard(remote, privacy.redact, privacy.never_send, Redactor(key), metrics)
+
+
 async def compose(config: Config, *, shortcuts: Mapping[str, ShortcutTier] | None = None,
                   started_at: float = 0.0) -> Parts:
     """Build everything from `config`. `shortcuts` replaces shortcut tiers by name (tests and benches)."""
@@ -263,7 +277,8 @@ async def compose(config: Config, *, shortcuts: Mapping[str, ShortcutTier] | Non
     routed += [ClientCallStep(config.routing.client_calls, config.routing.models), SessionStep(sessions),
                ExecuteStep(executor, plan, Judge(config.confidence, questions, schema_checked), metrics,
                            planners=planners,
-                           request_for=SessionHygiene(sessions, upstreams))]
+                           request_for=SessionHygiene(sessions, upstreams),
+                           guard=await privacy_guard(config, configured, metrics))]
     render = RenderStep()
     indexes = [tier for tier in tiers.values() if isinstance(tier, AnswerIndex)]
     pipeline = Pipeline(

@@ -1,0 +1,129 @@
+"""Where the secrets are in a text: known key formats, private key blocks, JWTs, `.env`-style assignments with
+secret-looking names and high-entropy tokens beside secret words. Pure functions; docs/privacy.md lists the rules
+and the false-positive rate measured on ordinary code (evals/privacy/false_positives.py)."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+PLACEHOLDER_RE = re.compile(r"REDACTED_[A-Z_]+_[0-9a-f]{12}")
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """One secret: its kind (a placeholder's middle part) and where it is in the text, end exclusive."""
+
+    kind: str
+    start: int
+    end: int
+
+
+# Known formats: the whole match is the secret. Order only matters for equal spans (the first kind wins).
+_FORMATS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("PRIVATE_KEY", re.compile(
+        r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
+        r"(?:.*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|[A-Za-z0-9+/=\s\\:-]*)", re.DOTALL)),
+    ("AWS_ACCESS_KEY", re.compile(r"\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b")),
+    ("GITHUB_TOKEN", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b")),
+    ("ANTHROPIC_KEY", re.compile(r"\bsk-ant-[A-Za-z0-9_-]{20,}")),
+    ("OPENAI_KEY", re.compile(
+        r"\bsk-(?:proj|svcacct|admin|None)-[A-Za-z0-9_-]{20,}|\bsk-[A-Za-z0-9]{20,}T3BlbkFJ[A-Za-z0-9]{20,}"
+        r"|\bsk-[A-Za-z0-9]{48}\b")),
+    ("GOOGLE_API_KEY", re.compile(r"\bAIza[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])|\bGOCSPX-[A-Za-z0-9_-]{28}")),
+    ("SLACK_TOKEN", re.compile(
+        r"\bxox[abposre]-[A-Za-z0-9-]{10,}|https://hooks\.slack\.com/services/T[A-Z0-9]+/B[A-Z0-9]+/[A-Za-z0-9]+")),
+    ("STRIPE_KEY", re.compile(r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}\b|\bwhsec_[A-Za-z0-9]{24,}\b")),
+    ("JWT", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")),
+)
+
+_SECRET_NAME = (r"(?:secret|passw(?:or)?d|passwd|pwd|token|api[_-]?key|apikey|access[_-]?key|private[_-]?key"
+                r"|client[_-]?secret|credentials?|auth[_-]?key|signing[_-]?key|encryption[_-]?key|dsn)")
+# `NAME=value`, `NAME: value`, `"name": "value"`, `export NAME="value"`: the value is the secret, the name stays so
+# the model still reads what the line is.
+_ASSIGNMENT = re.compile(
+    r"(?i)(?P<name>[A-Za-z0-9_.-]*" + _SECRET_NAME + r"[A-Za-z0-9_.-]*)(?P<q1>['\"]?)\s*(?:=|:)\s*"
+    r"(?P<q>['\"]?)(?P<value>[^\s'\"`]{8,512})(?P=q)")
+_SECRET_WORD = re.compile(r"(?i)(?:secret|passw(?:or)?d|token|api[_-]?key|apikey|bearer|authorization"
+                          r"|credential|x-api-key|private[_-]?key|access[_-]?key)")
+_TOKEN = re.compile(r"[A-Za-z0-9+/_=.-]{20,512}")
+_HEX = re.compile(r"[0-9a-fA-F]+")
+# Values that are names, not secrets: code reads a secret from somewhere (a call, an attribute, a variable) far more
+# often than it holds one, and examples hold placeholders.
+_CODE_CHARS = frozenset("()[]{}<>$%*,;\\|")
+_PLACEHOLDER_WORDS = ("example", "your", "xxxx", "changeme", "placeholder", "dummy", "redacted", "****", "sample",
+                      "fake", "test", "secret", "password", "token", "none", "null", "true", "false", "todo")
+WORD_WINDOW = 40  # characters between a secret word and the token it names
+
+
+def entropy(text: str) -> float:
+    """Shannon entropy in bits per character."""
+    counts = Counter(text)
+    total = len(text)
+    return -sum(n / total * math.log2(n / total) for n in counts.values())
+
+
+def _looks_random(value: str, min_bits: float) -> bool:
+    """Mixed letters and digits with enough entropy: not a word, a path, a version or a name."""
+    if len(value) < 8 or PLACEHOLDER_RE.fullmatch(value):
+        return False
+    lower = value.lower()
+    if any(word in lower for word in _PLACEHOLDER_WORDS):
+        return False
+    if any(c in _CODE_CHARS for c in value) or value.count("/") > 1 or value.count(".") > 1:
+        return False
+    if not (any(c.isdigit() for c in value) and any(c.isalpha() for c in value)):
+        return False
+    bits = entropy(value)
+    if _HEX.fullmatch(value):  # hex has at most 4 bits a character
+        return len(value) >= 32 and bits >= min(min_bits, 3.0) and len(value) not in (40, 64)  # not git/sha ids
+    return bits >= min_bits
+
+
+def _assignments(text: str) -> list[Found]:
+    found: list[Found] = []
+    for match in _ASSIGNMENT.finditer(text):
+        value = match.group("value")
+        if value.startswith("REDACTED_") or value.startswith("os.") or value.startswith("env"):
+            continue
+        # A quoted value or an env-style line holds a literal; a bare word after `=` in code is usually a name.
+        quoted = bool(match.group("q"))
+        bare_env = match.start() == 0 or text[match.start() - 1] in "\n \t"
+        if not (quoted or bare_env) or not _looks_random(value, 3.0):
+            continue
+        found.append(Found("SECRET", match.start("value"), match.end("value")))
+    return found
+
+
+def _tokens_beside_words(text: str) -> list[Found]:
+    found: list[Found] = []
+    for word in _SECRET_WORD.finditer(text):
+        window_end = min(len(text), word.end() + WORD_WINDOW)
+        line_end = text.find("\n", word.end(), window_end)
+        window_end = window_end if line_end < 0 else line_end
+        for token in _TOKEN.finditer(text, word.end(), window_end):
+            value = token.group(0).rstrip(".=")
+            if _looks_random(value, 4.0):
+                found.append(Found("TOKEN", token.start(), token.start() + len(value)))
+                break
+    return found
+
+
+def find_secrets(text: str) -> list[Found]:
+    """Every secret in `text`, in order, none overlapping (the longest wins where spans overlap)."""
+    if len(text) < 8:
+        return []
+    spans: list[Found] = []
+    for kind, pattern in _FORMATS:
+        spans.extend(Found(kind, m.start(), m.end()) for m in pattern.finditer(text))
+    spans.extend(_assignments(text))
+    spans.extend(_tokens_beside_words(text))
+    spans.sort(key=lambda f: (f.start, -(f.end - f.start)))
+    kept: list[Found] = []
+    for span in spans:
+        if kept and span.start < kept[-1].end:
+            continue
+        kept.append(span)
+    return kept
