@@ -48,7 +48,7 @@ _ASSIGNMENT = re.compile(
     r"(?P<q>['\"]?)(?P<value>[^\s'\"`]{8,512})(?P=q)")
 _SECRET_WORD = re.compile(r"(?i)(?:secret|passw(?:or)?d|token|api[_-]?key|apikey|bearer|authorization"
                           r"|credential|x-api-key|private[_-]?key|access[_-]?key)")
-_TOKEN = re.compile(r"[A-Za-z0-9+/_=.-]{20,512}")
+_TOKEN = re.compile(r"(?<![A-Za-z0-9+/_=.-])[A-Za-z0-9+/_.-]{20,512}={0,2}")
 _HEX = re.compile(r"[0-9a-fA-F]+")
 # Values that are names, not secrets: code reads a secret from somewhere (a call, an attribute, a variable) far more
 # often than it holds one, and examples hold placeholders.
@@ -111,19 +111,23 @@ def _tokens_beside_words(text: str) -> list[Found]:
     return found
 
 
+def _without_overlaps(spans: list[Found], taken: list[Found]) -> list[Found]:
+    """`spans` that overlap neither `taken` nor each other, the longest first where two start together."""
+    kept = list(taken)
+    for span in sorted(spans, key=lambda f: (f.start, -(f.end - f.start))):
+        if not any(span.start < other.end and other.start < span.end for other in kept):
+            kept.append(span)
+    return kept
+
+
 def find_secrets(text: str) -> list[Found]:
-    """Every secret in `text`, in order, none overlapping (the longest wins where spans overlap)."""
+    """Every secret in `text`, in order, none overlapping. A known format wins over the generic rules (an
+    assignment's value, a token beside a secret word) where they find the same text."""
     if len(text) < 8:
         return []
-    spans: list[Found] = []
+    formats: list[Found] = []
     for kind, pattern in _FORMATS:
-        spans.extend(Found(kind, m.start(), m.end()) for m in pattern.finditer(text))
-    spans.extend(_assignments(text))
-    spans.extend(_tokens_beside_words(text))
-    spans.sort(key=lambda f: (f.start, -(f.end - f.start)))
-    kept: list[Found] = []
-    for span in spans:
-        if kept and span.start < kept[-1].end:
-            continue
-        kept.append(span)
-    return kept
+        formats.extend(Found(kind, m.start(), m.end()) for m in pattern.finditer(text))
+    kept = _without_overlaps(formats, [])
+    kept = _without_overlaps([*_assignments(text), *_tokens_beside_words(text)], kept)
+    return sorted(kept, key=lambda f: f.start)
