@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -20,6 +21,7 @@ SKIP_TYPES = frozenset({"thinking", "redacted_thinking", "image", "input_image",
 SKIP_KEYS = frozenset({"signature", "encrypted_content", "model", "type", "id", "tool_use_id", "tool_call_id",
                        "call_id", "role", "cache_control"})
 JSON_TEXT_KEYS = frozenset({"arguments"})  # OpenAI's tool call arguments are JSON text inside the JSON body
+KNOWN_SECRETS = 4096  # secrets found so far, redacted wherever they show up again (in daari's memory only)
 MEMO_BYTES = 32 * 1024 * 1024  # texts remembered with their redaction: an agent's history repeats every turn
 
 
@@ -43,12 +45,20 @@ class Redaction:
 
 
 class Redactor:
-    """Redacts texts with a keyed placeholder, remembering each text's result (the memo holds secrets: it lives
-    in daari's memory only, like the request itself)."""
+    """Redacts texts with a keyed placeholder, remembering each text's result and every secret found.
 
-    def __init__(self, key: bytes, memo_bytes: int = MEMO_BYTES) -> None:
+    A secret found once is redacted wherever it shows up again, even out of the context that gave it away: an
+    answer daari restored (`DB_PASSWORD=...` read by a tool, then the bare value in the model's command) comes
+    back in the next turn's history without the name beside it. Both memories hold secrets and live in daari's
+    memory only, like the request itself."""
+
+    def __init__(self, key: bytes, memo_bytes: int = MEMO_BYTES, known_secrets: int = KNOWN_SECRETS) -> None:
         self.key = key
         self._memo: LRU[str, tuple[str, tuple[tuple[str, str, str], ...]]] = LRU(memo_bytes)
+        self._known: dict[str, tuple[str, str]] = {}  # secret -> (kind, placeholder), oldest first
+        self._known_limit = known_secrets
+        self._known_pattern: re.Pattern[str] | None = None
+        self.learned = 0  # secrets learned so far: a request redacted while it grew is redacted again
 
     def text(self, text: str, out: Redaction) -> str:
         hit = self._memo.get(text)
@@ -59,7 +69,26 @@ class Redactor:
         for kind, mark, secret in found:
             out.secrets[mark] = secret
             out.kinds[kind] += 1
+            self._learn(secret, kind, mark)
+        pattern = self._known_pattern
+        if pattern is not None and pattern.search(redacted) is not None:
+            redacted = pattern.sub(lambda m: self._known_mark(m.group(0), out), redacted)
         return redacted
+
+    def _learn(self, secret: str, kind: str, mark: str) -> None:
+        if secret in self._known:
+            return
+        self._known[secret] = (kind, mark)
+        if len(self._known) > self._known_limit:
+            del self._known[next(iter(self._known))]
+        self._known_pattern = re.compile("|".join(re.escape(k) for k in sorted(self._known, key=len, reverse=True)))
+        self.learned += 1
+
+    def _known_mark(self, secret: str, out: Redaction) -> str:
+        kind, mark = self._known.get(secret) or ("SECRET", placeholder("SECRET", secret, self.key))
+        out.secrets[mark] = secret
+        out.kinds[kind] += 1
+        return mark
 
     def _redact(self, text: str) -> tuple[str, tuple[tuple[str, str, str], ...]]:
         spans = find_secrets(text)
@@ -121,6 +150,12 @@ class Redactor:
     def request(self, request: ChatRequest) -> tuple[ChatRequest, Redaction]:
         """The request with every secret in its messages and its body as sent (`raw`, what a same-protocol
         upstream gets) replaced."""
+        learned = self.learned
+        redacted, out = self._request(request)
+        # A secret first found late in the request (a tool result after the text that repeats it): once more.
+        return self._request(request) if self.learned != learned else (redacted, out)
+
+    def _request(self, request: ChatRequest) -> tuple[ChatRequest, Redaction]:
         out, body = Redaction(), Redaction()
         messages = [self.message(m, out) for m in request.messages]
         raw = self.value(request.raw, body) if request.raw else request.raw
