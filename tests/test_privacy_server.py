@@ -20,6 +20,7 @@ from tests.fakes.openai_upstream import FakeOpenAI
 from tests.fakes.serving import serve_app
 from tests.privacy_fixtures import SECRETS, tool_output
 from tests.support import daari_server, make_config, upstream_tier
+from tests.test_decision_log import rows_when
 
 BASH_TOOL = {"type": "function", "function": {
     "name": "bash", "description": "run a shell command",
@@ -244,3 +245,20 @@ async def test_never_send_withholds_the_file(tmp_path: Path, protocol: str) -> N
     assert_no_secret(received)  # redaction is off: the whole result was withheld
     assert "privacy.never_send" in received and ".env.production" in received
     assert "Deploy the app" in received  # the rest of the conversation went as sent
+
+
+async def test_decision_log_keeps_no_secret(tmp_path: Path) -> None:
+    """`log.prompts: full` keeps the last user message with its secrets as placeholders, whatever privacy.redact."""
+    fake = FakeOpenAI()
+    pasted = f"why does this fail? export GITHUB_TOKEN={SECRETS['GITHUB_TOKEN']} && gh auth status"
+    async with serve_app(fake) as url:
+        config = make_config(tmp_path, tiers={"L6": upstream_tier("openai", url + "/v1")}, frontier={"enabled": True},
+                             log={"prompts": "full"}, privacy={"redact": "off"})
+        async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url, timeout=30) as client:
+            response = await client.post("/v1/chat/completions", json={
+                "model": "good", "messages": [{"role": "user", "content": pasted}]})
+            assert response.status_code == 200
+            rows = await rows_when(tmp_path / "data", 1)
+    prompt = rows[0]["prompt"]
+    assert "REDACTED_GITHUB_TOKEN_" in prompt and "gh auth status" in prompt
+    assert_no_secret(repr(rows))

@@ -40,7 +40,8 @@ def matching_path(arguments: str, globs: Sequence[str]) -> str | None:
     except ValueError:
         values = [arguments]
     for value in values:
-        for word in (value, *_WORD.findall(value)):
+        # A value with spaces is a command (or prose): its words are the paths; else the value is one path.
+        for word in (_WORD.findall(value) if any(c.isspace() for c in value) else (value,)):
             word = word.rstrip(",:")
             name = word.rsplit("/", 1)[-1]
             for glob in globs:

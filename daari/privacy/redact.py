@@ -167,3 +167,13 @@ class Redactor:
         if not out.kinds:
             out.kinds = body.kinds
         return replace(request, messages=messages, raw=raw), out
+
+
+def scrub(text: str, key: bytes) -> str:
+    """`text` with its secrets as placeholders, for what daari keeps of a prompt (the decision log's
+    `log.prompts: full`): no memo and nothing to restore."""
+    spans = find_secrets(text)
+    for span in reversed(spans):
+        secret = text[span.start:span.end]
+        text = text[:span.start] + placeholder(span.kind, secret, key) + text[span.end:]
+    return text
