@@ -335,6 +335,24 @@ class PrivacyConfig:
     never_send: list[str] = field(default_factory=list)
 
 
+@dataclass
+class SpendLimits:
+    daily_usd: Annotated[float, Ge(0)] | None = None  # None: no cap
+    monthly_usd: Annotated[float, Ge(0)] | None = None
+
+
+@dataclass
+class BudgetConfig:
+    # Caps in the price table's currency (docs/budget.md): a request that would cross one goes to the best tier
+    # under it (X-Daari-Budget: downgraded), and is refused (429) only when no tier can answer it.
+    daily_usd: Annotated[float, Ge(0)] | None = None  # all spend, per UTC day
+    monthly_usd: Annotated[float, Ge(0)] | None = None  # all spend, per UTC month
+    project: SpendLimits = field(default_factory=SpendLimits)  # each project's own (git root of X-Daari-Repo)
+    client: SpendLimits = field(default_factory=SpendLimits)  # each client family's own (claude-code, codex...)
+    soft_ratio: Annotated[float, Gt(0), Le(1)] = 0.8  # past this share of a cap: a warning in the log and daari_meta
+    output_tokens: Annotated[int, Ge(1)] = 500  # the answer size a request's cost is estimated with
+
+
 def _default_tiers() -> dict[str, TierConfig]:
     return {"L3": TierConfig(executor="embedded")}
 
@@ -356,6 +374,7 @@ class Config:
     tools: ToolsConfig = field(default_factory=ToolsConfig)
     responses: ResponsesConfig = field(default_factory=ResponsesConfig)
     privacy: PrivacyConfig = field(default_factory=PrivacyConfig)
+    budget: BudgetConfig = field(default_factory=BudgetConfig)
 
     def configured_tiers(self) -> list[str]:
         """Tiers in escalation order, L6 only when frontier is enabled."""

@@ -58,6 +58,10 @@ HELP = {
                              "by placeholders, report: only counted).",
     "privacy_restored_total": "Placeholders in remote answers turned back into the secrets they stand for, by tier.",
     "privacy_withheld_total": "Tool results withheld from remote tiers because they show a privacy.never_send file.",
+    "budget_downgrades_total": "Requests sent to a cheaper tier because a spend cap would be crossed, by the cap's "
+                               "scope and period.",
+    "budget_refusals_total": "Requests refused (429) because every tier that could answer would cross a spend cap.",
+    "budget_store_failures_total": "Answers whose spend could not be written to spend.sqlite (counted in memory).",
     "unknown_request_shapes_total": "Requests routed past L0 holding an input item, content part, block or role "
                                     "type daari does not know (served as agent turns), by protocol and shape.",
 }

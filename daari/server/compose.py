@@ -8,6 +8,8 @@ routing spec's steps: a new tier is a step added to that list. serve.py starts w
 from __future__ import annotations
 
 import logging
+import sqlite3
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
@@ -19,6 +21,8 @@ from actors.decision_log import DecisionQueue
 from actors.hub import Hub
 from actors.runtime import ActorTable, Address, Health
 from actors.verifier import AskModel
+from daari.budget.caps import caps_of, periods
+from daari.budget.ledger import SPEND_FILE, Ledger, SpendStore
 from daari.cache.hit_requests import HitRequests
 from daari.cache.key_memo import L0KeyMemo
 from daari.cache.l0_memory import L0Memory
@@ -40,6 +44,7 @@ from daari.pipeline.shortcuts import SHORTCUT_ORDER, ShortcutTier
 from daari.pipeline.side_query import SideQuestions
 from daari.pipeline.step import Pipeline, Step
 from daari.pipeline.steps.agent_turn import AgentTurnStep
+from daari.pipeline.steps.budget import BudgetPlanner, ProjectStep, SpendRecordStep
 from daari.pipeline.steps.cache_write import AnswerIndex, CacheWriteStep
 from daari.pipeline.steps.ccs import CcsTier
 from daari.pipeline.steps.classify import ClassifyStep
@@ -72,6 +77,7 @@ from daari.responses.store import ResponseArchive
 from daari.routing.classifier import no_lt_probe
 from daari.server.actor_table import Shared, actor_table
 from daari.server.app import DaariApp, Routes
+from daari.server.budget_route import BudgetRoute
 from daari.server.chat_route import ChatRoute
 from daari.server.count_tokens import CountTokensRoute
 from daari.server.guard import GuardPolicy, require_token_where_needed
@@ -223,6 +229,23 @@ async def privacy_guard(config: Config, tiers: list[str], metrics: Metrics) -> P
     return PrivacyGuard(remote, privacy.redact, privacy.never_send, Redactor(key), metrics)
 
 
+async def spend_ledger(config: Config, now: float) -> tuple[Ledger, SpendStore | None]:
+    """This month's spend as it was when daari stopped (<data_dir>/spend.sqlite), and the store to add to."""
+    ledger = Ledger()
+
+    def open_store() -> SpendStore:
+        store = SpendStore(Path(config.data_dir) / SPEND_FILE)
+        ledger.load(store.rows(periods(now)["month"] + "-01"))
+        return store
+
+    try:
+        return ledger, await trio.to_thread.run_sync(open_store)
+    except (OSError, sqlite3.Error) as exc:  # spend is still counted and capped, from zero, until a restart
+        log.warning("budget: cannot open %s in %s: %s; spend is counted in memory only", SPEND_FILE,
+                    config.data_dir, exc)
+        return ledger, None
+
+
 async def compose(config: Config, *, shortcuts: Mapping[str, ShortcutTier] | None = None,
                   started_at: float = 0.0) -> Parts:
     """Build everything from `config`. `shortcuts` replaces shortcut tiers by name (tests and benches)."""
@@ -274,7 +297,12 @@ async def compose(config: Config, *, shortcuts: Mapping[str, ShortcutTier] | Non
     ]
     if config.routing.session_affinity:
         planners.append(SessionAffinity(sessions, upstreams))
-    routed += [ClientCallStep(config.routing.client_calls, config.routing.models), SessionStep(sessions),
+    ledger, spend_store = await spend_ledger(config, time.time())
+    caps = caps_of(config.budget)
+    if caps:  # last: it sees the chain the other planners made and leaves out what would cross a cap
+        planners.append(BudgetPlanner(config.budget, caps, ledger, config.pricing,
+                                      {t: config.tiers[t].model for t in executors}, plan, metrics, time.time))
+    routed += [ProjectStep(), ClientCallStep(config.routing.client_calls, config.routing.models), SessionStep(sessions),
                ExecuteStep(executor, plan, Judge(config.confidence, questions, schema_checked), metrics,
                            planners=planners,
                            request_for=SessionHygiene(sessions, upstreams),
@@ -287,7 +315,9 @@ async def compose(config: Config, *, shortcuts: Mapping[str, ShortcutTier] | Non
                       body_work=body_work, parse=parse),
                parse],
         routed=routed,
-        finish=[CacheWriteStep(guard, indexes), SessionRecordStep(sessions, upstreams), render],
+        # Spend is recorded before render: once the response is out the client watch may cancel what follows.
+        finish=[CacheWriteStep(guard, indexes), SessionRecordStep(sessions, upstreams),
+                SpendRecordStep(ledger, spend_store, config.pricing, metrics, time.time), render],
         fail=render.fail,
     )
 
@@ -327,6 +357,7 @@ async def compose(config: Config, *, shortcuts: Mapping[str, ShortcutTier] | Non
             "/metrics": {"GET": status.metrics_page},
             "/ui": {"GET": observe.ui},
             "/v1/daari/report": {"GET": observe.report},
+            "/v1/daari/budget": {"GET": BudgetRoute(config.budget, caps, ledger, time.time)},
         },
         prefixed=[(("/v1/models/", "/models/"), {"GET": status.model}),
                   (("/v1/responses/", "/responses/"), {"GET": responses.get, "DELETE": responses.delete})],
