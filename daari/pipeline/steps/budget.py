@@ -117,8 +117,8 @@ class BudgetPlanner:
         if not kept:
             turn.meta.error = "budget_exceeded"
             raise BudgetExceeded(
-                f"the {ADJECTIVE[refused.period]} {_scope_name(refused)} budget of ${refused.usd:g} would be crossed and no "
-                f"tier under it can answer this request; it resets in {seconds_to_reset(refused, now) / 3600:.1f} h "
+                f"the {ADJECTIVE[refused.period]} {_scope_name(refused)} budget of ${refused.usd:g} would be crossed "
+                f"and no tier under it can answer this request; it resets in {seconds_to_reset(refused, now) / 3600:.1f} h "
                 "(budget: in daari.yaml)", retry_after=seconds_to_reset(refused, now))
         return kept
 
