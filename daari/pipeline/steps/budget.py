@@ -116,10 +116,11 @@ class BudgetPlanner:
                          period=refused.period)
         if not kept:
             turn.meta.error = "budget_exceeded"
+            reset_s = seconds_to_reset(refused, now)
             raise BudgetExceeded(
                 f"the {ADJECTIVE[refused.period]} {_scope_name(refused)} budget of ${refused.usd:g} would be crossed "
-                f"and no tier under it can answer this request; it resets in {seconds_to_reset(refused, now) / 3600:.1f} h "
-                "(budget: in daari.yaml)", retry_after=seconds_to_reset(refused, now))
+                f"and no tier under it can answer this request; it resets in {reset_s / 3600:.1f} h "
+                "(budget: in daari.yaml)", retry_after=reset_s)
         return kept
 
     def _below(self, turn: Turn, chain: list[str], spent_of: Callable[[Cap], float]) -> list[str]:
