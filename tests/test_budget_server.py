@@ -4,6 +4,7 @@ per project; and the pure parts (caps, periods, the ledger)."""
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from pathlib import Path
@@ -19,6 +20,7 @@ from daari.config import Config
 from tests.fakes.openai_upstream import FakeOpenAI
 from tests.fakes.serving import serve_app
 from tests.support import daari_server, make_config, upstream_tier
+from tests.test_report import run_report
 
 # An answer of the fake costs about $0.01 (its ~10 output tokens at $1,000 per million); a request is estimated
 # at 10 output tokens, so $0.01 as well.
@@ -102,9 +104,18 @@ async def test_spend_survives_a_restart_and_is_kept_per_project(tmp_path: Path) 
                                      headers={"x-daari-repo": str(repo_a)})
             other = await client.post("/v1/chat/completions", json=ask(content="three"),
                                       headers={"x-daari-repo": str(repo_b)})
+            served_report = (await client.get("/v1/daari/report?since=1d")).json()
     assert state["spent_usd"]["day"]["project"][str(repo_a)] > 0.005  # read back from spend.sqlite
     assert over.status_code == 429  # project a spent its day after the restart too; no cheaper tier exists
     assert other.status_code == 200  # project b has its own cap
+    assert set(served_report["spend"]["by_project"]) == {str(repo_a), str(repo_b)}
+    printed = run_report(tmp_path / "data", "--since", "1d")
+    assert printed.returncode == 0, printed.stderr
+    assert f"project  {str(repo_a)[-48:]}" in printed.stdout and "client   httpx" in printed.stdout
+    as_json = json.loads(run_report(tmp_path / "data", "--since", "1d", "--json").stdout)
+    assert as_json["spend"]["by_project"][str(repo_a)]["requests"] == 1
+    assert as_json["spend"]["total_usd"] == pytest.approx(
+        sum(p["usd"] for p in as_json["spend"]["by_project"].values()))
 
 
 def test_caps_judge_the_tightest() -> None:
