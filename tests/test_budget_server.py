@@ -153,3 +153,18 @@ def test_project_is_the_git_root(tmp_path: Path) -> None:
     (tmp_path / "repo" / "pkg" / "mod").mkdir(parents=True)
     assert project_of(str(tmp_path / "repo" / "pkg" / "mod")) == str(tmp_path / "repo")
     assert project_of("relative/path") == "" and project_of(None) == ""
+
+
+def test_spend_counts_the_provider_cache_as_reported() -> None:
+    from daari.config import PriceConfig, PricingConfig
+    from daari.pricing import usage_cost
+    from daari.protocol.chat import Usage
+
+    pricing = PricingConfig(tiers={"L6": PriceConfig(3.0, 15.0, cache_read_multiplier=0.1,
+                                                     cache_write_multiplier=1.25)})
+    # 10,000 prompt tokens: 8,000 read from the cache, 1,000 written to it, 1,000 fresh; 500 out (200 reasoning).
+    usage = Usage(prompt_tokens=10_000, completion_tokens=500, cached_tokens=8_000, cache_write_tokens=1_000,
+                  reasoning_tokens=200)
+    expected = (1_000 * 3.0 + 8_000 * 0.3 + 1_000 * 3.75 + 500 * 15.0) / 1_000_000
+    assert usage_cost(pricing, "L6", None, usage) == pytest.approx(expected)
+    assert usage_cost(pricing, "L3", None, usage) == 0.0

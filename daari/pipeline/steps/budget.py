@@ -27,7 +27,7 @@ from daari.pipeline.meta import Attempt
 from daari.pipeline.step import Answer
 from daari.pipeline.steps.execute import Tiers
 from daari.pipeline.turn import Turn
-from daari.pricing import answer_costs, estimate_cost
+from daari.pricing import estimate_cost, usage_cost
 from daari.routing.agent_turn import needs_tool_calls
 
 log = logging.getLogger("daari.budget")
@@ -168,8 +168,7 @@ class SpendRecordStep:
         if answer.executor in ("cache", "shortcut"):
             return  # served locally: nothing was bought
         # meta.model is settled by render, after this step: the answer's own model, else the tier's price.
-        cost, _ = answer_costs(self.pricing, answer.tier, answer.completion.model or None,
-                               usage.prompt_tokens, usage.completion_tokens)
+        cost = usage_cost(self.pricing, answer.tier, answer.completion.model or None, usage)
         if cost <= 0:
             return
         spend = Spend(self.clock(), _project(turn), _client(turn), meta.session or "", answer.tier, cost)
