@@ -262,3 +262,19 @@ async def test_decision_log_keeps_no_secret(tmp_path: Path) -> None:
     prompt = rows[0]["prompt"]
     assert "REDACTED_GITHUB_TOKEN_" in prompt and "gh auth status" in prompt
     assert_no_secret(repr(rows))
+
+
+async def test_token_counts_sent_to_a_remote_tier_are_redacted(tmp_path: Path) -> None:
+    """Claude Code asks count_tokens before many turns: the count goes to the remote tier's upstream too."""
+    fake = FakeAnthropic()
+    async with serve_app(fake) as url:
+        config = make_config(tmp_path, tiers={"L6": upstream_tier("anthropic", url)}, frontier={"enabled": True})
+        async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url, timeout=30) as client:
+            body = anthropic_turn("good", False)
+            del body["stream"], body["max_tokens"]
+            response = await client.post("/v1/messages/count_tokens", json=body)
+    assert response.status_code == 200 and response.json()["input_tokens"] > 0, response.text
+    assert fake.requests[-1].path.endswith("/count_tokens")
+    received = strings(fake.requests[-1].body)
+    assert_no_secret(received)
+    assert "REDACTED_JWT_" in received

@@ -41,7 +41,7 @@ from daari.pipeline.decision import RoutingDecision
 from daari.pipeline.hosted_tools import policies
 from daari.pipeline.record import PromptDescriber
 from daari.pipeline.shortcuts import SHORTCUT_ORDER, ShortcutTier
-from daari.pipeline.side_query import SideQuestions
+from daari.pipeline.side_query import Shield, SideQuestions
 from daari.pipeline.step import Pipeline, Step
 from daari.pipeline.steps.agent_turn import AgentTurnStep
 from daari.pipeline.steps.budget import BudgetPlanner, ProjectStep, SpendRecordStep
@@ -140,7 +140,7 @@ def l0_memory(config: Config) -> L0Memory:
     return L0Memory(_mb(l0.memory_mb), _mb(l0.max_pending_mb), l0.ttl_s)
 
 
-def model_asker(config: Config) -> Callable[[Address], AskModel]:
+def model_asker(config: Config, shield: Shield | None = None) -> Callable[[Address], AskModel]:
     """How the verifier asks a model (cache.l1.verify: model): the configured verify tier, else the first tier;
     with none configured, model verdicts reject."""
     l1 = config.cache.l1
@@ -150,7 +150,7 @@ def model_asker(config: Config) -> Callable[[Address], AskModel]:
         verify_tier = None
 
     def asker(executor: Address) -> AskModel:
-        questions = SideQuestions(executor)
+        questions = SideQuestions(executor, shield)
 
         async def ask_model(messages: list[Message]) -> str | None:
             if verify_tier is None:
@@ -263,7 +263,10 @@ async def compose(config: Config, *, shortcuts: Mapping[str, ShortcutTier] | Non
     decision_queue = (DecisionQueue(decisions, config.log.queue_size, on_dropped=lambda count: metrics.inc(
         "decision_log_rows_dropped_total", count)) if config.log.decisions else None)
     shared = Shared(l0_memory(config), metrics, decisions, decision_queue)
-    table = actor_table(config, executors, shared, model_asker(config))
+    # Before anything that may send a remote tier content: side questions and token counts are shielded too.
+    privacy = await privacy_guard(config, [t for t in config.configured_tiers() if t in executors], metrics)
+    shield = privacy.shield if privacy is not None else None
+    table = actor_table(config, executors, shared, model_asker(config, shield))
     executor = table.address("executor")
 
     tiers = shortcut_tiers(config, table, shared)
@@ -275,7 +278,7 @@ async def compose(config: Config, *, shortcuts: Mapping[str, ShortcutTier] | Non
     key_memo, hit_requests = L0KeyMemo(), HitRequests()
     guard = CacheGuard(table.address("cache"), metrics)
     parse = ParseStep(body_work)
-    questions = SideQuestions(executor)
+    questions = SideQuestions(executor, shield)
     configured = [t for t in config.configured_tiers() if t in executors]
     classify = ClassifyStep(partial(is_lt_command, min_confidence=config.tools.min_confidence)
                             if config.tools.enabled else no_lt_probe)
@@ -306,7 +309,7 @@ async def compose(config: Config, *, shortcuts: Mapping[str, ShortcutTier] | Non
                ExecuteStep(executor, plan, Judge(config.confidence, questions, schema_checked), metrics,
                            planners=planners,
                            request_for=SessionHygiene(sessions, upstreams),
-                           guard=await privacy_guard(config, configured, metrics))]
+                           guard=privacy)]
     render = RenderStep()
     indexes = [tier for tier in tiers.values() if isinstance(tier, AnswerIndex)]
     pipeline = Pipeline(
@@ -330,7 +333,7 @@ async def compose(config: Config, *, shortcuts: Mapping[str, ShortcutTier] | Non
     chat = ChatRoute(pipeline, decisions, describe_prompt, limits)
     responses = ResponsesRoutes(chat, archive, partition_secret)
     endpoints = ResponsesEndpoints(config, executor, archive, partition_secret)
-    count_tokens = CountTokensRoute(config, executor, body_work, sessions, dict(upstreams.providers))
+    count_tokens = CountTokensRoute(config, executor, body_work, sessions, dict(upstreams.providers), shield)
     observe = ObserveRoutes(config.data_dir, metrics)
     tail = TailRoute(decisions, config.tail, stopping, metrics)
     l1 = tiers.get("L1")

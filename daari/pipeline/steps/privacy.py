@@ -14,7 +14,7 @@ from collections.abc import Collection, Sequence
 from daari.metrics import Metrics
 from daari.pipeline.turn import Turn
 from daari.privacy.never_send import withhold
-from daari.privacy.redact import Redactor
+from daari.privacy.redact import Redaction, Redactor
 from daari.privacy.restore import Restorer
 from daari.protocol.chat import ChatRequest
 
@@ -32,18 +32,26 @@ class PrivacyGuard:
         """The request `tier` may see, and the filter its answer goes through (None: nothing to restore)."""
         if tier not in self.remote:
             return request, None
+        sent, found, withheld = self._shielded(tier, request)
+        if withheld:
+            turn.meta.details["withheld"] = withheld
+        if found is not None and found.count:
+            turn.meta.details["redacted" if self.mode == "on" else "secrets_seen"] = found.count
+        return sent, Restorer(found.secrets) if found is not None and found.secrets and sent is not request else None
+
+    def shield(self, tier: str, request: ChatRequest) -> ChatRequest:
+        """What a side question or a token count may send `tier` (nothing comes back to restore)."""
+        if tier not in self.remote:
+            return request
+        return self._shielded(tier, request)[0]
+
+    def _shielded(self, tier: str, request: ChatRequest) -> tuple[ChatRequest, Redaction | None, int]:
         request, withheld = withhold(request, self.never_send)
         if withheld:
             self.metrics.inc("privacy_withheld_total", withheld, tier=tier)
-            turn.meta.details["withheld"] = withheld
         if self.mode == "off":
-            return request, None
+            return request, None, withheld
         redacted, found = self.redactor.request(request)
-        if not found.kinds:
-            return request, None
         for kind, count in found.kinds.items():
             self.metrics.inc("privacy_secrets_total", count, tier=tier, kind=kind.lower(), action=self.mode)
-        turn.meta.details["redacted" if self.mode == "on" else "secrets_seen"] = found.count
-        if self.mode == "report":
-            return request, None
-        return redacted, Restorer(found.secrets)
+        return (request if self.mode == "report" else redacted), found, withheld
