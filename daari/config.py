@@ -353,6 +353,19 @@ class BudgetConfig:
     output_tokens: Annotated[int, Ge(1)] = 500  # the answer size a request's cost is estimated with
 
 
+@dataclass
+class OtelConfig:
+    # One OpenTelemetry trace per request over OTLP/HTTP with JSON (docs/observability.md): off by default.
+    enabled: bool = False
+    endpoint: str = "http://127.0.0.1:4318/v1/traces"
+    service_name: str = "daari"
+    headers: dict[str, str] = field(default_factory=dict)  # e.g. an auth header your collector wants
+    flush_interval_s: Annotated[float, Gt(0)] = 2.0
+    batch_size: Annotated[int, Ge(1)] = 256  # decisions per export request
+    queue_size: Annotated[int, Ge(1)] = 8192  # decisions waiting; past it they are dropped and counted
+    timeout_s: Annotated[float, Gt(0)] = 5.0
+
+
 def _default_tiers() -> dict[str, TierConfig]:
     return {"L3": TierConfig(executor="embedded")}
 
@@ -375,6 +388,7 @@ class Config:
     responses: ResponsesConfig = field(default_factory=ResponsesConfig)
     privacy: PrivacyConfig = field(default_factory=PrivacyConfig)
     budget: BudgetConfig = field(default_factory=BudgetConfig)
+    otel: OtelConfig = field(default_factory=OtelConfig)
 
     def configured_tiers(self) -> list[str]:
         """Tiers in escalation order, L6 only when frontier is enabled."""
@@ -521,6 +535,9 @@ def redacted(config: Config) -> dict[str, Any]:
         return node
 
     data: dict[str, Any] = scrub(dataclasses.asdict(config))
+    # An OTLP collector's headers usually carry its credential: names shown, values never.
+    data["otel"]["headers"] = {name: "***" for name in config.otel.headers}
+    data["otel"]["endpoint"] = redact_url(config.otel.endpoint)
     for name, tier in config.tiers.items():
         data["tiers"][name]["api_key_set"] = bool(tier.api_key())
     data["active_tiers"] = config.configured_tiers()

@@ -62,6 +62,9 @@ HELP = {
                                "scope and period.",
     "budget_refusals_total": "Requests refused (429) because every tier that could answer would cross a spend cap.",
     "budget_store_failures_total": "Answers whose spend could not be written to spend.sqlite (counted in memory).",
+    "otel_spans_exported_total": "Decisions exported as OpenTelemetry traces (otel.enabled).",
+    "otel_spans_dropped_total": "Decisions not exported because the OTLP queue was full.",
+    "otel_export_failures_total": "OTLP export requests that failed (their traces are dropped).",
     "unknown_request_shapes_total": "Requests routed past L0 holding an input item, content part, block or role "
                                     "type daari does not know (served as agent turns), by protocol and shape.",
 }
