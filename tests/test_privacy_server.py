@@ -17,6 +17,7 @@ import pytest
 from daari.protocol import sse
 from tests.fakes.anthropic_upstream import FakeAnthropic
 from tests.fakes.openai_upstream import FakeOpenAI
+from tests.fakes.responses_upstream import FakeResponses
 from tests.fakes.serving import serve_app
 from tests.privacy_fixtures import SECRETS, tool_output
 from tests.support import daari_server, make_config, upstream_tier
@@ -278,3 +279,63 @@ async def test_token_counts_sent_to_a_remote_tier_are_redacted(tmp_path: Path) -
     received = strings(fake.requests[-1].body)
     assert_no_secret(received)
     assert "REDACTED_JWT_" in received
+
+
+def responses_turn(stream: bool) -> dict[str, Any]:
+    return {"model": "echo_secret", "stream": stream, "store": False,
+            "tools": [{"type": "function", "name": "bash", "parameters": BASH_TOOL["function"]["parameters"]}],
+            "input": [{"role": "user", "content": "Deploy the app with the production settings."},
+                      {"type": "function_call", "call_id": "call_1", "name": "bash",
+                       "arguments": json.dumps({"command": "cat .env.production"})},
+                      {"type": "function_call_output", "call_id": "call_1", "output": tool_output()}]}
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_responses_client_secrets_stay_and_echoes_come_back(tmp_path: Path, stream: bool) -> None:
+    fake = FakeOpenAI()
+    async with serve_app(fake) as url:
+        config = make_config(tmp_path, tiers={"L6": upstream_tier("openai", url + "/v1")}, frontier={"enabled": True})
+        async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url, timeout=30) as client:
+            response = await client.post("/v1/responses", json=responses_turn(stream))
+    assert response.status_code == 200, response.text
+    if stream:
+        events = [json.loads(e.data) for e in sse.SSEDecoder().feed(response.content)]
+        body = next(e["response"] for e in events if e.get("type") == "response.completed")
+        deltas = "".join(e.get("delta", "") for e in events if e.get("type") == "response.output_text.delta")
+        assert_every_secret(deltas)
+    else:
+        body = response.json()
+    text = "".join(part["text"] for item in body["output"] if item["type"] == "message" for part in item["content"])
+    call = next(item for item in body["output"] if item["type"] == "function_call")
+    assert_no_secret(strings(fake.requests[-1].body))
+    assert_every_secret(text)
+    assert_every_secret(json.loads(call["arguments"])["command"])
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_responses_native_upstream_is_restored_across_events(tmp_path: Path, stream: bool) -> None:
+    """Codex -> a Responses upstream, passed through natively: deltas split inside placeholders come out whole, the
+    sequence numbers still increase, and the done events and the final response agree with the deltas."""
+    fake = FakeResponses()
+    async with serve_app(fake) as url:
+        tier = upstream_tier("openai", url + "/v1", wire_api="responses")
+        config = make_config(tmp_path, tiers={"L6": tier}, frontier={"enabled": True})
+        async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url, timeout=30) as client:
+            response = await client.post("/v1/responses", json=responses_turn(stream))
+    assert response.status_code == 200, response.text
+    assert_no_secret(strings(fake.requests[-1].body))
+    if stream:
+        events = [json.loads(e.data) for e in sse.SSEDecoder().feed(response.content)]
+        numbers = [e["sequence_number"] for e in events]
+        assert numbers == sorted(set(numbers))
+        text = "".join(e["delta"] for e in events if e["type"] == "response.output_text.delta")
+        arguments = "".join(e["delta"] for e in events if e["type"] == "response.function_call_arguments.delta")
+        assert text == next(e["text"] for e in events if e["type"] == "response.output_text.done")
+        assert_every_secret(text)
+        assert_every_secret(json.loads(arguments)["command"])
+        body = next(e["response"] for e in events if e["type"] == "response.completed")
+    else:
+        body = response.json()
+    call = next(item for item in body["output"] if item["type"] == "function_call")
+    assert_every_secret(json.loads(call["arguments"])["command"])
+    assert "REDACTED_" not in response.text

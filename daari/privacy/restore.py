@@ -23,7 +23,7 @@ class Restorer:
         self._pattern = re.compile("|".join(re.escape(p) for p in sorted(self.secrets, key=len, reverse=True)))
         self._escaped = {p: json.dumps(s, ensure_ascii=False)[1:-1] for p, s in self.secrets.items()}
         self._held: dict[tuple[str, int], str] = {}  # channel -> text held back
-        self._native_index: dict[int, str] = {}  # Anthropic content block index -> "text" | "json"
+        self._held_events: dict[tuple[str, int], NativeEvent] = {}  # Responses deltas held whole
 
     # -- text --
 
@@ -59,7 +59,8 @@ class Restorer:
         return self.text(self._held.pop(channel, ""), json_text=channel[0] in ("tool", "json"))
 
     def value(self, value: Any) -> Any:
-        """A decoded JSON value with its strings restored (a whole Anthropic message, tool input objects)."""
+        """A decoded JSON value with its strings restored (a whole Anthropic message, tool input objects, a
+        Responses item); `arguments` strings are JSON text, restored with escaping."""
         if isinstance(value, str):
             return self.text(value)
         if isinstance(value, list):
@@ -67,7 +68,9 @@ class Restorer:
         if isinstance(value, dict):
             if value.get("type") in ("thinking", "redacted_thinking"):
                 return value  # signed by the provider over the placeholders it saw
-            return {k: v if k in ("signature", "id", "type") else self.value(v) for k, v in value.items()}
+            return {k: v if k in ("signature", "id", "type", "encrypted_content")
+                    else self.text(v, json_text=True) if k == "arguments" and isinstance(v, str)
+                    else self.value(v) for k, v in value.items()}
         return value
 
     # -- events --
@@ -96,6 +99,8 @@ class Restorer:
         return out
 
     def _native(self, event: NativeEvent) -> list[Event]:
+        if event.protocol == "responses":
+            return self._responses(event)
         if event.protocol != "anthropic":
             data = self.value(event.data)
             return [event if data == event.data else NativeEvent(event.protocol, event.name, data)]
@@ -124,6 +129,41 @@ class Restorer:
             restored = self.value(data)
             return [event if restored == data else NativeEvent(event.protocol, event.name, restored)]
         return [event]
+
+
+    def _responses(self, event: NativeEvent) -> list[Event]:
+        """A Responses event. A delta whose text could end in the start of a placeholder is held whole and merged
+        into the next delta of its part (keeping the held one's sequence_number: the numbers stay increasing, with
+        a gap), or let out before the part's `.done` event; every other event has its strings restored."""
+        family, _, suffix = event.name.rpartition(".")
+        if family not in RESPONSES_DELTAS:
+            data = self.value(event.data)
+            return [event if data == event.data else NativeEvent(event.protocol, event.name, data, None)]
+        data = event.data
+        channel = (family, int(data.get("output_index", 0)) * 1000 + int(data.get("content_index",
+                                                                             data.get("summary_index", 0))))
+        json_text = family == "response.function_call_arguments"
+        held = self._held_events.pop(channel, None)
+        if suffix == "delta":
+            text = (held.data["delta"] if held is not None else "") + str(data.get("delta", ""))
+            base = held if held is not None else event
+            if self._held_back(text):
+                self._held_events[channel] = NativeEvent(base.protocol, base.name, {**base.data, "delta": text})
+                return []
+            restored = self.text(text, json_text=json_text)
+            same = held is None and restored == text
+            return [event if same else NativeEvent(base.protocol, base.name, {**base.data, "delta": restored})]
+        out: list[Event] = []
+        if held is not None:
+            restored = self.text(held.data["delta"], json_text=json_text)
+            out.append(NativeEvent(held.protocol, held.name, {**held.data, "delta": restored}))
+        done = self.value(data)
+        return [*out, event if done == data else NativeEvent(event.protocol, event.name, done)]
+
+
+# Responses event families whose deltas are text (or, for arguments, JSON text) to restore across events.
+RESPONSES_DELTAS = frozenset({"response.output_text", "response.function_call_arguments",
+                              "response.custom_tool_call_input", "response.reasoning_summary_text"})
 
 
 def _block_delta(index: int, kind: str, field_name: str, text: str) -> NativeEvent:
