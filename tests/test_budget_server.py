@@ -168,3 +168,34 @@ def test_spend_counts_the_provider_cache_as_reported() -> None:
     expected = (1_000 * 3.0 + 8_000 * 0.3 + 1_000 * 3.75 + 500 * 15.0) / 1_000_000
     assert usage_cost(pricing, "L6", None, usage) == pytest.approx(expected)
     assert usage_cost(pricing, "L3", None, usage) == 0.0
+
+
+@pytest.mark.parametrize(("text", "directory"), [
+    ("You are Claude Code.\n<env>\nWorking directory: /home/me/app\nIs directory a git repo: Yes\n</env>",
+     "/home/me/app"),
+    ("Primary working directory: /srv/my repo\n", "/srv/my repo"),
+    ("<environment_context>\n  <cwd>/work/demo</cwd>\n</environment_context>", "/work/demo"),
+    ("the working directory: relative/path is not absolute", None),
+    ("nothing here", None),
+])
+def test_the_working_directory_a_client_states(text: str, directory: str | None) -> None:
+    from daari.budget.project import stated_directory
+    from daari.protocol.chat import ChatRequest, Message
+
+    request = ChatRequest([Message("system", "x"), Message("user", text), Message("user", "go")], "m")
+    assert stated_directory(request) == directory
+
+
+async def test_project_from_the_stated_working_directory(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "pkg").mkdir()
+    remote = FakeOpenAI()
+    async with serve_app(remote) as remote_url:
+        config = budget_config(tmp_path, None, remote_url)
+        async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url, timeout=30) as client:
+            response = await client.post("/v1/messages", json={
+                "model": "gpt-big", "max_tokens": 50, "system": f"<env>\nWorking directory: {repo / 'pkg'}\n</env>",
+                "messages": [{"role": "user", "content": "hi"}]})
+    assert response.status_code == 200, response.text
+    assert response.json()["daari_meta"]["project"] == str(repo)

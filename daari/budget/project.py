@@ -1,10 +1,15 @@
-"""Which project a request belongs to: the git root of the directory `X-Daari-Repo` names (the directory itself
-when it is in no repository). Blocking (it looks at the file system); remembered per directory."""
+"""Which project a request belongs to: the git root of the directory `X-Daari-Repo` names, else of the working
+directory the client states in its prompt (Claude Code's `Working directory: /path` in its system prompt, Codex's
+`<cwd>/path</cwd>` environment context); the directory itself when it is in no repository. `project_of` is blocking
+(it looks at the file system) and remembered per directory; `stated_directory` is pure."""
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from pathlib import Path
+
+from daari.protocol.chat import ChatRequest
 
 NO_PROJECT = ""
 
@@ -27,3 +32,19 @@ def project_of(header: str | None) -> str:
         return git_root(header.strip())
     except OSError:
         return NO_PROJECT
+
+
+_STATED = re.compile(r"(?m)^[ \t]*(?:Primary )?[Ww]orking directory:[ \t]*(/[^\n]*?)[ \t]*$|<cwd>(/[^<\n]+)</cwd>")
+SCAN_CHARS = 65536  # of each message: the statement sits in the first lines of a system prompt or context message
+SCAN_MESSAGES = 4
+
+
+def stated_directory(request: ChatRequest) -> str | None:
+    """The working directory the client wrote into its first messages (system, developer, environment context)."""
+    for message in request.messages[:SCAN_MESSAGES]:
+        if message.role not in ("system", "user"):
+            continue
+        match = _STATED.search(message.text()[:SCAN_CHARS])
+        if match is not None:
+            return (match.group(1) or match.group(2)).strip()
+    return None

@@ -1,7 +1,7 @@
 """Budgets in the pipeline (docs/budget.md):
 
-- `ProjectStep` (routed, before execute, only with caps): the request's project, the git root of X-Daari-Repo
-  (`daari_meta.project`), looked up on a worker thread once per directory.
+- `ProjectStep` (routed, before execute): the request's project, the git root of X-Daari-Repo or of the working
+  directory the client states in its prompt (`daari_meta.project`), looked up on a worker thread once per directory.
 - `BudgetPlanner` (an execute planner): the tiers whose estimated cost would cross a cap are left out of the
   chain (`daari_meta.budget: downgraded`, the `X-Daari-Budget` header, attempts `skipped_budget`); with none left,
   a 429 `budget_exceeded` in the client's shape; past the soft ratio, a warning (log, `daari_meta.budget: soft`).
@@ -18,7 +18,7 @@ import trio
 
 from daari.budget.caps import Cap, judge, periods, seconds_to_reset
 from daari.budget.ledger import Ledger, Spend, SpendStore
-from daari.budget.project import NO_PROJECT, project_of
+from daari.budget.project import NO_PROJECT, project_of, stated_directory
 from daari.config import BudgetConfig, PricingConfig
 from daari.errors import DaariError
 from daari.metrics import Metrics
@@ -58,7 +58,7 @@ class ProjectStep:
         self._known: dict[str, str] = {}
 
     async def __call__(self, turn: Turn) -> Answer | None:
-        header = turn.headers.get("x-daari-repo")
+        header = turn.headers.get("x-daari-repo") or stated_directory(turn.request)
         if not header:
             return None
         project = self._known.get(header)
