@@ -24,9 +24,6 @@ class Found:
 # Known formats: the whole match is the secret. Each is tried only on a text holding one of its anchors (a plain
 # substring search, hundreds of MB/s), so ordinary text costs a few `in` tests instead of a regex scan.
 _FORMATS: tuple[tuple[str, tuple[str, ...], re.Pattern[str]], ...] = (
-    ("PRIVATE_KEY", ("PRIVATE KEY-----",), re.compile(
-        r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
-        r"(?:.*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|[A-Za-z0-9+/=\s\\:-]*)", re.DOTALL)),
     ("AWS_ACCESS_KEY", ("AKIA", "ASIA", "ABIA", "ACCA"), re.compile(r"\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b")),
     ("GITHUB_TOKEN", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"), re.compile(
         r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b")),
@@ -43,6 +40,13 @@ _FORMATS: tuple[tuple[str, tuple[str, ...], re.Pattern[str]], ...] = (
     ("JWT", ("eyJ",), re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")),
 )
 
+# A private key block: its BEGIN line, then its END line within KEY_BLOCK_MAX characters (found by a substring
+# search, so a text of many BEGIN lines costs linear time), else the base64 run after BEGIN (a block cut off).
+KEY_BLOCK_MAX = 16384
+_KEY_BEGIN = re.compile(r"-----BEGIN (?:[A-Z0-9]+ )?(?:[A-Z0-9]+ )?(?:[A-Z0-9]+ )?PRIVATE KEY(?: BLOCK)?-----")
+_KEY_END = re.compile(r"-----END (?:[A-Z0-9]+ )?(?:[A-Z0-9]+ )?(?:[A-Z0-9]+ )?PRIVATE KEY(?: BLOCK)?-----")
+_KEY_BODY = re.compile(rf"[A-Za-z0-9+/=\r\n\\]{{0,{KEY_BLOCK_MAX}}}")  # base64 lines (`\\n` when JSON-escaped)
+
 # Words that name a secret, searched in the lowered text. An assignment's name holding one (`DB_PASSWORD=...`,
 # `"apiKey": "..."`, `export GITHUB_TOKEN="..."`) gives its value away; a token shortly after one (`Bearer ...`,
 # `x-api-key: ...`) is a secret if it looks random.
@@ -54,6 +58,7 @@ _NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012
 # After a name: an optional closing quote (JSON keys), `=` or `:`, and a value, quoted or bare.
 _ASSIGNED = re.compile(r"['\"]?[ \t]*(?:=|:)[ \t]*(?P<q>['\"]?)(?P<value>[^\s'\"`]{8,512})(?P=q)")
 _TOKEN = re.compile(r"(?<![A-Za-z0-9+/_=.-])[A-Za-z0-9+/_.-]{20,512}={0,2}")
+_NOT_TOKEN = re.compile(r"[^A-Za-z0-9+/_=.-]")
 _HEX = re.compile(r"[0-9a-fA-F]+")
 _WORD_PARTS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
 # Values that are names, not secrets: code reads a secret from somewhere (a call, an attribute, a variable) far more
@@ -91,6 +96,26 @@ def _looks_random(value: str, min_bits: float) -> bool:
     return bits >= min_bits
 
 
+def _private_keys(text: str) -> list[Found]:
+    found: list[Found] = []
+    at = text.find("-----BEGIN ")
+    while at >= 0:
+        begin = _KEY_BEGIN.match(text, at)
+        if begin is None:
+            at = text.find("-----BEGIN ", at + 1)
+            continue
+        end_at = text.find("-----END ", begin.end(), begin.end() + KEY_BLOCK_MAX)
+        end = _KEY_END.match(text, end_at) if end_at >= 0 else None
+        if end is None:
+            body = _KEY_BODY.match(text, begin.end())
+            stop = body.end() if body is not None else begin.end()
+        else:
+            stop = end.end()
+        found.append(Found("PRIVATE_KEY", begin.start(), stop))
+        at = text.find("-----BEGIN ", stop)
+    return found
+
+
 def _word_places(text: str) -> list[tuple[int, int]]:
     """(start, end) of every secret word in `text`, in order."""
     lowered = text.lower()
@@ -107,15 +132,15 @@ def _word_places(text: str) -> list[tuple[int, int]]:
 
 def _assignments(text: str, places: list[tuple[int, int]]) -> list[Found]:
     found: list[Found] = []
-    seen_names: set[int] = set()
+    name_end = -1  # the end of the last name looked at: a word inside it is that name again
     for start, end in places:
+        if start < name_end:
+            continue
         while start > 0 and text[start - 1] in _NAME_CHARS:
             start -= 1
         while end < len(text) and text[end] in _NAME_CHARS:
             end += 1
-        if start in seen_names:
-            continue
-        seen_names.add(start)
+        name_end = end
         match = _ASSIGNED.match(text, end)
         if match is None:
             continue
@@ -132,12 +157,25 @@ def _assignments(text: str, places: list[tuple[int, int]]) -> list[Found]:
 
 
 def _tokens_beside_words(text: str, places: list[tuple[int, int]]) -> list[Found]:
+    """The first random-looking token starting within WORD_WINDOW characters after each secret word, on its line.
+    Windows that overlap are scanned once (`scanned`), so a text dense with secret words costs linear time."""
     found: list[Found] = []
+    scanned = 0
+    boundary = -1  # the first character at or after the last word's end that no token holds
     for _, end in places:
         window_end = min(len(text), end + WORD_WINDOW)
         line_end = text.find("\n", end, window_end)
         window_end = window_end if line_end < 0 else line_end
-        for token in _TOKEN.finditer(text, end, window_end):
+        if boundary < end:  # a word inside a long name: the name's end is found once for all its words
+            after = _NOT_TOKEN.search(text, end)
+            boundary = after.start() if after is not None else len(text)
+        start = max(boundary + 1, scanned)  # a token starts after a character that is not a token's
+        if start >= window_end:
+            continue
+        scanned = window_end
+        for candidate in _TOKEN.finditer(text, start, window_end):
+            token = _TOKEN.match(text, candidate.start())  # whole, even past the window's end
+            assert token is not None
             value = token.group(0).rstrip(".=")
             if _looks_random(value, 4.0):
                 found.append(Found("TOKEN", token.start(), token.start() + len(value)))
@@ -146,11 +184,17 @@ def _tokens_beside_words(text: str, places: list[tuple[int, int]]) -> list[Found
 
 
 def _without_overlaps(spans: list[Found], taken: list[Found]) -> list[Found]:
-    """`spans` that overlap neither `taken` nor each other, the longest first where two start together."""
+    """`taken` (in order, none overlapping) and the `spans` that overlap neither it nor each other, the longest first
+    where two start together. One pass over both, in order: linear however many spans a text holds."""
     kept = list(taken)
+    index, last_end = 0, -1
     for span in sorted(spans, key=lambda f: (f.start, -(f.end - f.start))):
-        if not any(span.start < other.end and other.start < span.end for other in kept):
-            kept.append(span)
+        while index < len(taken) and taken[index].end <= span.start:
+            index += 1
+        if (index < len(taken) and taken[index].start < span.end) or span.start < last_end:
+            continue
+        kept.append(span)
+        last_end = span.end
     return kept
 
 
@@ -159,7 +203,7 @@ def find_secrets(text: str) -> list[Found]:
     assignment's value, a token beside a secret word) where they find the same text."""
     if len(text) < 8:
         return []
-    formats: list[Found] = []
+    formats: list[Found] = _private_keys(text) if "PRIVATE KEY" in text else []
     for kind, anchors, pattern in _FORMATS:
         if any(anchor in text for anchor in anchors):
             formats.extend(Found(kind, m.start(), m.end()) for m in pattern.finditer(text))
