@@ -212,3 +212,24 @@ def test_anthropic_native_events_are_restored_per_block() -> None:
 def test_completion_helpers_unchanged() -> None:
     assert Completion(tool_calls=[ToolCall("a", "b", "{}")]).to_json()["tool_calls"][0]["id"] == "a"
     assert Message("user", "x").text() == "x"
+
+
+def test_a_long_token_beside_a_word_is_found_whole() -> None:
+    token = "Ab3dE6gH9jK2mN5pQ8sT1vW4yZ7bC0eF3hJ6kM9nP2rS5uV8xY1Ab3dE6gH9jK2"  # runs past the 40-character window
+    text = f"curl -H 'Authorization: Bearer {token}' https://api.example.com"
+    assert [text[f.start:f.end] for f in find_secrets(text)] == [token]
+
+
+def test_a_cut_off_private_key_stops_at_its_base64() -> None:
+    text = "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEAq7Lm2Zx9Vb4\nTn1Yw8Pc3Sd6J==\n$ echo done - ok"
+    found = find_secrets(text)
+    assert len(found) == 1 and text[found[0].end:].startswith("$ echo done")
+    many = "-----BEGIN PRIVATE KEY-----\n" * 50
+    assert len(find_secrets(many)) == 50  # each BEGIN its own (cut-off) block, none swallowing the next
+
+
+def test_words_inside_long_names_find_nothing_and_overlaps_resolve() -> None:
+    assert find_secrets("token" * 2000) == []
+    text = f"AWS_ACCESS_KEY_ID={SECRETS['AWS_ACCESS_KEY']} " * 300
+    found = find_secrets(text)
+    assert [f.kind for f in found] == ["AWS_ACCESS_KEY"] * 300  # the format wins over the assignment each time
