@@ -22,6 +22,7 @@ from tests.fakes.serving import serve_app
 from tests.privacy_fixtures import SECRETS, tool_output
 from tests.support import daari_server, make_config, upstream_tier
 from tests.test_decision_log import rows_when
+from tests.test_report import run_report
 
 BASH_TOOL = {"type": "function", "function": {
     "name": "bash", "description": "run a shell command",
@@ -123,6 +124,11 @@ async def test_openai_secrets_stay_and_echoes_come_back(tmp_path: Path, stream: 
             response = await client.post("/v1/chat/completions", json=openai_turn("echo_secret", stream))
             text, arguments = openai_answer(response, stream)
             metrics = (await client.get("/metrics")).text
+            rows = await rows_when(tmp_path / "data", 1)
+    # The decision log and `daari report` count what was kept back (never what it was).
+    assert rows[0]["secrets_redacted"] == len(SECRETS) and rows[0]["results_withheld"] == 0
+    report = json.loads(run_report(tmp_path / "data", "--json").stdout)
+    assert report["privacy"] == {"secrets_redacted": len(SECRETS), "results_withheld": 0, "requests": 1}
     received = strings(fake.requests[-1].body)
     assert_no_secret(received)
     assert "REDACTED_PRIVATE_KEY_" in received and "REDACTED_AWS_ACCESS_KEY_" in received

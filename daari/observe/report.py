@@ -108,6 +108,10 @@ def summarize(rows: Sequence[Row], *, false_hits_avoided: int | None = None) -> 
         "provider_cache": session_summary(answered),
         "top_task_types": Counter(str(r.get("task_type")) for r in answered if r.get("task_type")).most_common(5),
         "top_clients": Counter(str(r.get("client") or "unknown") for r in rows).most_common(5),
+        # docs/privacy.md: what never reached a remote tier
+        "privacy": {"secrets_redacted": sum(int(r.get("secrets_redacted") or 0) for r in rows),
+                    "results_withheld": sum(int(r.get("results_withheld") or 0) for r in rows),
+                    "requests": sum(1 for r in rows if r.get("secrets_redacted") or r.get("results_withheld"))},
     }
 
 
@@ -133,6 +137,10 @@ def render_text(report: Mapping[str, Any], since: str) -> str:
               f"saved ${cost['saved_usd']:.4f})",
               "top task types   " + (", ".join(f"{k} {v}" for k, v in report["top_task_types"]) or "-"),
               "top clients      " + (", ".join(f"{k} {v}" for k, v in report["top_clients"]) or "-")]
+    privacy = report.get("privacy")
+    if privacy and privacy["requests"]:
+        lines.append(f"privacy          {privacy['secrets_redacted']} secrets redacted, {privacy['results_withheld']} "
+                     f"tool results withheld, in {privacy['requests']} requests to remote tiers")
     provider = report.get("provider_cache")
     if provider and provider["input_tokens"]:
         lines += ["",
