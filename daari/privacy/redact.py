@@ -22,14 +22,18 @@ SKIP_KEYS = frozenset({"signature", "encrypted_content", "model", "type", "id", 
                        "call_id", "role", "cache_control"})
 JSON_TEXT_KEYS = frozenset({"arguments"})  # OpenAI's tool call arguments are JSON text inside the JSON body
 KNOWN_SECRETS = 4096  # secrets found so far, redacted wherever they show up again (in daari's memory only)
+MARK_START = "REDACTED_"  # every placeholder's start (restore.py looks for it before anything else)
 MEMO_BYTES = 32 * 1024 * 1024  # texts remembered with their redaction: an agent's history repeats every turn
+
+
+Redacted = tuple[str, tuple[tuple[str, str, str], ...]]  # a text as redacted, and (kind, placeholder, secret) each
 
 
 def placeholder(kind: str, secret: str, key: bytes) -> str:
     """`REDACTED_<KIND>_<12 hex>`: the kind tells the model what stood there; the keyed hash cannot be reversed
     or checked against a guess without the data dir's secret. Only [A-Z0-9_a-f]: JSON and shells leave it alone."""
     digest = hmac.new(key, secret.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()[:12]
-    return f"REDACTED_{kind}_{digest}"
+    return f"{MARK_START}{kind}_{digest}"
 
 
 @dataclass
@@ -54,7 +58,8 @@ class Redactor:
 
     def __init__(self, key: bytes, memo_bytes: int = MEMO_BYTES, known_secrets: int = KNOWN_SECRETS) -> None:
         self.key = key
-        self._memo: LRU[str, tuple[str, tuple[tuple[str, str, str], ...]]] = LRU(memo_bytes)
+        # text -> (detected: text and finds, the known secrets' version, final: text and finds after them)
+        self._memo: LRU[str, tuple[Redacted, int, Redacted]] = LRU(memo_bytes)
         self._known: dict[str, tuple[str, str]] = {}  # secret -> (kind, placeholder), oldest first
         self._known_limit = known_secrets
         self._known_pattern: re.Pattern[str] | None = None
@@ -62,18 +67,35 @@ class Redactor:
 
     def text(self, text: str, out: Redaction) -> str:
         hit = self._memo.get(text)
-        if hit is None:
-            hit = self._redact(text)
-            self._memo.put(text, hit, 2 * len(text) + 100)
-        redacted, found = hit
+        if hit is not None and hit[1] == self.learned:
+            final = hit[2]  # the usual case on a later turn: nothing learned since, nothing to do
+        else:
+            detected = hit[0] if hit is not None else self._redact(text)
+            for kind, mark, secret in detected[1]:
+                self._learn(secret, kind, mark)
+            final = self._known_pass(detected)
+            self._memo.put(text, (detected, self.learned, final), 2 * len(text) + 100)
+        redacted, found = final
         for kind, mark, secret in found:
             out.secrets[mark] = secret
             out.kinds[kind] += 1
-            self._learn(secret, kind, mark)
-        pattern = self._known_pattern
-        if pattern is not None and pattern.search(redacted) is not None:
-            redacted = pattern.sub(lambda m: self._known_mark(m.group(0), out), redacted)
         return redacted
+
+    def _known_pass(self, detected: Redacted) -> Redacted:
+        """The detected text with every secret learned so far replaced too (found out of its context)."""
+        redacted, found = detected
+        pattern = self._known_pattern
+        if pattern is None or pattern.search(redacted) is None:
+            return detected
+        more: list[tuple[str, str, str]] = []
+
+        def mark_of(match: re.Match[str]) -> str:
+            secret = match.group(0)
+            kind, mark = self._known[secret]
+            more.append((kind, mark, secret))
+            return mark
+
+        return pattern.sub(mark_of, redacted), (*found, *more)
 
     def _learn(self, secret: str, kind: str, mark: str) -> None:
         if secret in self._known:
@@ -84,13 +106,7 @@ class Redactor:
         self._known_pattern = re.compile("|".join(re.escape(k) for k in sorted(self._known, key=len, reverse=True)))
         self.learned += 1
 
-    def _known_mark(self, secret: str, out: Redaction) -> str:
-        kind, mark = self._known.get(secret) or ("SECRET", placeholder("SECRET", secret, self.key))
-        out.secrets[mark] = secret
-        out.kinds[kind] += 1
-        return mark
-
-    def _redact(self, text: str) -> tuple[str, tuple[tuple[str, str, str], ...]]:
+    def _redact(self, text: str) -> Redacted:
         spans = find_secrets(text)
         if not spans:
             return text, ()

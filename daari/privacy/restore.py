@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+from daari.privacy.redact import MARK_START
 from daari.protocol.events import Event, Finish, NativeEvent, TextDelta, ToolCallDelta, ToolCallStart
 
 
@@ -23,12 +24,15 @@ class Restorer:
         self._pattern = re.compile("|".join(re.escape(p) for p in sorted(self.secrets, key=len, reverse=True)))
         self._escaped = {p: json.dumps(s, ensure_ascii=False)[1:-1] for p, s in self.secrets.items()}
         self._held: dict[tuple[str, int], str] = {}  # channel -> text held back
+        self._longest = max((len(p) for p in self.secrets), default=1)
         self._held_events: dict[tuple[str, int], NativeEvent] = {}  # Responses deltas held whole
 
     # -- text --
 
     def text(self, text: str, *, json_text: bool = False) -> str:
         """Every known placeholder in `text` replaced (escaped for a JSON string when `json_text`)."""
+        if MARK_START not in text:
+            return text
         table = self._escaped if json_text else self.secrets
 
         def put_back(match: re.Match[str]) -> str:
@@ -38,14 +42,15 @@ class Restorer:
         return self._pattern.sub(put_back, text)
 
     def _held_back(self, text: str) -> int:
-        """How many characters at the end of `text` could begin a placeholder."""
-        longest = 0
-        for mark in self.secrets:
-            for size in range(min(len(mark) - 1, len(text)), longest, -1):
-                if text.endswith(mark[:size]):
-                    longest = size
-                    break
-        return longest
+        """How many characters at the end of `text` could begin a placeholder: every placeholder starts with
+        MARK_START, so only a tail starting with its first letter is looked at (usually none: one `find`)."""
+        at = text.find(MARK_START[0], max(0, len(text) - self._longest + 1))
+        while at >= 0:
+            tail = text[at:]
+            if any(mark.startswith(tail) for mark in self.secrets):
+                return len(text) - at
+            at = text.find(MARK_START[0], at + 1)
+        return 0
 
     def _piece(self, channel: tuple[str, int], piece: str, json_text: bool) -> str:
         text = self._held.pop(channel, "") + piece
