@@ -44,7 +44,10 @@ def stated_directory(request: ChatRequest) -> str | None:
     for message in request.messages[:SCAN_MESSAGES]:
         if message.role not in ("system", "user"):
             continue
-        match = _STATED.search(message.text()[:SCAN_CHARS])
+        text = message.text()[:SCAN_CHARS]
+        if "orking directory:" not in text and "<cwd>" not in text:
+            continue  # a substring test first: the regex only runs where a statement may be
+        match = _STATED.search(text)
         if match is not None:
             return (match.group(1) or match.group(2)).strip()
     return None
