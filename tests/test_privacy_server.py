@@ -345,3 +345,25 @@ async def test_responses_native_upstream_is_restored_across_events(tmp_path: Pat
     call = next(item for item in body["output"] if item["type"] == "function_call")
     assert_every_secret(json.loads(call["arguments"])["command"])
     assert "REDACTED_" not in response.text
+
+
+async def test_answers_holding_a_secret_stay_out_of_the_cache(tmp_path: Path) -> None:
+    """A local tier gets secrets as sent and may echo them: such an answer (or one to a prompt holding a secret,
+    which L1 would keep) is served but never stored; an ordinary answer is, so the same request hits L0."""
+    fake = FakeOpenAI()
+    pasted = f"is this token valid? GITHUB_TOKEN={SECRETS['GITHUB_TOKEN']}"
+    async with serve_app(fake) as url:
+        config = make_config(tmp_path, tiers={"L3": upstream_tier("openai", url + "/v1")})
+        async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url, timeout=30) as client:
+            caches = []
+            for content in (pasted, pasted, "explain git rebase", "explain git rebase"):
+                response = await client.post("/v1/chat/completions", json={
+                    "model": "good", "messages": [{"role": "user", "content": content}]})
+                assert response.status_code == 200
+                caches.append(response.headers["x-daari-cache"])
+            echoed = response.json()
+    assert caches == ["miss", "miss", "miss", "hit"]
+    assert "careful answer" in echoed["choices"][0]["message"]["content"]
+    stored = sqlite3.connect(tmp_path / "data" / "l0.sqlite").execute("select * from l0").fetchall()
+    assert len(stored) == 1
+    assert_no_secret(repr(stored))

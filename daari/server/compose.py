@@ -70,6 +70,7 @@ from daari.pipeline.steps.session import (
 )
 from daari.pipeline.steps.shortcut import ShortcutStep
 from daari.pipeline.steps.tool_service import ToolService
+from daari.privacy.cache_rule import holds_secret
 from daari.privacy.redact import Redactor
 from daari.privacy.remote import is_remote
 from daari.protocol.chat import Message
@@ -319,7 +320,8 @@ async def compose(config: Config, *, shortcuts: Mapping[str, ShortcutTier] | Non
                parse],
         routed=routed,
         # Spend is recorded before render: once the response is out the client watch may cancel what follows.
-        finish=[CacheWriteStep(guard, indexes), SessionRecordStep(sessions, upstreams),
+        finish=[CacheWriteStep(guard, indexes, holds_secret if config.privacy.redact != "off" else None),
+                SessionRecordStep(sessions, upstreams),
                 SpendRecordStep(ledger, spend_store, config.pricing, metrics, time.time), render],
         fail=render.fail,
     )
