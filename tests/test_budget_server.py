@@ -20,6 +20,7 @@ from daari.config import Config
 from tests.fakes.openai_upstream import FakeOpenAI
 from tests.fakes.serving import serve_app
 from tests.support import daari_server, make_config, upstream_tier
+from tests.test_decision_log import rows_when
 from tests.test_report import run_report
 
 # An answer of the fake costs about $0.01 (its ~10 output tokens at $1,000 per million); a request is estimated
@@ -98,6 +99,7 @@ async def test_spend_survives_a_restart_and_is_kept_per_project(tmp_path: Path) 
             first = await client.post("/v1/chat/completions", json=ask(content="one"),
                                       headers={"x-daari-repo": str(repo_a / "src")})
             assert first.status_code == 200 and first.json()["daari_meta"]["project"] == str(repo_a)
+            await rows_when(tmp_path / "data", 1)  # in the decision log before this daari stops
         async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url, timeout=30) as client:
             state = (await client.get("/v1/daari/budget")).json()
             over = await client.post("/v1/chat/completions", json=ask(content="two"),
@@ -113,6 +115,9 @@ async def test_spend_survives_a_restart_and_is_kept_per_project(tmp_path: Path) 
     assert printed.returncode == 0, printed.stderr
     assert f"project  {str(repo_a)[-48:]}" in printed.stdout and "client   httpx" in printed.stdout
     as_json = json.loads(run_report(tmp_path / "data", "--since", "1d", "--json").stdout)
+    # From the decision log: requests, cost and the saving against L6 per project (L6 itself saves nothing).
+    assert as_json["projects"][str(repo_a)]["requests"] == 1 and as_json["projects"][str(repo_b)]["cost_usd"] > 0
+    assert "saved $" in printed.stdout
     assert as_json["spend"]["by_project"][str(repo_a)]["requests"] == 1
     assert as_json["spend"]["total_usd"] == pytest.approx(
         sum(p["usd"] for p in as_json["spend"]["by_project"].values()))
