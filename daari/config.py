@@ -283,6 +283,9 @@ class TierConfig:
     # Tool calls a model writes as text made real (local/tool_repair.py): "auto" for Ollama and OpenAI-compatible
     # servers on this machine or a private network; "on" / "off" for any tier.
     tool_repair: Literal["auto", "on", "off"] = "auto"
+    # Whether this tier's model runs outside this machine, so its requests are redacted (docs/privacy.md). None:
+    # L6 yes, embedded no, any other tier yes unless its base_url is on this machine (loopback, localhost).
+    remote: bool | None = None
     # anthropic: Claude Code's per-request billing system block. "auto" keeps it for Anthropic's own API (which
     # leaves it out of its cache) and strips it elsewhere (it would make every turn a cache miss).
     billing_block: Literal["auto", "keep", "strip"] = "auto"
@@ -400,6 +403,47 @@ class ResponsesConfig:
     keep_total: Annotated[int, Ge(1)] = 100_000
 
 
+@dataclass
+class PrivacyConfig:
+    # Secrets in requests to remote tiers (docs/privacy.md): "on" swaps them for placeholders (restored in the
+    # answer), "report" only counts them (metrics, daari_meta), "off" does neither.
+    redact: Literal["on", "off", "report"] = "on"
+    # fnmatch globs of files whose content never goes to a remote tier: a tool result of a call naming one is
+    # replaced by a notice (e.g. [".env", ".env.*", "*.pem", "*/secrets/*"]).
+    never_send: list[str] = field(default_factory=list)
+
+
+@dataclass
+class SpendLimits:
+    daily_usd: Annotated[float, Ge(0)] | None = None  # None: no cap
+    monthly_usd: Annotated[float, Ge(0)] | None = None
+
+
+@dataclass
+class BudgetConfig:
+    # Caps in the price table's currency (docs/budget.md): a request that would cross one goes to the best tier
+    # under it (X-Daari-Budget: downgraded), and is refused (429) only when no tier can answer it.
+    daily_usd: Annotated[float, Ge(0)] | None = None  # all spend, per UTC day
+    monthly_usd: Annotated[float, Ge(0)] | None = None  # all spend, per UTC month
+    project: SpendLimits = field(default_factory=SpendLimits)  # each project's own (git root of X-Daari-Repo)
+    client: SpendLimits = field(default_factory=SpendLimits)  # each client family's own (claude-code, codex...)
+    soft_ratio: Annotated[float, Gt(0), Le(1)] = 0.8  # past this share of a cap: a warning in the log and daari_meta
+    output_tokens: Annotated[int, Ge(1)] = 500  # the answer size a request's cost is estimated with
+
+
+@dataclass
+class OtelConfig:
+    # One OpenTelemetry trace per request over OTLP/HTTP with JSON (docs/observability.md): off by default.
+    enabled: bool = False
+    endpoint: str = "http://127.0.0.1:4318/v1/traces"
+    service_name: str = "daari"
+    headers: dict[str, str] = field(default_factory=dict)  # e.g. an auth header your collector wants
+    flush_interval_s: Annotated[float, Gt(0)] = 2.0
+    batch_size: Annotated[int, Ge(1)] = 256  # decisions per export request
+    queue_size: Annotated[int, Ge(1)] = 8192  # decisions waiting; past it they are dropped and counted
+    timeout_s: Annotated[float, Gt(0)] = 5.0
+
+
 def _default_tiers() -> dict[str, TierConfig]:
     return {"L3": TierConfig(executor="embedded")}
 
@@ -421,6 +465,9 @@ class Config:
     tools: ToolsConfig = field(default_factory=ToolsConfig)
     responses: ResponsesConfig = field(default_factory=ResponsesConfig)
     trust: TrustConfig = field(default_factory=TrustConfig)
+    privacy: PrivacyConfig = field(default_factory=PrivacyConfig)
+    budget: BudgetConfig = field(default_factory=BudgetConfig)
+    otel: OtelConfig = field(default_factory=OtelConfig)
 
     def configured_tiers(self) -> list[str]:
         """Tiers in escalation order, L6 only when frontier is enabled."""
@@ -567,6 +614,9 @@ def redacted(config: Config) -> dict[str, Any]:
         return node
 
     data: dict[str, Any] = scrub(dataclasses.asdict(config))
+    # An OTLP collector's headers usually carry its credential: names shown, values never.
+    data["otel"]["headers"] = {name: "***" for name in config.otel.headers}
+    data["otel"]["endpoint"] = redact_url(config.otel.endpoint)
     for name, tier in config.tiers.items():
         data["tiers"][name]["api_key_set"] = bool(tier.api_key())
     data["active_tiers"] = config.configured_tiers()

@@ -90,6 +90,21 @@ COUNTERS: dict[str, Declared] = {
     "redis_errors_total": Declared(("kind", "link"), "Redis commands that failed or were not sent because Redis was "
                                    "down, by link and kind (cache.backend: redis)."),
     "redis_reconnects_total": Declared(("link",), "Times the link found Redis answering again after it was down."),
+    "privacy_secrets_total": Declared(("action", "kind", "tier"), "Secrets found in requests to remote tiers, by "
+                                      "tier, kind and action (on: replaced by placeholders, report: only counted)."),
+    "privacy_restored_total": Declared(("tier",), "Placeholders in remote answers turned back into the secrets they "
+                                       "stand for, by tier."),
+    "privacy_withheld_total": Declared(("tier",), "Tool results withheld from remote tiers because they show a "
+                                       "privacy.never_send file."),
+    "budget_downgrades_total": Declared(("period", "scope"), "Requests sent to a cheaper tier because a spend cap "
+                                        "would be crossed, by the cap's scope and period."),
+    "budget_refusals_total": Declared(("period", "scope"), "Requests refused (429) because every tier that could "
+                                      "answer would cross a spend cap, by the cap's scope and period."),
+    "budget_store_failures_total": Declared((), "Answers whose spend could not be written to spend.sqlite (counted "
+                                            "in memory)."),
+    "otel_spans_exported_total": Declared((), "Decisions exported as OpenTelemetry traces (otel.enabled)."),
+    "otel_spans_dropped_total": Declared((), "Decisions not exported because the OTLP queue was full."),
+    "otel_export_failures_total": Declared((), "OTLP export requests that failed (their traces are dropped)."),
 }
 HISTOGRAMS: dict[str, Declared] = {
     "request_duration_seconds": Declared(("tier",), "Time to answer a chat request (until its last byte), by "

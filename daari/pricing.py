@@ -8,6 +8,7 @@ unless priced in the config.
 from __future__ import annotations
 
 from daari.config import PriceConfig, PricingConfig
+from daari.protocol.chat import Usage
 
 FRONTIER = "L6"
 
@@ -60,3 +61,17 @@ class AnswerCosts:
                 self._costs.clear()
             costs = self._costs[key] = answer_costs(self.pricing, *key)
         return costs
+
+
+def usage_cost(pricing: PricingConfig, tier: str | None, model: str | None, usage: Usage) -> float:
+    """What an answer cost by the usage its upstream reported: prompt tokens read from the provider's cache at the
+    read multiplier, those written to it at the write multiplier, the rest at the input price; output (reasoning
+    included, a part of it) at the output price. The budget counts this; the decision log's cost_usd is the
+    simpler `estimate_cost`."""
+    price = price_for(pricing, tier, model)
+    if price is None:
+        return 0.0
+    fresh = max(0, usage.prompt_tokens - usage.cached_tokens - usage.cache_write_tokens)
+    prompt = (fresh + usage.cached_tokens * price.cache_read_multiplier
+              + usage.cache_write_tokens * price.cache_write_multiplier) * price.input_per_mtok
+    return (prompt + usage.completion_tokens * price.output_per_mtok) / 1_000_000

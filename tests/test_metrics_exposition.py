@@ -187,6 +187,9 @@ def reference_row(d: RoutingDecision) -> dict[str, Any]:
         "cache_write_tokens": d.cache_write_tokens, "affinity": d.affinity,
         "lost_cache_usd": round(lost_cache_cost(rates_for(PRICING, d.tier, d.model), d.lost_cache_tokens), 8)
         if d.lost_cache_tokens and d.tier is not None else 0.0,
+        "project": d.details.get("project"),
+        "secrets_redacted": int(d.details.get("redacted") or d.details.get("secrets_seen") or 0),
+        "results_withheld": int(d.details.get("withheld") or 0),
     }
 
 

@@ -50,6 +50,8 @@ def run_tail(args: argparse.Namespace) -> int:
 
 
 def run_report(args: argparse.Namespace) -> int:
+    from daari.budget.caps import periods
+    from daari.budget.report import read_spend, render_spend, spend_summary
     from daari.config import load_config
     from daari.errors import ConfigError
     from daari.observe.decision_log import decisions_path, read_rows
@@ -66,12 +68,14 @@ def run_report(args: argparse.Namespace) -> int:
     rows = read_rows(path, time.time() - window)
     report = summarize(rows)
     report.update(trust_report(config, time.time() - window))
+    report["spend"] = spend_summary(read_spend(config.data_dir, periods(time.time() - window)["day"]))
     if args.json:
         print(json.dumps({"since": args.since, "log": str(path), **report}, indent=2))
     else:
         if not path.exists():
             print(f"no decision log at {path} (is log.decisions on, and has daari served a request?)")
         print_report(report, args.since)
+        print("\n" + render_spend(report["spend"]))
     if args.plot:
         from daari.observe.plot import plot_report
 

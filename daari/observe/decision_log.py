@@ -33,10 +33,13 @@ COLUMNS: dict[str, type] = {
     "cost_usd": float, "cost_l6_usd": float, "saved_usd": float, "status": int, "error": str,
     "prompt_hash": str, "prompt": str, "session": str, "call_type": str, "cache_read_tokens": int,
     "cache_write_tokens": int, "affinity": str, "lost_cache_usd": float,
+    # docs/budget.md and docs/privacy.md: the request's project, secrets redacted (or seen, privacy.redact: report)
+    # and tool results withheld (privacy.never_send) on its way to a remote tier.
+    "project": str, "secrets_redacted": int, "results_withheld": int,
 }
 
 
-# A batch goes in as multi-row INSERTs of up to 64 rows (33 columns x 64 = 2,112 parameters, far below SQLite's
+# A batch goes in as multi-row INSERTs of up to 64 rows (36 columns x 64 = 2,304 parameters, far below SQLite's
 # limit): one SQLite step per statement rather than executemany's one per row (measured when the writer was a
 # thread of daari's: ~60 us of a busy server's CPU per request); a JSON array unpacked by json_each costs 2.5x
 # the SQLite CPU (19 vs 7.7 us a row).

@@ -46,10 +46,15 @@ class DecisionRows:
         details = decision.details
         similarity: float | None = None
         verdict: str | None = None
+        project: str | None = None
+        redacted = withheld = 0
         if details:
             found = details.get("similarity")
             similarity = float(found) if isinstance(found, int | float) else None
             verdict = l1_verdict(details)
+            project = details.get("project")
+            redacted = int(details.get("redacted") or details.get("secrets_seen") or 0)
+            withheld = int(details.get("withheld") or 0)
         return (
             decision.request_id, decision.time, decision.protocol, decision.client, decision.model_requested,
             int(decision.stream), tier, decision.task_type, decision.rule_id, decision.cache,
@@ -59,7 +64,7 @@ class DecisionRows:
             int(decision.agent_turn), decision.latency_ms, decision.ttft_ms, prompt_tokens, completion_tokens,
             *priced, decision.status, decision.error, decision.prompt_hash, decision.prompt, decision.session,
             decision.call_type, decision.cache_read_tokens, decision.cache_write_tokens, decision.affinity,
-            self._lost(decision),
+            self._lost(decision), project, redacted, withheld,
         )
 
     def _lost(self, decision: RoutingDecision) -> float:

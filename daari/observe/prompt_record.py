@@ -2,7 +2,7 @@
 
 The hash is a keyed BLAKE2b under the data dir's secret (as strong as an HMAC, and a third of its cost on
 every request): it tells repeats apart in the tail and the log, and a short prompt cannot be recovered by
-hashing guesses without the secret.
+hashing guesses without the secret. The text, when kept, has its secrets replaced (docs/privacy.md).
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 from typing import Literal
 
+from daari.privacy.redact import scrub
 from daari.protocol.chat import ChatRequest
 from daari.routing.classifier import last_user_text
 
@@ -23,4 +24,5 @@ def prompt_fields(policy: PromptPolicy, secret: bytes | None, request: ChatReque
     text = last_user_text(request)
     digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), key=(secret or b"daari")[:64],
                              digest_size=8).hexdigest()
-    return digest, (text if policy == "full" else None)
+    # Secrets never reach the log, whatever privacy.redact says: the full text keeps placeholders in their place.
+    return digest, (scrub(text, secret or b"daari") if policy == "full" else None)

@@ -73,6 +73,20 @@ def session_summary(answered: Sequence[Row]) -> dict[str, Any]:
             "sessions": len(by_session), "top": dict(sessions[:TOP_SESSIONS])}
 
 
+def project_summary(answered: Sequence[Row], top: int = 10) -> dict[str, dict[str, Any]]:
+    """Requests, cost and saving (against sending every one to L6) per project (docs/budget.md), the costliest
+    first; rows without a project (no X-Daari-Repo, no stated working directory) under ""."""
+    totals: dict[str, list[float]] = {}
+    for row in answered:
+        figures = totals.setdefault(str(row.get("project") or ""), [0, 0.0, 0.0])
+        figures[0] += 1
+        figures[1] += float(row.get("cost_usd") or 0)
+        figures[2] += float(row.get("saved_usd") or 0)
+    ranked = sorted(totals.items(), key=lambda item: (-item[1][1], -item[1][0]))[:top]
+    return {name: {"requests": int(n), "cost_usd": round(cost, 6), "saved_usd": round(saved, 6)}
+            for name, (n, cost, saved) in ranked}
+
+
 def summarize(rows: Sequence[Row], *, false_hits_avoided: int | None = None) -> dict[str, Any]:
     """The report's figures. `false_hits_avoided` from metrics when given, else counted from the rows."""
     answered = [r for r in rows if r.get("tier") and not r.get("error")]
@@ -114,6 +128,11 @@ def summarize(rows: Sequence[Row], *, false_hits_avoided: int | None = None) -> 
         "provider_cache": session_summary(answered),
         "top_task_types": Counter(str(r.get("task_type")) for r in answered if r.get("task_type")).most_common(5),
         "top_clients": Counter(str(r.get("client") or "unknown") for r in rows).most_common(5),
+        "projects": project_summary(answered),
+        # docs/privacy.md: what never reached a remote tier
+        "privacy": {"secrets_redacted": sum(int(r.get("secrets_redacted") or 0) for r in rows),
+                    "results_withheld": sum(int(r.get("results_withheld") or 0) for r in rows),
+                    "requests": sum(1 for r in rows if r.get("secrets_redacted") or r.get("results_withheld"))},
     }
 
 
@@ -140,6 +159,16 @@ def render_text(report: Mapping[str, Any], since: str) -> str:
               f"saved ${cost['saved_usd']:.4f})",
               "top task types   " + (", ".join(f"{k} {v}" for k, v in report["top_task_types"]) or "-"),
               "top clients      " + (", ".join(f"{k} {v}" for k, v in report["top_clients"]) or "-")]
+    projects = report.get("projects") or {}
+    if any(projects):
+        lines += ["", f"{'project':<48} {'requests':>8} {'cost $':>10} {'saved $':>10}"]
+        for name, figures in projects.items():
+            lines.append(f"{(name or '(none)')[-48:]:<48} {figures['requests']:>8} {figures['cost_usd']:>10.4f} "
+                         f"{figures['saved_usd']:>10.4f}")
+    privacy = report.get("privacy")
+    if privacy and privacy["requests"]:
+        lines.append(f"privacy          {privacy['secrets_redacted']} secrets redacted, {privacy['results_withheld']} "
+                     f"tool results withheld, in {privacy['requests']} requests to remote tiers")
     provider = report.get("provider_cache")
     if provider and provider["input_tokens"]:
         lines += ["",

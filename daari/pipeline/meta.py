@@ -91,4 +91,6 @@ class Meta:
         headers = {"x-daari-tier": self.tier or "none", "x-daari-cache": cache}
         if self.dropped_tools:
             headers["x-daari-dropped-tools"] = ",".join(self.dropped_tools)
+        if self.details and "budget" in self.details:  # set by the budget planner (pipeline/steps/budget.py)
+            headers["x-daari-budget"] = str(self.details["budget"])
         return headers

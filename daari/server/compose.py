@@ -8,6 +8,8 @@ routing spec's steps: a new tier is a step added to that list. serve.py starts w
 from __future__ import annotations
 
 import logging
+import sqlite3
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
@@ -19,6 +21,8 @@ from actors.decision_log import DecisionQueue
 from actors.hub import Hub
 from actors.runtime import ActorTable, Address, Health
 from actors.verifier import AskModel
+from daari.budget.caps import caps_of, periods
+from daari.budget.ledger import SPEND_FILE, Ledger, SpendStore
 from daari.cache.hit_requests import HitRequests
 from daari.cache.key_memo import L0KeyMemo
 from daari.cache.l0_memory import L0Memory
@@ -38,9 +42,10 @@ from daari.pipeline.decision import RoutingDecision
 from daari.pipeline.hosted_tools import policies
 from daari.pipeline.record import PromptDescriber
 from daari.pipeline.shortcuts import SHORTCUT_ORDER, ShortcutTier
-from daari.pipeline.side_query import SideQuestions
+from daari.pipeline.side_query import Shield, SideQuestions
 from daari.pipeline.step import Pipeline, Step
 from daari.pipeline.steps.agent_turn import AgentTurnStep
+from daari.pipeline.steps.budget import BudgetPlanner, ProjectStep, SpendRecordStep
 from daari.pipeline.steps.cache_write import AnswerIndex, CacheWriteStep
 from daari.pipeline.steps.ccs import CcsTier
 from daari.pipeline.steps.classify import ClassifyStep
@@ -54,6 +59,7 @@ from daari.pipeline.steps.l1 import SemanticTier
 from daari.pipeline.steps.l2 import RulesTier
 from daari.pipeline.steps.lt import ToolTier
 from daari.pipeline.steps.parse import ParseStep
+from daari.pipeline.steps.privacy import PrivacyGuard
 from daari.pipeline.steps.refine import RefineStep
 from daari.pipeline.steps.render import RenderStep
 from daari.pipeline.steps.session import (
@@ -66,11 +72,15 @@ from daari.pipeline.steps.session import (
 from daari.pipeline.steps.shadow import ShadowStep
 from daari.pipeline.steps.shortcut import ShortcutStep
 from daari.pipeline.steps.tool_service import ToolService
+from daari.privacy.cache_rule import holds_secret
+from daari.privacy.redact import Redactor
+from daari.privacy.remote import is_remote
 from daari.protocol.chat import Message
 from daari.responses.store import ResponseArchive
 from daari.routing.classifier import no_lt_probe
 from daari.server.actor_table import Shared, actor_table
 from daari.server.app import DaariApp, Routes
+from daari.server.budget_route import BudgetRoute
 from daari.server.chat_route import ChatRoute
 from daari.server.count_tokens import CountTokensRoute
 from daari.server.guard import GuardPolicy, require_token_where_needed
@@ -136,7 +146,7 @@ def l0_memory(config: Config) -> L0Memory:
     return L0Memory(_mb(l0.memory_mb), _mb(l0.max_pending_mb), l0.ttl_s)
 
 
-def model_asker(config: Config) -> Callable[[Address], AskModel]:
+def model_asker(config: Config, shield: Shield | None = None) -> Callable[[Address], AskModel]:
     """How the verifier asks a model (cache.l1.verify: model): the configured verify tier, else the first tier;
     with none configured, model verdicts reject."""
     l1 = config.cache.l1
@@ -146,7 +156,7 @@ def model_asker(config: Config) -> Callable[[Address], AskModel]:
         verify_tier = None
 
     def asker(executor: Address) -> AskModel:
-        questions = SideQuestions(executor)
+        questions = SideQuestions(executor, shield)
 
         async def ask_model(messages: list[Message]) -> str | None:
             if verify_tier is None:
@@ -224,6 +234,34 @@ def model_ids(config: Config, executors: Mapping[str, Executor]) -> list[str]:
     return ["daari", *sorted(names - {"daari"})]
 
 
+async def privacy_guard(config: Config, tiers: list[str], metrics: Metrics) -> PrivacyGuard | None:
+    """Redaction for the tiers outside this machine (docs/privacy.md); None when none is or it is all off."""
+    remote = [t for t in tiers if is_remote(t, config.tiers[t])]
+    privacy = config.privacy
+    if not remote or (privacy.redact == "off" and not privacy.never_send):
+        return None
+    # Placeholders are keyed by the data dir's secret: stable across turns and restarts, unguessable elsewhere.
+    key = await _secret(Path(config.data_dir), "placeholder")
+    return PrivacyGuard(remote, privacy.redact, privacy.never_send, Redactor(key), metrics)
+
+
+async def spend_ledger(config: Config, now: float) -> tuple[Ledger, SpendStore | None]:
+    """This month's spend as it was when daari stopped (<data_dir>/spend.sqlite), and the store to add to."""
+    ledger = Ledger()
+
+    def open_store() -> SpendStore:
+        store = SpendStore(Path(config.data_dir) / SPEND_FILE)
+        ledger.load(store.rows(periods(now)["month"] + "-01"))
+        return store
+
+    try:
+        return ledger, await trio.to_thread.run_sync(open_store)
+    except (OSError, sqlite3.Error) as exc:  # spend is still counted and capped, from zero, until a restart
+        log.warning("budget: cannot open %s in %s: %s; spend is counted in memory only", SPEND_FILE,
+                    config.data_dir, exc)
+        return ledger, None
+
+
 async def compose(config: Config, *, shortcuts: Mapping[str, ShortcutTier] | None = None,
                   started_at: float = 0.0) -> Parts:
     """Build everything from `config`. `shortcuts` replaces shortcut tiers by name (tests and benches)."""
@@ -246,7 +284,10 @@ async def compose(config: Config, *, shortcuts: Mapping[str, ShortcutTier] | Non
     shared = Shared(l0_memory(config), metrics, decisions, decision_queue, redis=redis)
     if trust.sampling:
         shared.shadow = trust.deps(executors, shared, metrics, await _answer_secret(config))
-    table = actor_table(config, executors, shared, model_asker(config))
+    # Before anything that may send a remote tier content: side questions and token counts are shielded too.
+    privacy = await privacy_guard(config, [t for t in config.configured_tiers() if t in executors], metrics)
+    shield = privacy.shield if privacy is not None else None
+    table = actor_table(config, executors, shared, model_asker(config, shield))
     executor = table.address("executor")
 
     tiers = shortcut_tiers(config, table, shared, trust.bars)
@@ -258,7 +299,7 @@ async def compose(config: Config, *, shortcuts: Mapping[str, ShortcutTier] | Non
     key_memo, hit_requests = L0KeyMemo(), HitRequests()
     guard = CacheGuard(table.address("cache"), metrics)
     parse = ParseStep(body_work)
-    questions = SideQuestions(executor)
+    questions = SideQuestions(executor, shield)
     configured = [t for t in config.configured_tiers() if t in executors]
     classify = ClassifyStep(partial(is_lt_command, min_confidence=config.tools.min_confidence)
                             if config.tools.enabled else no_lt_probe)
@@ -280,10 +321,16 @@ async def compose(config: Config, *, shortcuts: Mapping[str, ShortcutTier] | Non
     ]
     if config.routing.session_affinity:
         planners.append(SessionAffinity(sessions, upstreams))
-    routed += [ClientCallStep(config.routing.client_calls, config.routing.models), SessionStep(sessions),
+    ledger, spend_store = await spend_ledger(config, time.time())
+    caps = caps_of(config.budget)
+    if caps:  # last: it sees the chain the other planners made and leaves out what would cross a cap
+        planners.append(BudgetPlanner(config.budget, caps, ledger, config.pricing,
+                                      {t: config.tiers[t].model for t in executors}, plan, metrics, time.time))
+    routed += [ProjectStep(), ClientCallStep(config.routing.client_calls, config.routing.models), SessionStep(sessions),
                ExecuteStep(executor, plan, Judge(config.confidence, questions, schema_checked), metrics,
                            planners=planners,
-                           request_for=SessionHygiene(sessions, upstreams))]
+                           request_for=SessionHygiene(sessions, upstreams),
+                           guard=privacy)]
     render = RenderStep()
     indexes = [tier for tier in tiers.values() if isinstance(tier, AnswerIndex)]
     pipeline = Pipeline(
@@ -292,9 +339,11 @@ async def compose(config: Config, *, shortcuts: Mapping[str, ShortcutTier] | Non
                       body_work=body_work, parse=parse),
                parse],
         routed=routed,
-        # Shadow before render: a routed request's scope is cancelled when its client's connection reports the
-        # response done (the client watch), so a step after render may never run; this one never awaits.
-        finish=[CacheWriteStep(guard, indexes), SessionRecordStep(sessions, upstreams),
+        # Shadow, and spend, before render: a routed request's scope is cancelled when its client's connection
+        # reports the response done (the client watch), so a step after render may never run; shadow never awaits.
+        finish=[CacheWriteStep(guard, indexes, holds_secret if config.privacy.redact != "off" else None),
+                SessionRecordStep(sessions, upstreams),
+                SpendRecordStep(ledger, spend_store, config.pricing, metrics, time.time),
                 ShadowStep(table.get("shadow"), trust.budget, trust.diversity, trust.skips, metrics), render],
         fail=render.fail,
     )
@@ -308,7 +357,7 @@ async def compose(config: Config, *, shortcuts: Mapping[str, ShortcutTier] | Non
     chat = ChatRoute(pipeline, decisions, describe_prompt, limits)
     responses = ResponsesRoutes(chat, archive, partition_secret)
     endpoints = ResponsesEndpoints(config, executor, archive, partition_secret)
-    count_tokens = CountTokensRoute(config, executor, body_work, sessions, dict(upstreams.providers))
+    count_tokens = CountTokensRoute(config, executor, body_work, sessions, dict(upstreams.providers), shield)
     observe = ObserveRoutes(config.data_dir, metrics, trust.figures)
     tail = TailRoute(decisions, config.tail, stopping, metrics)
     l1 = tiers.get("L1")
@@ -338,6 +387,7 @@ async def compose(config: Config, *, shortcuts: Mapping[str, ShortcutTier] | Non
             "/ui": {"GET": observe.ui},
             "/v1/daari/report": {"GET": observe.report},
             "/v1/daari/cache/diversity": {"GET": trust.diversity_route},
+            "/v1/daari/budget": {"GET": BudgetRoute(config.budget, caps, ledger, time.time)},
         },
         prefixed=[(("/v1/models/", "/models/"), {"GET": status.model}),
                   (("/v1/responses/", "/responses/"), {"GET": responses.get, "DELETE": responses.delete})],

@@ -23,6 +23,7 @@ from actors.runtime import Address
 from daari.config import Config
 from daari.errors import DaariError, Unauthorized, UpstreamRejected
 from daari.pipeline.body_work import BodyWork, decode_json
+from daari.pipeline.side_query import Shield
 from daari.protocol import anthropic_wire
 from daari.protocol.chat import ChatRequest
 from daari.protocol.tokens import estimate_request_tokens
@@ -55,8 +56,9 @@ def passed_on(err: DaariError) -> bool:
 
 class CountTokensRoute:
     def __init__(self, config: Config, executor: Address, body_work: BodyWork, sessions: SessionStore | None = None,
-                 providers: dict[str, str] | None = None) -> None:
+                 providers: dict[str, str] | None = None, shield: Shield | None = None) -> None:
         self.tier = counting_tier(config)
+        self.shield = shield  # secrets redacted for a remote counting tier (docs/privacy.md): counts stay close
         self.anthropic_tiers = frozenset(t for t in config.configured_tiers()
                                          if config.tiers[t].executor == "anthropic")
         self.executor = executor
@@ -73,7 +75,8 @@ class CountTokensRoute:
         home = state.home.tier if state is not None and state.home is not None else None
         tier = home if home in self.anthropic_tiers else self.tier
         if tier is not None:
-            answer = await self._ask_upstream(req, tier, self._as_sent(request, tier))
+            sent = self._as_sent(request, tier)
+            answer = await self._ask_upstream(req, tier, self.shield(tier, sent) if self.shield else sent)
             if answer is not None:
                 await req.send({"type": "http.response.start", "status": 200,
                                 "headers": [(b"content-type", b"application/json")]})

@@ -10,6 +10,8 @@ from urllib.parse import parse_qs
 
 import trio
 
+from daari.budget.caps import periods
+from daari.budget.report import read_spend, spend_summary
 from daari.errors import InvalidRequest
 from daari.metrics import Metrics
 from daari.observe.decision_log import decisions_path, read_rows
@@ -30,6 +32,7 @@ TrustFigures = Callable[[float], Awaitable[dict[str, Any]]]
 class ObserveRoutes:
     def __init__(self, data_dir: str, metrics: Metrics, trust: TrustFigures | None = None) -> None:
         self.decisions = decisions_path(data_dir)
+        self.data_dir = data_dir
         self.metrics = metrics
         self.trust = trust  # the shadow outcomes' figures (server/shadow_wiring.py)
 
@@ -45,6 +48,9 @@ class ObserveRoutes:
             raise InvalidRequest(str(exc), param="since") from None
         rows = await trio.to_thread.run_sync(read_rows, self.decisions, time.time() - window, limiter=_READERS)
         body = summarize(rows, false_hits_avoided=int(self.metrics.value("cache_false_hits_avoided_total")))
+        spend = await trio.to_thread.run_sync(read_spend, self.data_dir, periods(time.time() - window)["day"],
+                                              limiter=_READERS)
+        body["spend"] = spend_summary(spend)
         if self.trust is not None:
             body.update(await self.trust(time.time() - window))
         body["since"] = since

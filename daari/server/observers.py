@@ -10,6 +10,7 @@ from actors.hub import Hub
 from daari.config import Config
 from daari.metrics import Metrics
 from daari.observe.metrics_subscriber import ObservedMetrics
+from daari.observe.otel_export import OtlpExporter
 from daari.pipeline.decision import RoutingDecision
 from daari.pipeline.decision_subscribers import attach_decision_subscribers
 from daari.pipeline.decision_summary import DecisionSummary, log_summaries
@@ -22,4 +23,8 @@ def start_observers(nursery: trio.Nursery, config: Config, decisions: Hub[Routin
         summary = DecisionSummary()
         handlers.append(summary.add)
         nursery.start_soon(log_summaries, summary, config.log.summary_interval_s)
+    if config.otel.enabled:  # off: nothing attached, nothing runs
+        exporter = OtlpExporter(config.otel, metrics)
+        handlers.append(exporter.add)
+        nursery.start_soon(exporter.run)
     attach_decision_subscribers(decisions, metrics, handlers)

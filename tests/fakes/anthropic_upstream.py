@@ -5,7 +5,9 @@ input), "short" (stops at max_tokens), "refuse" (HTTP 400 invalid_request_error)
 retry-after), "error529" (HTTP 529 overloaded_error), "unauthorized" (HTTP 401 whose message echoes the
 x-api-key it got, as a careless upstream might), "hang" (starts the stream, then sends nothing until the
 client goes away), "drop" (an `event: error` overloaded_error mid-stream, as the real API does), "cut"
-(closes without message_stop; without streaming, a cut-off JSON body). Any other model behaves as "good".
+(closes without message_stop; without streaming, a cut-off JSON body), "echo_secret" (repeats the placeholders
+daari put in its prompt, REDACTED_<KIND>_<hex>, in a text block and in a `bash` tool_use's command, streamed in
+7-character pieces so placeholders cross events). Any other model behaves as "good".
 `/v1/messages/count_tokens` answers `{"input_tokens": n}` (about 4 characters of system+messages+tools a
 token), or the same errors for "unauthorized", "refuse" and "error529", and a 404 for "nocount".
 A request with `thinking` enabled gets a thinking block (thinking_delta + signature_delta) first.
@@ -14,6 +16,7 @@ A request with `thinking` enabled gets a thinking block (thinking_delta + signat
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +31,7 @@ TOOL_CALLS = [
     ("toolu_fake_1", "get_weather", ['{"city": ', '"Paris", "unit"', ': "°C"}']),
     ("toolu_fake_2", "list_files", [""]),
 ]
+PLACEHOLDER = re.compile(r"REDACTED_[A-Z_]+_[0-9a-f]{12}")
 THINKING = ["Let me think", " about this."]
 SIGNATURE = "fake-signature-EqQBCkYIBxgCKkA"
 
@@ -121,7 +125,14 @@ class FakeAnthropic:
         blocks: list[dict[str, Any]] = []
         if (body.get("thinking") or {}).get("type") == "enabled":
             blocks.append({"type": "thinking", "pieces": THINKING})
-        if model == "tools":
+        if model == "echo_secret":
+            marks = list(dict.fromkeys(PLACEHOLDER.findall(json.dumps(body))))
+            text = "I will use " + " and ".join(marks) + "."
+            arguments = json.dumps({"command": "deploy " + " ".join(marks)})
+            blocks.append({"type": "text", "pieces": [text[i:i + 7] for i in range(0, len(text), 7)]})
+            blocks.append({"type": "tool_use", "id": "toolu_echo_1", "name": "bash",
+                           "pieces": [arguments[i:i + 7] for i in range(0, len(arguments), 7)]})
+        elif model == "tools":
             blocks.append({"type": "text", "pieces": TOOLS_TEXT})
             for call_id, name, pieces in TOOL_CALLS:
                 blocks.append({"type": "tool_use", "id": call_id, "name": name, "pieces": pieces})
@@ -132,7 +143,7 @@ class FakeAnthropic:
         return blocks
 
     def _stop_reason(self, model: str) -> str:
-        return {"tools": "tool_use", "short": "max_tokens"}.get(model, "end_turn")
+        return {"tools": "tool_use", "echo_secret": "tool_use", "short": "max_tokens"}.get(model, "end_turn")
 
     def _input_tokens(self, body: dict[str, Any]) -> int:
         return 1 + len(json.dumps([body.get("system"), body.get("messages"), body.get("tools")])) // 4

@@ -34,6 +34,9 @@ daari's Phase B classifier probe is answered with `fake.classification` (a JSON 
     error429    429 with Retry-After: 1
     error400    400 invalid_request_error
     error401    401 whose message echoes the presented bearer token, as a careless server might
+    echo_secret a model that repeats the placeholders daari put in its prompt (REDACTED_<KIND>_<hex>): a text
+                naming them and a call to the first tool (else "bash") whose command holds them all; its
+                stream splits text and arguments into 7-character pieces, so placeholders cross chunks
     echo_url    400 whose message echoes the query string and the decoded Basic credentials it was reached
                 with, as a careless gateway might
 
@@ -62,7 +65,8 @@ from daari.server.asgi_io import answer_lifespan, read_all
 CLASSIFIER_PROMPT_START = SYSTEM_PROMPT[:40]
 
 BEHAVIOURS = ("good", "refuse", "short", "ack", "tools", "length", "long", "hang", "hang_stream", "drop", "truncate",
-              "malformed", "error500", "error429", "error400", "error401", "echo_url")
+              "malformed", "error500", "error429", "error400", "error401", "echo_url", "echo_secret")
+PLACEHOLDER = re.compile(r"REDACTED_[A-Z_]+_[0-9a-f]{12}")
 CREATED = 1_700_000_000
 TOKEN_LOGPROB = -0.25
 
@@ -212,6 +216,13 @@ class FakeOpenAI:
             return " ".join(f"word{i}" for i in range(words)), [], "stop"
         if behaviour == "ack":
             return "Ok, any changes I propose will be to those files.", [], "stop"
+        if behaviour == "echo_secret":
+            marks = list(dict.fromkeys(PLACEHOLDER.findall(json.dumps(body))))
+            name = (tools[0].get("function") or {}).get("name", "bash") if tools else "bash"
+            self._ids += 1
+            call = {"id": f"call_fake{self._ids}", "type": "function",
+                    "function": {"name": name, "arguments": json.dumps({"command": "deploy " + " ".join(marks)})}}
+            return "I will use " + " and ".join(marks) + ".", [call], "tool_calls"
         if behaviour == "tools" and messages and messages[-1].get("role") == "tool":
             return f"The tool returned: {_text_of(messages[-1].get('content'))}", [], "stop"
         if behaviour == "tools" and tools:
@@ -268,7 +279,8 @@ class FakeOpenAI:
             return _sse(data)
 
         chunks = [chunk({"role": "assistant", "content": None if calls else "", "refusal": None})]
-        for token in _tokens(text):
+        pieces = [text[i:i + 7] for i in range(0, len(text), 7)] if behaviour == "echo_secret" else _tokens(text)
+        for token in pieces:
             logprobs = {"content": [_logprob(token)], "refusal": None} if body.get("logprobs") else None
             chunks.append(chunk({"content": token}, logprobs=logprobs))
         for index, call in enumerate(calls):
@@ -276,7 +288,7 @@ class FakeOpenAI:
                     "function": {"name": call["function"]["name"], "arguments": ""}}
             chunks.append(chunk({"tool_calls": [head]}))
             arguments = call["function"]["arguments"]
-            third = max(1, len(arguments) // 3)
+            third = 7 if behaviour == "echo_secret" else max(1, len(arguments) // 3)
             for start in range(0, len(arguments), third):
                 piece = {"index": index, "function": {"arguments": arguments[start:start + third]}}
                 chunks.append(chunk({"tool_calls": [piece]}))

@@ -15,6 +15,9 @@ Behaviour by `model` (unknown names behave as "good"), or popped from `fake.scri
               custom tool; when the last input item is a tool output: a message quoting it
     length    a message, then status "incomplete" (max_output_tokens)
     failed    stream: created, in_progress, then response.failed; whole: 500
+    echo_secret  a model repeating the placeholders daari put in its prompt (REDACTED_<KIND>_<hex>): a message
+              naming them and a `function_call` to the first tool whose command holds them all; its stream sends
+              text and arguments in 7-character deltas, so placeholders cross events
     error400  HTTP 400 invalid_request_error
     truncate  stream: created and a text delta, then the body ends without response.completed
     hang      stream: created, in_progress and the first item's first events, then nothing until the
@@ -35,6 +38,7 @@ response.completed. Every event carries `sequence_number`.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,6 +49,9 @@ from tests.fakes.openai_upstream import _sample, _text_of  # one answer shape fo
 
 CREATED = 1_700_000_000
 PATCH = "*** Begin Patch\n*** Add File: hello.txt\n+hello\n*** End Patch\n"
+
+
+PLACEHOLDER = re.compile(r"REDACTED_[A-Z_]+_[0-9a-f]{12}")
 
 
 @dataclass
@@ -170,6 +177,14 @@ class FakeResponses:
             return [{"id": self._id("fc"), "type": "function_call", "status": "completed",
                      "call_id": self._id("call"), "name": tool["name"],
                      "arguments": json.dumps(arguments), **scope}], "completed"
+        if behaviour == "echo_secret":
+            marks = list(dict.fromkeys(PLACEHOLDER.findall(json.dumps(body))))
+            name = tools[0].get("name", "bash") if tools else "bash"
+            return [{"id": self._id("msg"), "type": "message", "status": "completed", "role": "assistant",
+                     "content": [{"type": "output_text", "text": "I will use " + " and ".join(marks) + ".",
+                                  "annotations": []}]},
+                    {"id": self._id("fc"), "type": "function_call", "status": "completed", "call_id": self._id("call"),
+                     "name": name, "arguments": json.dumps({"command": "deploy " + " ".join(marks)})}], "completed"
         if behaviour == "tools" and last.get("type") in ("function_call_output", "custom_tool_call_output"):
             text = f"The tool said: {_text_of(last.get('output'))}"
         else:
@@ -212,7 +227,7 @@ class FakeResponses:
         events: list[dict[str, Any]] = [{"type": "response.created", "response": shell},
                                         {"type": "response.in_progress", "response": shell}]
         for index, item in enumerate(response["output"]):
-            events.extend(_item_events(index, item))
+            events.extend(_item_events(index, item, 7 if behaviour == "echo_secret" else None))
             if behaviour == "truncate":
                 return _numbered(events[:4])
         if behaviour == "failed":
@@ -241,12 +256,15 @@ def _input_tokens(fake: FakeResponses, body: dict[str, Any]) -> bytes:
 COMPANION = {"/v1/responses/compact": _compact, "/v1/responses/input_tokens": _input_tokens}
 
 
-def _item_events(index: int, item: dict[str, Any]) -> list[dict[str, Any]]:
+def _item_events(index: int, item: dict[str, Any], piece: int | None = None) -> list[dict[str, Any]]:
+    """`piece`: text and arguments in deltas of that many characters (default: text by words, arguments halved)."""
     kind, item_id = item["type"], item["id"]
     if kind == "message":
         text = item["content"][0]["text"]
         words = [w + " " for w in text.split(" ")]
         words[-1] = words[-1].rstrip(" ")
+        if piece:
+            words = [text[i:i + piece] for i in range(0, len(text), piece)]
         part = {"type": "output_text", "text": "", "annotations": []}
         at = {"item_id": item_id, "output_index": index, "content_index": 0}
         return [{"type": "response.output_item.added", "output_index": index,
@@ -261,11 +279,11 @@ def _item_events(index: int, item: dict[str, Any]) -> list[dict[str, Any]]:
             ("input", "custom_tool_call_input")
         value = item[key]
         half = len(value) // 2
+        pieces = [value[i:i + piece] for i in range(0, len(value), piece)] if piece else [value[:half], value[half:]]
         at = {"item_id": item_id, "output_index": index}
         return [{"type": "response.output_item.added", "output_index": index,
                  "item": {**item, key: "", "status": "in_progress"}},
-                {"type": f"response.{name}.delta", **at, "delta": value[:half]},
-                {"type": f"response.{name}.delta", **at, "delta": value[half:]},
+                *({"type": f"response.{name}.delta", **at, "delta": p} for p in pieces),
                 {"type": f"response.{name}.done", **at, key: value},
                 {"type": "response.output_item.done", "output_index": index, "item": item}]
     summary = item["summary"][0]

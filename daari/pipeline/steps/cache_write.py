@@ -8,7 +8,7 @@ Decides: nothing for the client; a cache that cannot take the answer is bypassed
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol, runtime_checkable
 
 from daari.cache.l0_store import L0Entry
@@ -17,7 +17,7 @@ from daari.pipeline.shortcuts import ShortcutQuery
 from daari.pipeline.step import Answer
 from daari.pipeline.steps.shortcut import shortcut_query
 from daari.pipeline.turn import Turn
-from daari.protocol.chat import Completion
+from daari.protocol.chat import ChatRequest, Completion
 
 log = logging.getLogger("daari.pipeline")
 
@@ -36,13 +36,18 @@ class AnswerIndex(Protocol):
 class CacheWriteStep:
     name = "cache_write"
 
-    def __init__(self, guard: CacheGuard, indexes: Sequence[AnswerIndex] = ()) -> None:
+    def __init__(self, guard: CacheGuard, indexes: Sequence[AnswerIndex] = (),
+                 holds_secret: Callable[[ChatRequest, Completion], bool] | None = None) -> None:
         self.guard = guard
         self.indexes = tuple(indexes)
+        self.holds_secret = holds_secret  # privacy/cache_rule.py: such answers stay out of the stores on disk
 
     async def __call__(self, turn: Turn, answer: Answer) -> None:
         completion = answer.completion
         if not (answer.store and turn.cache_on and completion.finish_reason in STORABLE_FINISH):
+            return
+        if self.holds_secret is not None and self.holds_secret(turn.request, completion):
+            turn.meta.details["not_cached"] = "secret"
             return
         meta = turn.meta
         entry = L0Entry(completion=completion, tier=answer.tier, agent_turn=meta.agent_turn,

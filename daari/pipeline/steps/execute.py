@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from actors.executor import OpenGeneration
 from actors.runtime import Address, StreamReader
@@ -52,6 +53,21 @@ Planner = Callable[[Turn, list[str]], list[str]]
 RequestFor = Callable[[Turn, str], ChatRequest]
 
 
+class AnswerFilter(Protocol):
+    """Rewrites a tier's events on their way to the client (privacy/restore.py); `restored` > 0 means the answer
+    now holds what must not be cached."""
+
+    restored: int
+
+    def feed(self, event: Event) -> list[Event]: ...
+
+
+class TierGuard(Protocol):
+    """The last word on what one tier is sent, and the filter its answer goes through (steps/privacy.py)."""
+
+    def prepare(self, turn: Turn, tier: str, request: ChatRequest) -> tuple[ChatRequest, AnswerFilter | None]: ...
+
+
 def _as_sent(turn: Turn, tier: str) -> ChatRequest:
     return turn.request
 
@@ -61,7 +77,7 @@ class ExecuteStep:
 
     def __init__(self, executor: Address, tiers: Tiers, judge: Judge, metrics: Metrics,
                  drop_log: DropLog | None = None, planners: Sequence[Planner] = (),
-                 request_for: RequestFor = _as_sent) -> None:
+                 request_for: RequestFor = _as_sent, guard: TierGuard | None = None) -> None:
         self.executor = executor
         self.tiers = tiers
         self.judge = judge
@@ -69,6 +85,7 @@ class ExecuteStep:
         self.drop_log = drop_log or DropLog()  # hosted tools a tier answered without: logged once per session
         self.planners = tuple(planners)
         self.request_for = request_for
+        self.guard = guard
 
     async def __call__(self, turn: Turn) -> Answer | None:
         classification = turn.classification
@@ -116,7 +133,8 @@ class ExecuteStep:
             final = index == len(chain) - 1
             live = request.stream and (final or live_mode)
             try:
-                events = await (self._stream_live(turn, tier) if live else self._collect(turn, tier))
+                events, holds_secrets = await (self._stream_live(turn, tier) if live
+                                               else self._collect(turn, tier))
                 completion = _assemble(events, tier)
             except DaariError as err:
                 if sink.stream_opened:
@@ -137,8 +155,9 @@ class ExecuteStep:
                         verdict, tier, completion, events = best
                 # Only an answer that passed its tier's judge is stored: a weak one (served with the warning
                 # because nothing above could do better) is never replayed from the cache as if it were good.
+                # An answer with restored secrets in it is never cached: they stay out of the stores on disk.
                 return self._answer(turn, tier, completion, events, verdict,
-                                    store=verdict.cacheable and verdict.passed)
+                                    store=verdict.cacheable and verdict.passed and not holds_secrets)
             meta.attempts.append(Attempt(tier, "low_confidence", verdict.score, violations=verdict.reasons))
             self.metrics.inc("escalations_total", tier=tier)
             if best is None or verdict.score > best[0].score:
@@ -164,33 +183,47 @@ class ExecuteStep:
     def _kind(self, tier: str) -> str:
         return self.tiers.kinds.get(tier, "shortcut")
 
-    def _open(self, turn: Turn, tier: str) -> AbstractAsyncContextManager[StreamReader[Event]]:
+    def _open(self, turn: Turn, tier: str) -> tuple[AbstractAsyncContextManager[StreamReader[Event]],
+                                                   AnswerFilter | None]:
         """The generation is this request's: leaving the `async with` cancels it and frees the tier."""
-        request = self.request_for(turn, tier)
+        request, answer_filter = self.request_for(turn, tier), None
         if turn.draft is not None:
             request = with_draft(request, turn.draft)
-        return self.executor.stream(OpenGeneration(tier, request))
+        if self.guard is not None:
+            request, answer_filter = self.guard.prepare(turn, tier, request)
+        return self.executor.stream(OpenGeneration(tier, request)), answer_filter
 
-    async def _collect(self, turn: Turn, tier: str) -> list[Event]:
-        async with self._open(turn, tier) as generation:
-            return [event async for event in generation]
+    async def _collect(self, turn: Turn, tier: str) -> tuple[list[Event], bool]:
+        opened, answer_filter = self._open(turn, tier)
+        async with opened as generation:
+            if answer_filter is None:
+                return [event async for event in generation], False
+            events = [out async for event in generation for out in answer_filter.feed(event)]
+            return events, self._restored(tier, answer_filter)
 
-    async def _stream_live(self, turn: Turn, tier: str) -> list[Event]:
+    async def _stream_live(self, turn: Turn, tier: str) -> tuple[list[Event], bool]:
         """Stream as events arrive; the response starts with the first event, so earlier faults can escalate."""
         events: list[Event] = []
         sink = turn.sink
-        async with self._open(turn, tier) as generation:
-            async for event in generation:
-                if not sink.stream_opened:
-                    settle(turn.meta, tier, self._kind(tier))
-                    self._dropped(turn, tier)
-                    await open_stream(turn)
-                events.append(event)
-                assert turn.renderer is not None
-                chunks = turn.renderer.event(event)
-                if chunks:
-                    await sink.write(chunks)
-        return events
+        opened, answer_filter = self._open(turn, tier)
+        async with opened as generation:
+            async for received in generation:
+                for event in answer_filter.feed(received) if answer_filter is not None else (received,):
+                    if not sink.stream_opened:
+                        settle(turn.meta, tier, self._kind(tier))
+                        self._dropped(turn, tier)
+                        await open_stream(turn)
+                    events.append(event)
+                    assert turn.renderer is not None
+                    chunks = turn.renderer.event(event)
+                    if chunks:
+                        await sink.write(chunks)
+        return events, answer_filter is not None and self._restored(tier, answer_filter)
+
+    def _restored(self, tier: str, answer_filter: AnswerFilter) -> bool:
+        if answer_filter.restored:
+            self.metrics.inc("privacy_restored_total", answer_filter.restored, tier=tier)
+        return answer_filter.restored > 0
 
 
 def _assemble(events: list[Event], tier: str) -> Completion:

@@ -1,0 +1,181 @@
+"""Budgets in the pipeline (docs/budget.md):
+
+- `ProjectStep` (routed, before execute): the request's project, the git root of X-Daari-Repo or of the working
+  directory the client states in its prompt (`daari_meta.project`), looked up on a worker thread once per directory.
+- `BudgetPlanner` (an execute planner): the tiers whose estimated cost would cross a cap are left out of the
+  chain (`daari_meta.budget: downgraded`, the `X-Daari-Budget` header, attempts `skipped_budget`); with none left,
+  a 429 `budget_exceeded` in the client's shape; past the soft ratio, a warning (log, `daari_meta.budget: soft`).
+- `SpendRecordStep` (finish, before render): the answer's cost from the usage the upstream reported and the price
+  table, counted in the ledger and written to <data_dir>/spend.sqlite.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+
+import trio
+
+from daari.budget.caps import Cap, judge, periods, seconds_to_reset
+from daari.budget.ledger import Ledger, Spend, SpendStore
+from daari.budget.project import NO_PROJECT, project_of, stated_directory
+from daari.config import BudgetConfig, PricingConfig
+from daari.errors import DaariError
+from daari.metrics import Metrics
+from daari.pipeline.decision import client_family
+from daari.pipeline.meta import Attempt
+from daari.pipeline.step import Answer
+from daari.pipeline.steps.execute import Tiers
+from daari.pipeline.turn import Turn
+from daari.pricing import estimate_cost, usage_cost
+from daari.routing.agent_turn import needs_tool_calls
+
+log = logging.getLogger("daari.budget")
+ADJECTIVE = {"day": "daily", "month": "monthly"}
+
+
+class BudgetExceeded(DaariError):
+    """Every tier that could answer would cross a spend cap. 429: the client may retry when the period resets."""
+
+    status = 429
+    openai_type = "insufficient_quota"
+    anthropic_type = "rate_limit_error"
+    code = "budget_exceeded"
+
+
+def _project(turn: Turn) -> str:
+    return str(turn.meta.details.get("project") or NO_PROJECT)
+
+
+def _client(turn: Turn) -> str:
+    return client_family(turn.headers.get("user-agent"))
+
+
+class ProjectStep:
+    name = "project"
+
+    def __init__(self) -> None:
+        self._known: dict[str, str] = {}
+
+    async def __call__(self, turn: Turn) -> Answer | None:
+        header = turn.headers.get("x-daari-repo") or stated_directory(turn.request)
+        if not header:
+            return None
+        project = self._known.get(header)
+        if project is None:
+            project = await trio.to_thread.run_sync(project_of, header)
+            if len(self._known) < 4096:
+                self._known[header] = project
+        if project:
+            turn.meta.details["project"] = project
+        return None
+
+
+class BudgetPlanner:
+    def __init__(self, config: BudgetConfig, caps: list[Cap], ledger: Ledger, pricing: PricingConfig,
+                 models: Mapping[str, str | None], tiers: Tiers, metrics: Metrics, clock: Callable[[], float]) -> None:
+        self.tiers = tiers  # every configured tier: where a request whose whole chain is over goes instead
+        self.config = config
+        self.caps = caps
+        self.ledger = ledger
+        self.pricing = pricing
+        self.models = models  # tier -> configured model (None: the client's)
+        self.metrics = metrics
+        self.clock = clock
+        self._warned: set[tuple[str, Cap, str]] = set()  # (period key, cap, scope key): one warning each
+
+    def estimate(self, turn: Turn, tier: str) -> float:
+        prompt = turn.classification.tokens if turn.classification is not None else 0
+        model = self.models.get(tier) or turn.request.model
+        return estimate_cost(self.pricing, tier, model, prompt, self.config.output_tokens)
+
+    def __call__(self, turn: Turn, chain: list[str]) -> list[str]:
+        now, project, client = self.clock(), _project(turn), _client(turn)
+
+        def spent_of(cap: Cap) -> float:
+            return self.ledger.spent(cap, now, project, client)
+
+        kept: list[str] = []
+        refused: Cap | None = None
+        for tier in chain:
+            verdict = judge(self.caps, spent_of, self.estimate(turn, tier), self.config.soft_ratio)
+            if verdict.state == "over":
+                turn.meta.attempts.append(Attempt(tier, "skipped_budget"))
+                refused = refused or verdict.cap
+                continue
+            if verdict.state == "soft" and verdict.cap is not None:
+                self._warn(verdict.cap, now, project, client, verdict.spent)
+                turn.meta.details.setdefault("budget", "soft")
+            kept.append(tier)
+        if refused is None:
+            return kept
+        if not kept:
+            kept = self._below(turn, chain, spent_of)
+        turn.meta.details["budget"] = "downgraded" if kept else "exceeded"
+        self.metrics.inc("budget_downgrades_total" if kept else "budget_refusals_total", scope=refused.scope,
+                         period=refused.period)
+        if not kept:
+            turn.meta.error = "budget_exceeded"
+            reset_s = seconds_to_reset(refused, now)
+            raise BudgetExceeded(
+                f"the {ADJECTIVE[refused.period]} {_scope_name(refused)} budget of ${refused.usd:g} would be crossed "
+                f"and no tier under it can answer this request; it resets in {reset_s / 3600:.1f} h "
+                "(budget: in daari.yaml)", retry_after=reset_s)
+        return kept
+
+    def _below(self, turn: Turn, chain: list[str], spent_of: Callable[[Cap], float]) -> list[str]:
+        """The best configured tier outside the chain that is under every cap: the highest, among those that can
+        make tool calls when the request needs them and that no planner already left out (context, model names)."""
+        skipped = {a.tier for a in turn.meta.attempts if a.outcome != "skipped_budget"}
+        needs_tools = needs_tool_calls(turn.request)
+        for tier in reversed(self.tiers.configured):
+            if tier in chain or tier in skipped or (needs_tools and not self.tiers.tools_capable.get(tier)):
+                continue
+            if judge(self.caps, spent_of, self.estimate(turn, tier), self.config.soft_ratio).state != "over":
+                return [tier]
+        return []
+
+    def _warn(self, cap: Cap, now: float, project: str, client: str, spent: float) -> None:
+        key = {"all": "", "project": project, "client": client}[cap.scope]
+        mark = (periods(now)[cap.period], cap, key)
+        if mark in self._warned:
+            return
+        self._warned.add(mark)
+        log.warning("budget: %s spend $%.4f is past %d%% of the %s cap $%g", _scope_name(cap, key), spent,
+                    round(self.config.soft_ratio * 100), ADJECTIVE[cap.period], cap.usd)
+
+
+def _scope_name(cap: Cap, key: str = "") -> str:
+    if cap.scope == "all":
+        return "overall"
+    return f"{cap.scope} {key}".strip() if key else f"per-{cap.scope}"
+
+
+class SpendRecordStep:
+    name = "spend"
+
+    def __init__(self, ledger: Ledger, store: SpendStore | None, pricing: PricingConfig, metrics: Metrics,
+                 clock: Callable[[], float]) -> None:
+        self.ledger = ledger
+        self.store = store
+        self.pricing = pricing
+        self.metrics = metrics
+        self.clock = clock
+        self.limiter = trio.CapacityLimiter(1)  # the store's one connection
+
+    async def __call__(self, turn: Turn, answer: Answer) -> None:
+        usage, meta = answer.completion.usage, turn.meta
+        if answer.executor in ("cache", "shortcut"):
+            return  # served locally: nothing was bought
+        # meta.model is settled by render, after this step: the answer's own model, else the tier's price.
+        cost = usage_cost(self.pricing, answer.tier, answer.completion.model or None, usage)
+        if cost <= 0:
+            return
+        spend = Spend(self.clock(), _project(turn), _client(turn), meta.session or "", answer.tier, cost)
+        self.ledger.add(spend)
+        if self.store is not None:
+            try:
+                await trio.to_thread.run_sync(self.store.add, spend, limiter=self.limiter)
+            except Exception as exc:  # the disk failing never fails an answer already sent; counted in memory
+                log.warning("budget: spend not saved to disk: %s", exc)
+                self.metrics.inc("budget_store_failures_total")
