@@ -24,11 +24,11 @@ async def next_decision(sub: object) -> RoutingDecision:
 async def test_a_fault_in_the_responses_prepare_step_is_one_decision_and_a_shaped_500(
         tmp_path: Path, stream: bool, caplog: pytest.LogCaptureFixture) -> None:
     config = make_config(tmp_path)
-    data = Path(config.data_dir)
-    data.mkdir(parents=True, exist_ok=True)
+    data = trio.Path(config.data_dir)
+    await data.mkdir(parents=True, exist_ok=True)
     # A stored-responses file that is not SQLite: the archive raises sqlite3.DatabaseError (not a DaariError)
     # from inside `prepare`, when it looks the previous response up.
-    (data / "responses.sqlite").write_bytes(b"this is not a database" * 200)
+    await (data / "responses.sqlite").write_bytes(b"this is not a database" * 200)
     body = {"model": "m", "input": "hi", "previous_response_id": "resp_123", "stream": stream}
     async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url, timeout=30) as client:
         with server.parts.decisions.subscribe("test") as sub:

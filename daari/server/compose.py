@@ -74,6 +74,7 @@ from daari.server.count_tokens import CountTokensRoute
 from daari.server.guard import GuardPolicy, require_token_where_needed
 from daari.server.limits import RequestLimits
 from daari.server.observe_routes import ObserveRoutes
+from daari.server.openapi import serve_openapi
 from daari.server.responses_endpoints import ResponsesEndpoints
 from daari.server.responses_routes import ResponsesRoutes
 from daari.server.status_routes import StatusRoutes
@@ -312,6 +313,8 @@ async def compose(config: Config, *, shortcuts: Mapping[str, ShortcutTier] | Non
             "/metrics": {"GET": status.metrics_page},
             "/ui": {"GET": observe.ui},
             "/v1/daari/report": {"GET": observe.report},
+            "/v1/daari/tail": {"GET": tail.over_http},  # the websocket is in `websocket`; plain HTTP: 426
+            "/openapi.json": {"GET": serve_openapi},
         },
         prefixed=[(("/v1/models/", "/models/"), {"GET": status.model}),
                   (("/v1/responses/", "/responses/"), {"GET": responses.get, "DELETE": responses.delete})],
