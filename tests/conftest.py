@@ -12,3 +12,13 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 # once per machine for the whole suite, not once per test server's data dir.
 os.environ.setdefault("DAARI_MODELS_DIR", os.path.join(
     os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "daari-test-models"))
+
+# Property tests (tests/test_fuzz_*.py): few examples in `make test`, many in `make fuzz`
+# (HYPOTHESIS_PROFILE=fuzz). No deadline: the machine is shared, and time is not what they check.
+from hypothesis import HealthCheck, settings  # noqa: E402
+
+settings.register_profile("default", max_examples=40, deadline=None, derandomize=False,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                                 HealthCheck.function_scoped_fixture])
+settings.register_profile("fuzz", parent=settings.get_profile("default"), max_examples=1500)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))

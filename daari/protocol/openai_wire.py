@@ -186,7 +186,7 @@ def _message(value: object, i: int) -> Message:
     if raw_role == "function":
         raise _fail("the legacy 'function' role is not supported: send 'tool' messages with tool_call_id",
                     f"{param}.role")
-    if raw_role not in _ROLES:
+    if not isinstance(raw_role, str) or raw_role not in _ROLES:
         raise _fail(f"'{param}.role' must be one of {', '.join(_ROLES)}, got {raw_role!r}", f"{param}.role")
     role = _ROLES[raw_role]
     message = Message(role=role, content=_content(value.get("content"), role, f"{param}.content"))

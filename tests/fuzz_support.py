@@ -1,0 +1,105 @@
+"""What the property tests share: a scripted upstream that streams whatever bytes a test hands it, the shape
+every error must have in each protocol, and what a running daari holds (tasks on its loop, open files)."""
+
+from __future__ import annotations
+
+import os
+from collections import Counter, deque
+from typing import Any
+
+import httpx
+import trio
+import trio.lowlevel
+
+from daari.server.asgi_io import answer_lifespan, read_all
+
+
+class ScriptedUpstream:
+    """An upstream for any executor: each POST pops the next (content type, chunks) from `script` and sends the
+    chunks as the body, one write each (an empty script: a plain OpenAI error 500). GETs list no models."""
+
+    def __init__(self) -> None:
+        self.script: deque[tuple[str, list[bytes]]] = deque()
+        self.posts = 0
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            await answer_lifespan(receive, send)
+            return
+        await read_all(receive)
+        if scope["method"] != "POST":
+            await _send(send, 200, "application/json", [b'{"object": "list", "data": []}'])
+            return
+        self.posts += 1
+        content_type, chunks = self.script.popleft() if self.script else (
+            "application/json", [b'{"error": {"message": "nothing scripted", "type": "server_error"}}'])
+        await _send(send, 200, content_type, chunks)
+
+
+async def _send(send: Any, status: int, content_type: str, chunks: list[bytes]) -> None:
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", content_type.encode())]})
+    for chunk in chunks:
+        await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        await trio.lowlevel.checkpoint()
+    await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+def anthropic_path(path: str) -> bool:
+    return path.startswith("/v1/messages")
+
+
+def check_shaped(path: str, response: httpx.Response) -> None:
+    """An error answer is in the path's protocol's shape, never a 500 nor a traceback. 5xx from an upstream's
+    fault (502, 503, 504, 529) are allowed: they are the upstream's, said in the client's shape."""
+    assert response.status_code != 500, f"500 on {path}: {response.text[:500]}"
+    assert "Traceback" not in response.text
+    if response.status_code < 400:
+        return
+    body = response.json()
+    assert isinstance(body, dict), response.text[:300]
+    if anthropic_path(path):
+        assert body.get("type") == "error", response.text[:300]
+        error = body["error"]
+        assert isinstance(error.get("type"), str) and isinstance(error.get("message"), str)
+    else:
+        error = body["error"]
+        assert isinstance(error, dict) and isinstance(error.get("message"), str), response.text[:300]
+        assert isinstance(error.get("type"), str)
+
+
+def check_stream(path: str, response: httpx.Response) -> None:
+    """A 200 event stream ends either normally or with an explicit error event, in the path's protocol."""
+    text = response.text
+    assert "Traceback" not in text
+    if anthropic_path(path):
+        assert "event: message_stop" in text or "event: error" in text, text[-500:]
+    elif path.startswith(("/v1/responses", "/responses")):
+        assert any(end in text for end in ("response.completed", "response.failed", "response.incomplete",
+                                           "event: error")), text[-500:]
+    else:
+        assert text.rstrip().endswith("data: [DONE]") or '"error"' in text, text[-500:]
+
+
+def loop_tasks(token: trio.lowlevel.TrioToken) -> Counter[str]:
+    """The tasks running on daari's loop, by name (called from the test's thread)."""
+
+    def names() -> Counter[str]:
+        found: Counter[str] = Counter()
+
+        def walk(task: trio.lowlevel.Task) -> None:
+            found[task.name] += 1
+            for nursery in task.child_nurseries:
+                for child in nursery.child_tasks:
+                    walk(child)
+
+        root = trio.lowlevel.current_root_task()
+        assert root is not None
+        walk(root)
+        return found
+
+    return trio.from_thread.run_sync(names, trio_token=token)
+
+
+def open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
