@@ -21,6 +21,7 @@ class ScriptedUpstream:
     def __init__(self) -> None:
         self.script: deque[tuple[str, list[bytes]]] = deque()
         self.posts = 0
+        self.port: int | None = None  # where it listens, once serving
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
@@ -101,5 +102,46 @@ def loop_tasks(token: trio.lowlevel.TrioToken) -> Counter[str]:
     return trio.from_thread.run_sync(names, trio_token=token)
 
 
-def open_fds() -> int:
-    return len(os.listdir("/proc/self/fd"))
+def open_fds(upstream_port: int | None = None) -> int:
+    """This process's open files, less the TCP sockets with an end on `upstream_port`, a fake upstream served
+    in this process: both its server-side sockets (it closes those whose client left on its keep-alive timer)
+    and daari's kept-alive connections to it, which `upstream_connections` bounds instead."""
+    fds = _fd_targets()
+    on_port = _tcp_inodes(upstream_port)[0] if upstream_port is not None else set()
+    return sum(1 for target in fds if target.removeprefix("socket:[").removesuffix("]") not in on_port)
+
+
+def upstream_connections(upstream_port: int) -> int:
+    """Open connections from this process to `upstream_port` (daari's upstream pools' kept-alive connections)."""
+    outgoing = _tcp_inodes(upstream_port)[1]
+    return sum(1 for target in _fd_targets() if target.removeprefix("socket:[").removesuffix("]") in outgoing)
+
+
+def _fd_targets() -> list[str]:
+    targets = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            targets.append(os.readlink(f"/proc/self/fd/{fd}"))
+        except OSError:  # the listing's own descriptor, closed since
+            continue
+    return targets
+
+
+def _tcp_inodes(port: int | None) -> tuple[set[str], set[str]]:
+    """The inodes of TCP sockets with either end on `port`, and of those whose remote end is on it."""
+    either: set[str] = set()
+    outgoing: set[str] = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as rows:
+                next(rows)
+                for row in rows:
+                    fields = row.split()
+                    local, remote = (int(end.rsplit(":", 1)[1], 16) for end in fields[1:3])
+                    if port in (local, remote):
+                        either.add(fields[9])
+                    if remote == port:
+                        outgoing.add(fields[9])
+        except OSError:
+            continue
+    return either, outgoing
