@@ -58,7 +58,7 @@ async def test_paraphrase_is_served_from_l1_and_near_miss_is_rejected(tmp_path: 
         hit = (await client.post("/v1/chat/completions", json=chat(PARAPHRASE))).json()
         meta = hit["daari_meta"]
         assert meta["tier"] == "L1" and meta["task_type"] == "cache_hit"
-        assert meta["verified_by"] == "lexical" and meta["similarity"] >= 0.8 and meta["entry_id"] == 1
+        assert meta["verified_by"] == "pair_model" and meta["similarity"] >= 0.8 and meta["entry_id"] == 1
         assert meta["verdict"] == "accepted"
         assert hit["choices"][0]["message"]["content"] == first["choices"][0]["message"]["content"]
         assert len(fake.requests) == upstream_calls  # nothing went upstream
@@ -66,12 +66,13 @@ async def test_paraphrase_is_served_from_l1_and_near_miss_is_rejected(tmp_path: 
         miss = (await client.post("/v1/chat/completions", json=chat(NEAR_MISS))).json()
         meta = miss["daari_meta"]
         assert meta["tier"] == "L3"
-        assert meta["l1"] == meta["verdict"] == "rejected" and meta["l1_rejected"][0]["rule"] == "content_word"
+        # the default verifier (pair_model) read the cosine L1 found and rejected the near-miss itself
+        assert meta["l1"] == meta["verdict"] == "rejected" and meta["l1_rejected"][0]["rule"] == "pair_model"
         assert meta["similarity"] == meta["l1_rejected"][0]["similarity"] >= 0.8
         assert "images" in miss["choices"][0]["message"]["content"]
         metrics = (await client.get("/metrics")).text
         assert "daari_cache_false_hits_avoided_total 1.0" in metrics
-        assert 'daari_cache_l1_rejections_total{rule="content_word"} 1.0' in metrics
+        assert 'daari_cache_l1_rejections_total{rule="pair_model"} 1.0' in metrics
 
 
 async def test_l1_hit_streams_to_an_anthropic_client(tmp_path: Path) -> None:

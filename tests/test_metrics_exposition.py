@@ -20,6 +20,7 @@ from daari.observe.metrics_subscriber import ObservedMetrics
 from daari.pipeline.decision import AttemptRecord, RoutingDecision
 from daari.pipeline.decision_subscribers import attach_decision_subscribers
 from daari.pricing import estimate_cost, frontier_cost
+from daari.sessions.economics import lost_cache_cost, rates_for
 
 prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]  # as daari did: no *_created series
 
@@ -110,6 +111,8 @@ MIX = [
     decision(10, "L3", "skipped", ttft_ms=5.0, details={"verdict": "rejected", "similarity": 1}, model="priced"),
     decision(11, "L0", "hit", latency_ms=2500.0, ttft_ms=2500.0, prompt_tokens=120000, completion_tokens=3),
     decision(12, "Lt", "bypassed", latency_ms=0.0, prompt="full text é", prompt_hash="abc", model="unpriced"),
+    decision(13, "L6", model="gpt-5", session="s-1", call_type="main", cache_read_tokens=900, cache_write_tokens=40,
+             affinity="L6", lost_cache_tokens=1200),
 ]
 PRICING = PricingConfig(models={"priced": PriceConfig(0.5, 1.25), "gpt-5": PriceConfig(1.25, 10.0)})
 
@@ -173,7 +176,11 @@ def reference_row(d: RoutingDecision) -> dict[str, Any]:
         "agent_turn": int(d.agent_turn), "latency_ms": d.latency_ms, "ttft_ms": d.ttft_ms,
         "input_tokens": prompt, "output_tokens": completion, "cost_usd": round(actual, 8),
         "cost_l6_usd": round(at_l6, 8), "saved_usd": round(at_l6 - actual, 8), "status": d.status,
-        "error": d.error, "prompt_hash": d.prompt_hash, "prompt": d.prompt,
+        "error": d.error, "prompt_hash": d.prompt_hash, "prompt": d.prompt, "session": d.session,
+        "call_type": d.call_type, "cache_read_tokens": d.cache_read_tokens,
+        "cache_write_tokens": d.cache_write_tokens, "affinity": d.affinity,
+        "lost_cache_usd": round(lost_cache_cost(rates_for(PRICING, d.tier, d.model), d.lost_cache_tokens), 8)
+        if d.lost_cache_tokens and d.tier is not None else 0.0,
     }
 
 

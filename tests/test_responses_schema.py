@@ -25,9 +25,14 @@ from tests.support import daari_in_thread, make_config, upstream_tier
 
 PIXEL = ("data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQ"
          "AAAABJRU5ErkJggg==")
+# The compliance suite's tool, with the parameters the fake upstreams call it with, and the second tool the
+# Anthropic fake calls: local tiers' tool calls are checked against the offered tools, and a call that breaks
+# them is never stored (the L0 replay below would miss).
 WEATHER = {"type": "function", "name": "get_weather", "description": "Get the current weather for a location",
-           "parameters": {"type": "object", "properties": {"location": {"type": "string"}},
-                          "required": ["location"]}}
+           "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "unit": {"type": "string"}},
+                          "required": ["city"]}}
+LIST_FILES = {"type": "function", "name": "list_files", "description": "List the files in the working directory",
+              "parameters": {"type": "object", "properties": {}}}
 SETTINGS = {"temperature": 0.3, "top_p": 0.9, "max_output_tokens": 200, "parallel_tool_calls": False,
             "store": False, "truncation": "disabled", "metadata": {"run": "schema"}, "safety_identifier": "u-1",
             "prompt_cache_key": "session-9", "service_tier": "auto", "max_tool_calls": 3, "top_logprobs": 2,
@@ -48,7 +53,7 @@ REQUESTS: dict[str, dict[str, Any]] = {
         {"type": "message", "role": "user", "content": "Repeat only the number."}]},
     "image-input": {"model": "good", "input": [{"type": "message", "role": "user", "content": [
         {"type": "input_text", "text": "What do you see?"}, {"type": "input_image", "image_url": PIXEL}]}]},
-    "tool-calling": {"model": "tools", "tools": [WEATHER], "input": [
+    "tool-calling": {"model": "tools", "tools": [WEATHER, LIST_FILES], "input": [
         {"type": "message", "role": "user", "content": "What's the weather like in San Francisco?"}]},
     "every-setting": {"model": "good", "input": "Tell me about sampling.", **SETTINGS},
 }

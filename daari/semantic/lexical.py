@@ -96,7 +96,7 @@ def stem(word: str) -> str:
 
 _SYNONYM_STEMS = {stem(variant): stem(canonical) for canonical, variants in SYNONYMS.items() for variant in
                   (canonical, *variants)}
-_ANTONYM_STEMS = {frozenset((stem(a), stem(b))) for a, b in ANTONYMS}
+ANTONYM_STEMS = {frozenset((stem(a), stem(b))) for a, b in ANTONYMS}
 _PHRASES = [(re.compile(rf"(?<![\w-]){re.escape(p)}(?![\w-])", re.IGNORECASE), r) for p, r in PHRASES]
 _IGNORED = {stem(w) for w in STOPWORDS | FRAMING | SOFT}
 
@@ -260,7 +260,7 @@ def lexical_verdict(a: str, b: str) -> Verdict:
         only_a, only_b = fa.words - fb.words, fb.words - fa.words
         for word_a in sorted(only_a):
             for word_b in sorted(only_b):
-                if frozenset((word_a, word_b)) in _ANTONYM_STEMS:
+                if frozenset((word_a, word_b)) in ANTONYM_STEMS:
                     return Verdict(False, "antonym", f"{word_a} / {word_b}")
         return Verdict(False, "content_word", ", ".join(sorted(only_a | only_b)))
     return SAME

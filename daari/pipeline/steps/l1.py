@@ -91,7 +91,8 @@ class SemanticTier:
                 L1Lookup(probe.vector, probe.context, self.config.similarity_threshold))
             rejected: list[tuple[Match, Verdict]] = []
             for match in matches:
-                verdict: Verdict = await self.verifier.call(Verify(probe.text, match.entry.embed_text))
+                verdict: Verdict = await self.verifier.call(Verify(probe.text, match.entry.embed_text,
+                                                                   match.similarity))
                 if verdict.same:
                     return self._hit(match, rejected)
                 rejected.append((match, verdict))
