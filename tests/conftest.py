@@ -20,5 +20,5 @@ from hypothesis import HealthCheck, settings  # noqa: E402
 settings.register_profile("default", max_examples=40, deadline=None, derandomize=False,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                                  HealthCheck.function_scoped_fixture])
-settings.register_profile("fuzz", parent=settings.get_profile("default"), max_examples=1500)
+settings.register_profile("fuzz", parent=settings.get_profile("default"), max_examples=400)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))

@@ -3,6 +3,7 @@ every error must have in each protocol, and what a running daari holds (tasks on
 
 from __future__ import annotations
 
+import json
 import os
 from collections import Counter, deque
 from typing import Any
@@ -53,20 +54,30 @@ def anthropic_path(path: str) -> bool:
 def check_shaped(path: str, response: httpx.Response) -> None:
     """An error answer is in the path's protocol's shape, never a 500 nor a traceback. 5xx from an upstream's
     fault (502, 503, 504, 529) are allowed: they are the upstream's, said in the client's shape."""
-    assert response.status_code != 500, f"500 on {path}: {response.text[:500]}"
-    assert "Traceback" not in response.text
-    if response.status_code < 400:
-        return
-    body = response.json()
-    assert isinstance(body, dict), response.text[:300]
-    if anthropic_path(path):
-        assert body.get("type") == "error", response.text[:300]
-        error = body["error"]
-        assert isinstance(error.get("type"), str) and isinstance(error.get("message"), str)
-    else:
-        error = body["error"]
-        assert isinstance(error, dict) and isinstance(error.get("message"), str), response.text[:300]
-        assert isinstance(error.get("type"), str)
+    problem = shape_problem(path, response.status_code, response.text)
+    assert problem is None, problem
+
+
+def shape_problem(path: str, status: int, text: str) -> str | None:
+    """What is wrong with an answer (`check_shaped`'s rule), or None: shared with `make fuzz`'s schemathesis
+    check (bench/fuzz_checks.py)."""
+    if status == 500:
+        return f"500 on {path}: {text[:500]}"
+    if "Traceback" in text:
+        return f"a traceback on {path}: {text[:500]}"
+    if status < 400:
+        return None
+    try:
+        body = json.loads(text)
+    except ValueError:
+        return f"{status} on {path} is not JSON: {text[:300]}"
+    error = body.get("error") if isinstance(body, dict) else None
+    if anthropic_path(path) and body.get("type") != "error":
+        return f"{status} on {path} is not an Anthropic error: {text[:300]}"
+    if not isinstance(error, dict) or not isinstance(error.get("message"), str) \
+            or not isinstance(error.get("type"), str):
+        return f"{status} on {path} has no error object with a type and a message: {text[:300]}"
+    return None
 
 
 def check_stream(path: str, response: httpx.Response) -> None:
