@@ -193,6 +193,10 @@ class L0Store:
     def count(self) -> int:
         return int(self._conn.execute(f"select count(*) from {self.TABLE}").fetchone()[0])
 
+    def keys(self) -> list[str]:
+        """Every stored key (checks and tools: a whole scan)."""
+        return [row[0] for row in self._conn.execute(f"select key from {self.TABLE}")]
+
     def close(self) -> None:
         self._conn.close()
 
