@@ -245,3 +245,13 @@ def test_any_control_header_value(daari: tuple[RunningServer, trio.lowlevel.Trio
             check_shaped(path, response)
         each()
     leaves_nothing_behind(daari, run)
+
+
+def test_a_message_role_that_is_not_a_string_is_a_400(daari: tuple[RunningServer, trio.lowlevel.TrioToken]) -> None:
+    # found by test_chat_completions_bodies: it was a TypeError, a 500
+    server, _ = daari
+    for role in ({"x": 1}, ["user"], 3):
+        response = httpx.post(server.url + "/v1/chat/completions", timeout=30,
+                              json={"model": "good", "messages": [{"role": role, "content": "hi"}]})
+        assert response.status_code == 400, response.text
+        check_shaped("/v1/chat/completions", response)
