@@ -53,9 +53,16 @@ class Snapshot:
         return f"{self.fds} files, {self.threads} threads, {self.tasks} loop tasks, {self.rss_mib:.0f} MiB RSS"
 
 
+_METRICS: dict[str, httpx.Client] = {}
+
+
 def snapshot(server: Server) -> Snapshot:
+    """daari's files, threads, loop tasks and RSS. /metrics is read over one kept-alive connection (counted in
+    every snapshot alike): a connection per read would itself hold files, since Hypercorn keeps a connection
+    its client closed while idle until its keep-alive timer fires (`server.header_timeout_s`, 30 s)."""
+    client = _METRICS.setdefault(server.url, httpx.Client(base_url=server.url, timeout=10))
     tasks = 0
-    for line in httpx.get(server.url + "/metrics", timeout=10).text.splitlines():
+    for line in client.get("/metrics").text.splitlines():
         if line.startswith("daari_event_loop_tasks "):
             tasks = int(float(line.split()[1]))
     ps: psutil.Process = server.ps
