@@ -2,8 +2,9 @@
 
 daari (`daari serve`, its own process) in front of the fake OpenAI upstream (its own process; the request's
 model picks its behaviour: tests/fakes/openai_upstream.py). Phase 1, mixed traffic for M minutes from C client
-threads: L0 hits, misses, streams (Chat Completions, Messages, Responses), escalations (L3 refuses, L6 answers),
-upstream faults (500, 429, a dropped or truncated stream, malformed JSON) and clients that leave mid-stream.
+threads: L0 hits, misses, streams (Chat Completions, Messages, Responses), weak answers (L3 refuses or
+answers short: escalation candidates; whether daari escalates them is its routing's call), upstream faults
+(500, 429, a dropped or truncated stream, malformed JSON) and clients that leave mid-stream.
 Phase 2: `--held` streams opened at once and held (the upstream sends a first chunk, then waits), then released.
 After each phase, once traffic stops: daari's open files, threads, event-loop tasks (/metrics) and resident
 memory against the baseline taken after a warm-up. Prints the figures (docs/performance.md, "Soak"); exit
@@ -28,7 +29,7 @@ from bench.servers import Server, daari, fake_upstream, openai_tier, workdir
 
 HELD_TIER = {"x-daari-tier-override": "L3", "x-daari-no-cache": "true"}
 # what the mix sends, by weight: most traffic is hits, misses and streams; a tenth faults and departures
-MIX = {"hit": 30, "miss": 15, "stream": 15, "messages": 10, "responses": 8, "escalation": 7, "fault": 8,
+MIX = {"hit": 30, "miss": 15, "stream": 15, "messages": 10, "responses": 8, "weak_answer": 7, "fault": 8,
        "disconnect": 7}
 FAULTS = ["error500", "error429", "drop", "truncate", "malformed"]
 
@@ -48,12 +49,15 @@ class Snapshot:
     threads: int
     tasks: int
     rss_mib: float
+    upstream_idle: int  # of the files: daari's connections to the upstream (its pools keep some, bounded)
 
     def __str__(self) -> str:
-        return f"{self.fds} files, {self.threads} threads, {self.tasks} loop tasks, {self.rss_mib:.0f} MiB RSS"
+        return (f"{self.fds} files ({self.upstream_idle} of them connections to the upstream), {self.threads} "
+                f"threads, {self.tasks} loop tasks, {self.rss_mib:.0f} MiB RSS")
 
 
 _METRICS: dict[str, httpx.Client] = {}
+UPSTREAM_PORT = [0]  # the fake upstream's port, once it runs
 
 
 def snapshot(server: Server) -> Snapshot:
@@ -66,7 +70,8 @@ def snapshot(server: Server) -> Snapshot:
         if line.startswith("daari_event_loop_tasks "):
             tasks = int(float(line.split()[1]))
     ps: psutil.Process = server.ps
-    return Snapshot(ps.num_fds(), ps.num_threads(), tasks, ps.memory_info().rss / 2**20)
+    upstream = sum(1 for c in ps.net_connections("tcp") if c.raddr and c.raddr.port == UPSTREAM_PORT[0])
+    return Snapshot(ps.num_fds(), ps.num_threads(), tasks, ps.memory_info().rss / 2**20, upstream)
 
 
 def settled(server: Server, baseline: Snapshot | None, timeout_s: float = 300) -> Snapshot:
@@ -86,8 +91,11 @@ def settled(server: Server, baseline: Snapshot | None, timeout_s: float = 300) -
 
 
 def back(now: Snapshot, baseline: Snapshot) -> bool:
-    # the tasks count includes the /metrics request that reads it, as the baseline's did
-    return now.fds <= baseline.fds and now.threads <= baseline.threads and now.tasks <= baseline.tasks
+    """Files (less idle upstream connections, which daari's pools keep up to their bound and close only when
+    next used), threads and loop tasks no more than at the baseline. The tasks count includes the /metrics
+    request that reads it, as the baseline's did."""
+    return (now.fds - now.upstream_idle <= baseline.fds - baseline.upstream_idle
+            and now.threads <= baseline.threads and now.tasks <= baseline.tasks)
 
 
 def chat(prompt: str, model: str = "good", stream: bool = False) -> dict[str, Any]:
@@ -111,7 +119,7 @@ def one(client: httpx.Client, kind: str, n: int, rng: random.Random) -> int:
         return client.post("/v1/messages", json=body, headers={"anthropic-version": "2023-06-01"}).status_code
     if kind == "responses":
         return client.post("/v1/responses", json={"model": "good", "input": unique, "stream": n % 2 == 0}).status_code
-    if kind == "escalation":
+    if kind == "weak_answer":  # a refusal or a short answer from L3: what escalation judges
         return client.post("/v1/chat/completions", json=chat(unique, model=rng.choice(["refuse", "short"]))
                            ).status_code
     if kind == "fault":
@@ -195,10 +203,15 @@ async def hold_streams(server: Server, count: int, hold_s: float) -> tuple[int, 
 def run(minutes: float, clients: int, held: int, seed: int = 1) -> bool:
     with workdir() as tmp, fake_upstream("openai", tmp) as upstream, \
             daari(config(upstream.url, held), tmp) as server:
+        UPSTREAM_PORT[0] = int(upstream.url.rsplit(":", 1)[1])
         rng = random.Random(seed)
-        with httpx.Client(base_url=server.url, timeout=60) as client:  # warm-up: every kind once, pools open
-            for n, kind in enumerate(list(MIX) * 3):
-                one(client, kind, n, rng)
+        with httpx.Client(base_url=server.url, timeout=60) as client:  # warm-up: pools and stores open
+            for n in range(4):  # every kind, streamed and not
+                for kind in MIX:
+                    one(client, kind, n, rng)
+        # connections the warm-up's clients closed are held until Hypercorn's keep-alive timer fires
+        # (server.header_timeout_s, 30 s: docs/operations.md, "Limits"): not part of the baseline
+        time.sleep(32)
         baseline = settled(server, None)
         print(f"baseline after warm-up: {baseline}")
         started = time.monotonic()
