@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 # issues 7-12); `make bench BENCH_VERSUS=` skips that part.
 BENCH_VERSUS ?= b076afb
 
-.PHONY: run test test-clients browser redis lint bench bench-peers eval clean
+.PHONY: run test test-clients browser redis lint bench bench-peers eval fuzz clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -59,6 +59,13 @@ test-clients: $(STAMP)
 	npm install --prefix .clients --no-audit --no-fund @anthropic-ai/claude-code @openai/codex opencode-ai
 	test -x .clients/aider/bin/aider || (python3 -m venv .clients/aider && .clients/aider/bin/pip install -q aider-chat)
 	HF_HUB_OFFLINE=1 $(PY) -m tests.clients.run_clients
+
+# Hostile input, longer than in `make test`: the property tests with many more examples, then schemathesis
+# against a live daari from its /openapi.json for FUZZ_TIME seconds (docs/operations.md, "Fuzzing").
+FUZZ_TIME ?= 120
+fuzz: $(STAMP)
+	HF_HUB_OFFLINE=1 HYPOTHESIS_PROFILE=fuzz $(PY) -m pytest -q tests/test_fuzz_requests.py tests/test_fuzz_streams.py
+	HF_HUB_OFFLINE=1 $(PY) -m bench.fuzz_api --max-time $(FUZZ_TIME)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

@@ -64,6 +64,15 @@ class RequestTimeout(DaariError):
     code = "request_timeout"
 
 
+class UpgradeRequired(DaariError):
+    """A plain HTTP request to a websocket-only endpoint (the live tail)."""
+
+    status = 426
+    openai_type = "invalid_request_error"
+    anthropic_type = "invalid_request_error"
+    code = "upgrade_required"
+
+
 class HeadersTooLarge(DaariError):
     """The request head has more header fields, or more bytes of them, than daari takes."""
 

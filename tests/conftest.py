@@ -25,3 +25,14 @@ def redis(tmp_path: Path) -> Iterator[RedisServer]:
     """A fresh real redis-server on a free loopback port for one test (skipped only when the binary is missing)."""
     with redis_server(tmp_path / "redis") as server:
         yield server
+
+
+# Property tests (tests/test_fuzz_*.py): few examples in `make test`, many in `make fuzz`
+# (HYPOTHESIS_PROFILE=fuzz). No deadline: the machine is shared, and time is not what they check.
+from hypothesis import HealthCheck, settings  # noqa: E402
+
+settings.register_profile("default", max_examples=40, deadline=None, derandomize=False,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                                 HealthCheck.function_scoped_fixture])
+settings.register_profile("fuzz", parent=settings.get_profile("default"), max_examples=400)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))

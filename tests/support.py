@@ -47,6 +47,14 @@ async def daari_server(config: Config, shortcuts: Mapping[str, ShortcutTier] | N
 def daari_in_thread(config: Config, shortcuts: Mapping[str, ShortcutTier] | None = None
                     ) -> Iterator[RunningServer]:
     """For sync clients (the openai/anthropic SDKs): daari on its own Trio loop in a thread."""
+    with daari_loop_in_thread(config, shortcuts) as (server, _):
+        yield server
+
+
+@contextmanager
+def daari_loop_in_thread(config: Config, shortcuts: Mapping[str, ShortcutTier] | None = None
+                         ) -> Iterator[tuple[RunningServer, trio.lowlevel.TrioToken]]:
+    """As `daari_in_thread`, with the token of daari's Trio loop (to run a function on it from the test)."""
     box: dict[str, Any] = {}
     ready = threading.Event()
 
@@ -67,7 +75,7 @@ def daari_in_thread(config: Config, shortcuts: Mapping[str, ShortcutTier] | None
     if not ready.wait(120) or "error" in box:
         raise RuntimeError(f"daari did not start: {box.get('error')!r}")
     try:
-        yield box["server"]
+        yield box["server"], box["token"]
     finally:
         box["token"].run_sync_soon(box["scope"].cancel)
         thread.join(10)

@@ -50,6 +50,8 @@ async def test_metrics_follow_requests_and_tails(tmp_path: Path) -> None:
     assert during[("daari_cache_lookups_total", (("level", "L0"), ("result", "hit")))] == 1
     assert during[("daari_escalations_by_path_total", (("path", "L3>L6"),))] == 1
     assert during[("daari_tail_subscribers", ())] == 1 and during[("daari_tail_connections_total", ())] == 1
+    # the loop's tasks: the live tail's connection holds some while it is open
+    assert during[("daari_event_loop_tasks", ())] > before[("daari_event_loop_tasks", ())] > 1
     # Priced at $1 per prompt token at L6: everything answered locally saved its prompt tokens' worth.
     assert during[("daari_cost_usd_total", (("tier", "L6"),))] > 0
     assert during[("daari_cost_saved_usd_total", ())] > 0

@@ -6,11 +6,16 @@ tier that answered and its confidence. The store is bounded: entries older than 
 and are swept; past `max_bytes` of entries, the least recently used go. Writes (puts and the hit tally)
 come in batches, one transaction each; a read never writes, and reads may use a connection of their own
 (`L0Reader`), so they never wait behind a write.
+
+Each row carries a checksum of its key and completion, checked on every read: a row damaged on disk (a torn
+write after a crash, a corrupted page, an edit) is a miss, never a broken or truncated answer.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import logging
 import sqlite3
 import time
 from collections.abc import Iterable, Mapping
@@ -21,6 +26,8 @@ import sqlite_utils
 
 from daari.datadir import private_file
 from daari.protocol.chat import Completion
+
+log = logging.getLogger("daari.cache")
 
 
 @dataclass
@@ -53,10 +60,15 @@ def completion_json(completion: Completion) -> str:
     return json.dumps(completion.to_json(), ensure_ascii=False)
 
 
+def row_checksum(key: str, completion: str) -> str:
+    """What a row's `checksum` column holds: a hash of its key and its completion's JSON as stored."""
+    return hashlib.blake2b(f"{key}\0{completion}".encode(), digest_size=16).hexdigest()
+
+
 class L0Store:
     TABLE = "l0"
     COLUMNS = ("key", "completion", "tier", "agent_turn", "semantic_ok", "confidence", "created_at", "hits",
-               "task_type", "rule_id", "ceiling", "size", "last_used")
+               "task_type", "rule_id", "ceiling", "size", "last_used", "checksum")
 
     def __init__(self, path: Path, max_bytes: int = 0, ttl_s: float = 0.0) -> None:
         """`max_bytes` 0: no size bound; `ttl_s` 0: entries never expire."""
@@ -76,7 +88,7 @@ class L0Store:
             table.create(  # type: ignore[union-attr]
                 {"key": str, "completion": str, "tier": str, "agent_turn": int, "semantic_ok": int,
                  "confidence": float, "created_at": float, "hits": int, "task_type": str, "rule_id": str,
-                 "ceiling": str, "size": int, "last_used": float},
+                 "ceiling": str, "size": int, "last_used": float, "checksum": str},
                 pk="key",
             )
         self._migrate()
@@ -87,7 +99,7 @@ class L0Store:
         table = self.db.table(self.TABLE)
         columns = table.columns_dict
         for name, kind in (("task_type", str), ("rule_id", str), ("ceiling", str), ("size", int),
-                           ("last_used", float), ("hits", int)):
+                           ("last_used", float), ("hits", int), ("checksum", str)):
             if name not in columns:
                 table.add_column(name, kind)
         with self._conn:
@@ -95,6 +107,10 @@ class L0Store:
                                "where size is null")
             self._conn.execute(f"update {self.TABLE} set last_used = created_at where last_used is null")
             self._conn.execute(f"create index if not exists l0_last_used on {self.TABLE}(last_used)")
+            # rows written before checksums: summed as they are now (what is on disk is what a read checks)
+            self._conn.create_function("l0_row_checksum", 2, row_checksum, deterministic=True)
+            self._conn.execute(f"update {self.TABLE} set checksum = l0_row_checksum(key, completion) "
+                               "where checksum is null")
 
     def get(self, key: str, now: float | None = None) -> L0Entry | None:
         """The entry, or None (absent or expired). Never writes: hits are tallied by the caller."""
@@ -113,9 +129,10 @@ class L0Store:
         rows = []
         for key, entry in puts:
             entry_size(entry)
-            rows.append((key, completion_json(entry.completion), entry.tier, int(entry.agent_turn),
+            completion = completion_json(entry.completion)
+            rows.append((key, completion, entry.tier, int(entry.agent_turn),
                          int(entry.semantic_ok), entry.confidence, entry.created_at or now, 0, entry.task_type,
-                         entry.rule_id, entry.ceiling, entry.size, now))
+                         entry.rule_id, entry.ceiling, entry.size, now, row_checksum(key, completion)))
         total = self.total_bytes  # applied only once the transaction commits: a failed one changes nothing
         with self._conn:
             for row in rows:
@@ -176,6 +193,10 @@ class L0Store:
     def count(self) -> int:
         return int(self._conn.execute(f"select count(*) from {self.TABLE}").fetchone()[0])
 
+    def keys(self) -> list[str]:
+        """Every stored key (checks and tools: a whole scan)."""
+        return [row[0] for row in self._conn.execute(f"select key from {self.TABLE}")]
+
     def close(self) -> None:
         self._conn.close()
 
@@ -202,13 +223,29 @@ class L0Reader:
 def _read_entry(conn: sqlite3.Connection, key: str, ttl_s: float, now: float | None) -> L0Entry | None:
     row = conn.execute(
         f"select completion, tier, agent_turn, semantic_ok, confidence, created_at, task_type, rule_id, "
-        f"ceiling, size from {L0Store.TABLE} where key = ?", (key,)).fetchone()
+        f"ceiling, size, checksum from {L0Store.TABLE} where key = ?", (key,)).fetchone()
     if row is None:
         return None
     if ttl_s and (now if now is not None else time.time()) - (row[5] or 0) > ttl_s:
         return None
+    completion = _verified_completion(key, row[0], row[10])
+    if completion is None:
+        return None
     return L0Entry(
-        completion=Completion.from_json(json.loads(row[0])), tier=row[1], agent_turn=bool(row[2]),
+        completion=completion, tier=row[1], agent_turn=bool(row[2]),
         semantic_ok=bool(row[3]), confidence=row[4], created_at=row[5], task_type=row[6], rule_id=row[7],
         ceiling=row[8], size=row[9] or 0,
     )
+
+
+def _verified_completion(key: str, text: object, checksum: object) -> Completion | None:
+    """The row's completion when its checksum holds and it parses; else None (a miss), said in the log. A later
+    put of the same key replaces the damaged row."""
+    if not isinstance(text, str) or checksum != row_checksum(key, text):
+        log.warning("L0 entry %s.. fails its checksum (damaged on disk): served as a miss", key[:12])
+        return None
+    try:
+        return Completion.from_json(json.loads(text))
+    except (ValueError, TypeError, KeyError, AttributeError):  # summed as written by a bug, or an older daari
+        log.warning("L0 entry %s.. does not parse: served as a miss", key[:12])
+        return None

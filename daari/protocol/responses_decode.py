@@ -37,6 +37,12 @@ def _call_name(item: dict[str, Any]) -> str:
     return flat_name(str(item.get("name") or ""), item.get("namespace"))
 
 
+def _call_kind(item: dict[str, Any]) -> str | None:
+    """The item's type when it is a tool call (a type that is not a string, e.g. an object, is no call)."""
+    kind = item.get("type")
+    return kind if isinstance(kind, str) and kind in CALL_ITEMS else None
+
+
 def _malformed(what: str) -> UpstreamError:
     return UpstreamError(f"malformed upstream Responses answer: {what}")
 
@@ -80,12 +86,12 @@ def _finish(response: dict[str, Any], has_calls: bool) -> Finish:
 
 
 def _item_events(index: int, item: dict[str, Any]) -> list[Event]:
-    kind = item.get("type")
-    if kind == "message":
+    kind = _call_kind(item)
+    if item.get("type") == "message":
         texts = [p.get("text") or p.get("refusal") or "" for p in item.get("content") or [] if isinstance(p, dict)]
         text = "".join(t for t in texts if isinstance(t, str))
         return [TextDelta(text)] if text else []
-    if kind in CALL_ITEMS:
+    if kind is not None:
         call_id, name = item.get("call_id"), item.get("name")
         if not isinstance(call_id, str) or not isinstance(name, str):
             raise _malformed(f"output[{index}] is a {kind} without call_id or name")
@@ -136,7 +142,7 @@ class ResponsesEventDecoder:
         index = data.get("output_index")
         if name == "response.output_item.added":
             item = data.get("item")
-            if isinstance(item, dict) and item.get("type") in CALL_ITEMS and isinstance(index, int):
+            if isinstance(item, dict) and _call_kind(item) and isinstance(index, int):
                 self._calls[index] = 0
                 events: list[Event] = [ToolCallStart(index=index, id=str(item.get("call_id") or f"call_{index}"),
                                                      name=_call_name(item))]
@@ -165,9 +171,10 @@ class ResponsesEventDecoder:
 
     def _item_done(self, index: object, item: object) -> list[Event]:
         """Arguments a server sent only whole, in the done item (none streamed before)."""
-        if not isinstance(item, dict) or item.get("type") not in CALL_ITEMS or not isinstance(index, int):
+        kind = _call_kind(item) if isinstance(item, dict) else None
+        if kind is None or not isinstance(item, dict) or not isinstance(index, int):
             return []
-        arguments = item.get(CALL_ITEMS[str(item.get("type"))])
+        arguments = item.get(CALL_ITEMS[kind])
         if index not in self._calls:  # no added event came: the whole call now
             self._calls[index] = len(arguments) if isinstance(arguments, str) else 0
             return _item_events(index, item)

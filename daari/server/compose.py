@@ -86,6 +86,7 @@ from daari.server.count_tokens import CountTokensRoute
 from daari.server.guard import GuardPolicy, require_token_where_needed
 from daari.server.limits import RequestLimits
 from daari.server.observe_routes import ObserveRoutes
+from daari.server.openapi import serve_openapi
 from daari.server.responses_endpoints import ResponsesEndpoints
 from daari.server.responses_routes import ResponsesRoutes
 from daari.server.shadow_wiring import build_trust
@@ -388,6 +389,8 @@ async def compose(config: Config, *, shortcuts: Mapping[str, ShortcutTier] | Non
             "/v1/daari/report": {"GET": observe.report},
             "/v1/daari/cache/diversity": {"GET": trust.diversity_route},
             "/v1/daari/budget": {"GET": BudgetRoute(config.budget, caps, ledger, time.time)},
+            "/v1/daari/tail": {"GET": tail.over_http},  # the websocket is in `websocket`; plain HTTP: 426
+            "/openapi.json": {"GET": serve_openapi},
         },
         prefixed=[(("/v1/models/", "/models/"), {"GET": status.model}),
                   (("/v1/responses/", "/responses/"), {"GET": responses.get, "DELETE": responses.delete})],

@@ -12,6 +12,7 @@ from daari.config import Config, redacted
 from daari.errors import DaariError
 from daari.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from daari.metrics import Metrics, Sample
+from daari.observe.loop_tasks import loop_task_count
 from daari.protocol import anthropic_render, openai_render
 from daari.server.asgi_io import send_json
 from daari.server.http_request import HttpRequest
@@ -102,6 +103,7 @@ class StatusRoutes:
                 samples.append(Sample("breaker_consecutive_failures", breaker["consecutive_failures"],
                                       {"tier": tier}))
         samples.append(Sample("tail_subscribers", self.tail_connections()))
+        samples.append(Sample("event_loop_tasks", loop_task_count()))
         if self.gauges is not None:
             samples.extend(self.gauges())
         body = self.metrics.render(samples)

@@ -14,10 +14,12 @@ import trio
 
 from actors.hub import Hub, Subscription
 from daari.config import TailConfig
+from daari.errors import UpgradeRequired
 from daari.metrics import Metrics
 from daari.observe.tail_filter import FilterError, parse_filter
 from daari.pipeline.decision import RoutingDecision
 from daari.server.asgi_io import Receive, Scope, Send
+from daari.server.http_request import HttpRequest
 
 log = logging.getLogger("daari.tail")
 
@@ -34,6 +36,11 @@ class TailRoute:
         self.stopping = stopping  # set when daari starts shutting down: tails close at once with 1001
         self.metrics = metrics
         self.open = 0  # live-tail websockets now, for /metrics
+
+    async def over_http(self, req: HttpRequest) -> None:
+        """A plain GET (no websocket upgrade): say how to open the tail instead of a 404."""
+        raise UpgradeRequired("GET /v1/daari/tail is a websocket: open it with an Upgrade: websocket handshake "
+                              "(`daari tail`, or the page at /ui)")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         message = await receive()
