@@ -117,7 +117,8 @@ TIER_SERIES = ("escalations_total",)
 # Scrape-time values (`Sample`s), kept elsewhere and read when /metrics is scraped.
 SAMPLES_HELP = {
     "tail_subscribers": "Live-tail websocket clients connected now.",
-    "event_loop_tasks": "Tasks on daari's event loop now: back to its baseline once traffic stops, else something leaks.",
+    "event_loop_tasks": "Tasks on daari's event loop now: back to its baseline once traffic stops, else something "
+                        "leaks.",
     "redis_up": "1 while the Redis link answers, else 0 (cache.backend: redis; requests bypass the cache at 0).",
     "actor_restarts_total": "Restarts of each actor since daari started.",
     "actor_up": "1 while the actor runs, else 0.",
