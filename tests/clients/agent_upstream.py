@@ -56,9 +56,9 @@ def anthropic_answer(body: dict[str, Any]) -> list[dict[str, Any]]:
     if _exec_tool(tools):
         return [{"type": "tool_use", "id": "toolu_fake_1", "name": "exec", "input": {"input": EXEC_SCRIPT}}]
     system = body.get("system")
-    edit = aider_edit([{"role": "system", "content": system}, *(body.get("messages") or [])] if system
-                      else body.get("messages") or [])
-    return [{"type": "text", "text": edit or "Hello from the fake upstream."}]
+    text = text_answer([{"role": "system", "content": system}, *(body.get("messages") or [])] if system
+                       else body.get("messages") or [])
+    return [{"type": "text", "text": text}]
 
 
 async def anthropic_messages(body: dict[str, Any], send: Send) -> None:
@@ -154,7 +154,7 @@ def responses_output(body: dict[str, Any]) -> list[dict[str, Any]]:
     else:
         messages = [{"role": "system", "content": body.get("instructions") or ""},
                     *(i for i in items if isinstance(i, dict) and "role" in i)]
-        text = aider_edit(messages) or "Hello from the fake upstream."
+        text = text_answer(messages)
     return [{"type": "message", "id": "msg_fake_1", "role": "assistant", "status": "completed",
              "content": [{"type": "output_text", "text": text, "annotations": []}]}]
 
@@ -233,6 +233,21 @@ def aider_edit(messages: list[dict[str, Any]]) -> str | None:
     return f"{name}\n```\n<<<<<<< SEARCH\n{found[-1].group(1)}\n=======\n{new}\n>>>>>>> REPLACE\n```\n"
 
 
+COMMIT_ASK = "one-line commit message"
+
+
+def aider_commit(messages: list[dict[str, Any]]) -> str | None:
+    """aider's commit-message side call: a message in the format its prompt states (`<type>: <description>`,
+    one line), as a model would write it; daari's judge holds back one that breaks it, and never caches it."""
+    if any(COMMIT_ASK in _text_of(m.get("content")) for m in messages if m.get("role") == "system"):
+        return "fix: change the greeting text"
+    return None
+
+
+def text_answer(messages: list[dict[str, Any]]) -> str:
+    return aider_edit(messages) or aider_commit(messages) or "Hello from the fake upstream."
+
+
 async def chat_completions(body: dict[str, Any], send: Send, strict_system: bool = False) -> None:
     if strict_system and "system" in [m.get("role") for m in body.get("messages") or []][1:]:
         # As llama.cpp and Qwen chat templates answer a system message that is not first.
@@ -249,7 +264,7 @@ async def chat_completions(body: dict[str, Any], send: Send, strict_system: bool
     message: dict[str, Any] = {"role": "assistant", "content": None}
     if last.get("role") == "tool":
         message["content"], finish = f"The command printed: {_text_of(last.get('content')).strip()}", "stop"
-    elif (edit := aider_edit(body.get("messages") or [])) is not None:
+    elif (edit := aider_edit(body.get("messages") or []) or aider_commit(body.get("messages") or [])) is not None:
         message["content"], finish = edit, "stop"
     elif call is not None:
         message["tool_calls"] = [{"id": "call_fake_1", "type": "function",
