@@ -149,8 +149,9 @@ def loop_and_repeat(checks: Checks, upstream: str, path: str, run: Callable[[], 
     second = run()
     after = upstream_counts(upstream).get(path, 0)
     checks.check(finished(second), f"{what}: the repeated run finished too")
-    expected = "all of it from L0" if repeat_misses == 0 else f"L0 but for {repeat_misses} request(s): {why}"
-    checks.check(after - middle == repeat_misses,
+    expected = "all of it from L0" if repeat_misses == 0 else f"L0 but for at most {repeat_misses} request(s): {why}"
+    # At most: when the differing part comes out the same (exec's wall time rounds alike), L0 rightly hits it.
+    checks.check(after - middle <= repeat_misses,
                  f"{what}: repeated run served {expected} ({after - middle} upstream requests)")
 
 
