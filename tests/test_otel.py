@@ -10,6 +10,7 @@ from typing import Any
 
 import httpx
 import trio
+from prometheus_client.parser import text_string_to_metric_families
 
 from daari.server.asgi_io import answer_lifespan, read_all
 from tests.fakes.openai_upstream import FakeOpenAI
@@ -95,7 +96,10 @@ async def test_off_by_default_nothing_is_sent(tmp_path: Path) -> None:
             assert response.status_code == 200
             await trio.sleep(0.3)  # six flush intervals, had it been on
             metrics = (await client.get("/metrics")).text
-    assert receiver.bodies == [] and "otel" not in metrics
+    assert receiver.bodies == []
+    # Declared counters are on the page from the start, at 0: nothing was exported, dropped or failed.
+    assert {name: otel_value(metrics, name) for name in ("exported", "dropped")} == {"exported": 0, "dropped": 0}
+    assert otel_value(metrics, "export_failures") == 0
 
 
 async def test_a_collector_that_is_down_costs_nothing_but_counts(tmp_path: Path) -> None:
@@ -109,6 +113,14 @@ async def test_a_collector_that_is_down_costs_nothing_but_counts(tmp_path: Path)
                 "model": "good", "messages": [{"role": "user", "content": "hi"}]})
             assert response.status_code == 200
             with trio.fail_after(10):
-                while "daari_otel_export_failures_total" not in (metrics := (await client.get("/metrics")).text):
+                while otel_value(metrics := (await client.get("/metrics")).text, "export_failures") == 0:
                     await trio.sleep(0.05)
-    assert "daari_otel_export_failures_total 1.0" in metrics
+    assert otel_value(metrics, "export_failures") == 1 and otel_value(metrics, "exported") == 0
+
+
+def otel_value(page: str, what: str) -> float:
+    """The value of `daari_otel_<what>_total` (or of `daari_otel_spans_<what>_total`) on a /metrics page."""
+    for family in text_string_to_metric_families(page):
+        if family.name in (f"daari_otel_{what}", f"daari_otel_spans_{what}"):
+            return sum(sample.value for sample in family.samples if sample.name.endswith("_total"))
+    raise AssertionError(f"no otel counter {what!r} on the page")

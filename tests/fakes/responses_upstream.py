@@ -179,7 +179,7 @@ class FakeResponses:
                      "arguments": json.dumps(arguments), **scope}], "completed"
         if behaviour == "echo_secret":
             marks = list(dict.fromkeys(PLACEHOLDER.findall(json.dumps(body))))
-            name = tools[0].get("name", "bash") if tools else "bash"
+            name = tools[0][0].get("name", "bash") if tools else "bash"  # (tool, namespace) pairs
             return [{"id": self._id("msg"), "type": "message", "status": "completed", "role": "assistant",
                      "content": [{"type": "output_text", "text": "I will use " + " and ".join(marks) + ".",
                                   "annotations": []}]},
