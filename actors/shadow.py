@@ -31,9 +31,9 @@ from actors.semantic_cache import L1Demote
 from daari.config import ShadowConfig
 from daari.errors import DaariError
 from daari.metrics import Metrics
-from daari.pipeline.native_only import native_only_reason
 from daari.protocol.chat import ChatRequest, Completion
 from daari.protocol.events import Event, assemble
+from daari.protocol.native_only import native_only_reason
 from daari.protocol.tokens import estimate_request_tokens, estimate_text_tokens
 from daari.trust.bars import LearnedBars, Sample
 from daari.trust.compare import Comparison, compare_answers, needs_embedding

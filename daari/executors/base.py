@@ -8,7 +8,6 @@ closes the upstream connection.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import trio
@@ -16,9 +15,9 @@ import trio
 from daari.config import TierConfig
 from daari.errors import UpstreamUnavailable
 from daari.protocol.chat import ChatRequest
-from daari.protocol.events import Event
+from daari.protocol.events import Emit
 
-Emit = Callable[[Event], Awaitable[None]]
+__all__ = ["Emit", "Executor"]  # Emit is defined with the events; executors import it from here
 
 
 class Executor(ABC):

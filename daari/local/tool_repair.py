@@ -16,10 +16,9 @@ import secrets
 import httpx
 
 from daari.config import TierConfig
-from daari.executors.base import Emit
 from daari.local.tool_text import CallPiece, Piece, TextPiece, ToolTextParser
 from daari.protocol.chat import ChatRequest
-from daari.protocol.events import Event, Finish, TextDelta, ToolCallDelta, ToolCallStart
+from daari.protocol.events import Emit, Event, Finish, TextDelta, ToolCallDelta, ToolCallStart
 
 LOCAL_HOSTS = frozenset({"localhost", "host.docker.internal"})
 

@@ -86,9 +86,8 @@ def run_report(args: argparse.Namespace) -> int:
 
 def trust_report(config: Any, since: float) -> dict[str, Any]:
     """`shadow` and `trust` from the shadow outcome store (no server needed); the bars refit from every sample."""
-    from daari.server.shadow_wiring import shadow_path
     from daari.trust.report import bars_from_rows, summarize_trust
-    from daari.trust.store import read_shadow
+    from daari.trust.store import read_shadow, shadow_path
 
     path = shadow_path(config.data_dir)
     rows, skips, diversity = read_shadow(path, since)

@@ -9,8 +9,9 @@ from collections.abc import Mapping
 from daari.errors import InvalidRequest
 from daari.pipeline.hosted_tools import tier_takes, uses_hosted
 from daari.pipeline.meta import Attempt
-from daari.protocol import openai_wire, responses_wire
+from daari.protocol import responses_wire
 from daari.protocol.chat import ChatRequest
+from daari.protocol.native_only import native_only_reason
 
 # Executor kinds that pass each client protocol through natively, and how to name them in a refusal.
 NATIVE_KINDS: dict[str, frozenset[str]] = {"responses": frozenset({"openai_responses"}),
@@ -20,10 +21,6 @@ NATIVE_TIER = {
                  "responses)",
     "openai": "an OpenAI-compatible chat upstream (a tier with executor: openai)",
 }
-
-
-def native_only_reason(request: ChatRequest) -> str | None:
-    return responses_wire.native_only_reason(request) or openai_wire.native_only_reason(request)
 
 
 def _hosted_reason(request: ChatRequest) -> str:

@@ -6,7 +6,7 @@ into events (what an L0 hit streams), text in several deltas and tool input in s
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -67,6 +67,8 @@ class NativeEvent:
 
 
 Event = TextDelta | ToolCallStart | ToolCallDelta | Finish | NativeEvent | KeepAlive
+# Where a producer of events (an executor, a tool-call repairer) pushes each one.
+Emit = Callable[[Event], Awaitable[None]]
 
 
 def assemble(events: Iterable[Event]) -> Completion:

@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from actors.runtime import ActorTable
@@ -23,13 +22,7 @@ from daari.trust.diversity import COLLAPSED_AT, MIN_QUESTIONS, DiversityTracker
 from daari.trust.plan import TierFacts
 from daari.trust.report import summarize_trust
 from daari.trust.sampling import ShadowBudget
-from daari.trust.store import ShadowArchive
-
-SHADOW_FILE = "shadow.sqlite"
-
-
-def shadow_path(data_dir: str) -> Path:
-    return Path(data_dir) / SHADOW_FILE
+from daari.trust.store import ShadowArchive, shadow_path
 
 
 @dataclass

@@ -23,6 +23,12 @@ from daari.trust.diversity import Diversity
 
 R = TypeVar("R")
 DAY_S = 86_400
+SHADOW_FILE = "shadow.sqlite"
+
+
+def shadow_path(data_dir: str) -> Path:
+    """Where a data dir keeps its shadow outcomes."""
+    return Path(data_dir) / SHADOW_FILE
 
 
 @dataclass(frozen=True)
