@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from functools import partial
 
 import trio
 
@@ -24,15 +25,15 @@ from daari.server.limits import RequestLimits
 def client_watch(receive: Receive) -> Callable[[], AbstractAsyncContextManager[None]]:
     """From the first step that waits outside daari, a client that leaves cancels the request: Hypercorn does not
     raise in the app when a client goes away, so a task waits for `http.disconnect` and cancels the scope."""
+    return partial(_watching, receive)  # built for every request, entered only by routed ones: keep it cheap
 
-    @asynccontextmanager
-    async def watching() -> AsyncIterator[None]:
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(watch_disconnect, receive, nursery.cancel_scope)
-            yield
-            nursery.cancel_scope.cancel()
 
-    return watching
+@asynccontextmanager
+async def _watching(receive: Receive) -> AsyncIterator[None]:
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(watch_disconnect, receive, nursery.cancel_scope)
+        yield
+        nursery.cancel_scope.cancel()
 
 
 class ChatRoute:
