@@ -91,7 +91,8 @@ def run() -> list[Table]:
     lane_memo.put(memo_key(raw, "openai", None, ""), "k")
 
     def hit_lane() -> object:
-        """pipeline/hit_lane.py's lookups for a body already answered from memory (the request's copy included)."""
+        """The L0 step's hit lane lookups (pipeline/steps/l0.py) for a body already answered from memory (the
+        request's copy included)."""
         found_by = memo_key(raw, "openai", None, "")
         remembered, key = hit_requests.get(found_by), lane_memo.get(found_by)
         if remembered is None or key is None or memory.peek(key) is None:

@@ -1,5 +1,5 @@
 """The hit lane: the same bytes answered from L0 again are not decoded and parsed again, and a remembered parse
-never reaches anything but a hit (cache/hit_requests.py, pipeline/hit_lane.py)."""
+never reaches anything but a hit (cache/hit_requests.py, pipeline/steps/l0.py)."""
 
 from __future__ import annotations
 

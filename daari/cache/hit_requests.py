@@ -4,8 +4,9 @@ without decoding and validating it (on a hit that is most of daari's own work on
 Keyed like the key memo (cache/key_memo.py: protocol, tier override, credential partition and a digest of the
 bytes), because the parsed body is a pure function of the bytes; only `passthrough_headers` and the query string
 come from elsewhere, and each caller gets a copy with its own (`ChatRequest.for_caller`). The messages, tools and
-body under the copies are shared, so only the hit path may use one: pipeline/hit_lane.py hands one out only when
-the request's answer is in L0's memory right then, and answers from that entry with nothing in between. A miss
+body under the copies are shared, so only the hit path may use one: the L0 step's hit lane (pipeline/steps/l0.py)
+hands one out only when the request's answer is in L0's memory right then, and answers from that entry with
+nothing in between. A miss
 always parses its own request, so the routing pipeline never holds a shared one. Bounded by the bytes of the
 bodies the requests came from; least recently used first out.
 """
