@@ -13,7 +13,8 @@ import pytest
 
 from daari.config import L1Config
 from daari.eval.cache_eval import DEFAULT_SET, PAWS_FILE, QQP_FILE, Pair, Scored, shared_data_dir
-from daari.eval.trust_eval import BOUNDS, MODES, SEED, main, run, seeded_sample, split_halves
+from daari.eval.trust_eval import BOUNDS, MODES, SEED, main, run, seeded_sample, split_halves, upper_bound_estimator
+from daari.trust.bars import Sample, learn_bar
 
 SLICE = 300  # pairs of each public report half (seeded sample): the whole eval takes minutes, this seconds
 # (set, verify mode, bound; None: the fixed threshold) -> (served, false hits) on the measured half.
@@ -86,6 +87,21 @@ def test_learned_bars_serve_a_subset_and_meet_the_bound_where_they_were_fit(rows
             assert r["fit_false_hits"] <= r["bound"] * r["fit_served"], r
 
 
+def test_the_upper_bound_variants_need_more_evidence_than_the_servers_estimator() -> None:
+    wilson, shut = upper_bound_estimator(False), upper_bound_estimator(True)
+    clean = [Sample(0.9, False)] * 30
+    # No false hit: the only candidate is the floor; 30 clean samples do not prove 2%, so the shutting variant
+    # closes L1 for the type while the server's estimator (and the other variant) keep the floor.
+    assert learn_bar(clean, 0.8, 0.02).bar == wilson(clean, 0.8, 0.02) == 0.8 and shut(clean, 0.8, 0.02) == 1.0
+    # One false hit in 101: within 2% observed, not by its upper bound (5.4%), nor above it (0 of 100: 3.7%).
+    some = [Sample(0.85, True)] + [Sample(0.9, False)] * 100
+    assert learn_bar(some, 0.8, 0.02).bar == 0.8
+    assert wilson(some, 0.8, 0.02) == 0.8501 and shut(some, 0.8, 0.02) == 1.0
+    # One in 301: the upper bound (1.85%) is within 2% too, so every estimator is back at the floor.
+    many = [Sample(0.85, True)] + [Sample(0.9, False)] * 300
+    assert learn_bar(many, 0.8, 0.02).bar == wilson(many, 0.8, 0.02) == shut(many, 0.8, 0.02) == 0.8
+
+
 def test_eval_command_prints_rows_and_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--public-limit", "0", "--verify", "none", "--bound", "0.02", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
@@ -95,3 +111,4 @@ def test_eval_command_prints_rows_and_json(capsys: pytest.CaptureFixture[str]) -
     out = capsys.readouterr().out
     assert "corpus held back" in out and "fixed threshold" in out and "bound 0.02" in out
     assert main(["--verify", "nonsense"]) == 2
+    assert main(["--sets", "nonsense"]) == 2

@@ -37,7 +37,7 @@ from daari.eval.cache_eval import (
     shared_data_dir,
 )
 from daari.routing.classifier import classify
-from daari.trust.bars import LearnedBars, Sample
+from daari.trust.bars import LearnedBars, Sample, bar_above
 from daari.trust.wilson import wilson
 
 SEED = 20  # the issue's number: any fixed seed; documented so every figure can be reproduced
@@ -55,6 +55,7 @@ class TrustSet:
 CORPUS = TrustSet("corpus_heldout", "corpus held back", 'verification.jsonl, "split": "heldout"')
 PAWS = TrustSet("paws_report", "PAWS-Wiki report", f"{PAWS_FILE}, even ids")
 QQP = TrustSet("qqp_report", "QQP report", f"{QQP_FILE}, even line numbers (1-based)")
+SETS = (CORPUS.key, PAWS.key, QQP.key)
 
 
 @dataclass(frozen=True)
@@ -85,14 +86,44 @@ def served(scored: Sequence[Scored], mode: str, bar_of: Callable[[Scored], float
     return Served(len(hits), len(hits) - true_hits, true_hits, sum(1 for s in scored if s.pair.label == 1))
 
 
-def fit(scored: Sequence[Scored], mode: str, floor: float, bound: float, tasks: dict[str, str]) -> LearnedBars:
+Estimator = Callable[[list[Sample], float, float], float]  # (samples, floor, bound) -> the bar
+
+
+def upper_bound_estimator(shut_when_unsure: bool) -> Estimator:
+    """A variant, for comparison only: the lowest candidate bar whose served samples' Wilson 95% upper bound
+    is within the bound; when none is, the highest candidate (as the server's) or 1.0 (L1 shut for the type)."""
+
+    def bar(samples: list[Sample], floor: float, bound: float) -> float:
+        false_hits = [s.similarity for s in samples if s.disagreed and s.similarity >= floor]
+        candidates = sorted({floor, *(bar_above(similarity) for similarity in false_hits)})
+        for t in candidates:
+            above = [s for s in samples if s.similarity >= t]
+            if above and wilson(sum(1 for s in above if s.disagreed), len(above))[1] <= bound:
+                return t
+        return 1.0 if shut_when_unsure else candidates[-1]
+
+    return bar
+
+
+# "observed" is the server's estimator (daari/trust/bars.py, through LearnedBars); the others are the variants
+# docs/caching.md compares it with.
+VARIANTS: dict[str, Estimator] = {"wilson": upper_bound_estimator(False),
+                                  "wilson_or_shut": upper_bound_estimator(True)}
+ESTIMATORS = ("observed", *VARIANTS)
+
+
+def fit(scored: Sequence[Scored], mode: str, floor: float, bound: float, tasks: dict[str, str],
+        estimator: str = "observed") -> dict[str, float]:
+    """The bar per task type, fit on the pairs L1 would serve at the floor (label 0: a disagreement)."""
     samples: dict[str, list[Sample]] = defaultdict(list)
     for s in scored:
         if s.pair.same_context and s.similarity >= floor and s.verdicts[mode].same:
             samples[tasks[s.pair.id]].append(Sample(s.similarity, s.pair.label == 0))
+    if estimator != "observed":
+        return {task: VARIANTS[estimator](rows, floor, bound) for task, rows in samples.items()}
     bars = LearnedBars(floor, bound)
     bars.fit(samples)
-    return bars
+    return {task: bar.bar for task, bar in bars.bars.items()}
 
 
 def split_halves(scored: Sequence[Scored], seed: int) -> tuple[list[Scored], list[Scored]]:
@@ -112,27 +143,27 @@ def seeded_sample(pairs: Sequence[Pair], limit: int | None, seed: int) -> list[P
 
 
 def evaluate(trust_set: TrustSet, scored: Sequence[Scored], modes: Sequence[str], floor: float,
-             bounds: Sequence[float], seed: int) -> list[dict[str, Any]]:
+             bounds: Sequence[float], seed: int, estimator: str = "observed") -> list[dict[str, Any]]:
     """One row per mode with the fixed threshold (bound None) and one per mode and bound with learned bars."""
     tasks = {s.pair.id: task_of(s.pair.b) for s in scored}
     fit_on, measure_on = split_halves(scored, seed)
     rows = []
     for mode in modes:
         for bound in (None, *bounds):
-            bars = fit(fit_on, mode, floor, bound, tasks) if bound is not None else LearnedBars(floor, None)
+            bars = fit(fit_on, mode, floor, bound, tasks, estimator) if bound is not None else {}
 
-            def bar_of(s: Scored, bars: LearnedBars = bars) -> float:
-                return bars.threshold(tasks[s.pair.id])
+            def bar_of(s: Scored, bars: dict[str, float] = bars) -> float:
+                return bars.get(tasks[s.pair.id], floor)
 
             result, on_fit = served(measure_on, mode, bar_of), served(fit_on, mode, bar_of)
             low, high = wilson(result.false_hits, result.served)
             rows.append({"set": trust_set.key, "title": trust_set.title, "rule": trust_set.rule, "mode": mode,
-                         "bound": bound, "fit_pairs": len(fit_on), "measured_pairs": len(measure_on),
-                         "served": result.served, "false_hits": result.false_hits, "rate": result.rate,
-                         "low": low, "high": high, "recall": result.recall,
-                         "within_bound": None if bound is None else result.rate <= bound,
+                         "bound": bound, "estimator": estimator, "fit_pairs": len(fit_on),
+                         "measured_pairs": len(measure_on), "served": result.served,
+                         "false_hits": result.false_hits, "rate": result.rate, "low": low, "high": high,
+                         "recall": result.recall, "within_bound": None if bound is None else result.rate <= bound,
                          "fit_served": on_fit.served, "fit_false_hits": on_fit.false_hits,
-                         "raised": {t: b.bar for t, b in sorted(bars.bars.items()) if b.raised}})
+                         "raised": {t: b for t, b in sorted(bars.items()) if b > floor}})
     return rows
 
 
@@ -153,21 +184,26 @@ def print_rows(rows: Sequence[dict[str, Any]], floor: float, out: Callable[[str]
 
 
 def run(corpus: Path, data: Path, modes: Sequence[str], floor: float, bounds: Sequence[float], seed: int,
-        public_limit: int | None, out: Callable[[str], None] = print) -> list[dict[str, Any]]:
+        public_limit: int | None, out: Callable[[str], None] = print, estimator: str = "observed",
+        sets: Sequence[str] = SETS) -> list[dict[str, Any]]:
     """Score each set once and evaluate it on its own (the rows of the table in docs/caching.md)."""
     from daari.semantic.minilm import load_minilm
 
     model = load_minilm()
-    heldout = [p for p in load_pairs(corpus, model.seen_chars) if p.split == "heldout"]
-    rows = evaluate(CORPUS, score(heldout, model.embed, modes), modes, floor, bounds, seed)
+    rows = []
+    if CORPUS.key in sets:
+        heldout = [p for p in load_pairs(corpus, model.seen_chars) if p.split == "heldout"]
+        rows += evaluate(CORPUS, score(heldout, model.embed, modes), modes, floor, bounds, seed, estimator)
     if public_limit != 0:
         for trust_set, reader, file in ((PAWS, read_paws, PAWS_FILE), (QQP, read_qqp, QQP_FILE)):
+            if trust_set.key not in sets:
+                continue
             path = data / file
             if not path.exists():
                 out(f"(daari eval trust: {path} not found, {trust_set.title} skipped)")
                 continue
             report = seeded_sample([p for p in reader(path) if p.split == "report"], public_limit, seed)
-            rows += evaluate(trust_set, score(report, model.embed, modes), modes, floor, bounds, seed)
+            rows += evaluate(trust_set, score(report, model.embed, modes), modes, floor, bounds, seed, estimator)
     return rows
 
 
@@ -188,6 +224,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=SEED, help=f"the halves' shuffle and the sample (default {SEED})")
     parser.add_argument("--data", type=Path, default=None, help="directory of the public files (default: "
                                                                 "shared/data beside the checkout)")
+    parser.add_argument("--sets", default=",".join(SETS), help=f"sets, comma-separated (default {','.join(SETS)})")
+    parser.add_argument("--estimator", default="observed", choices=ESTIMATORS,
+                        help="observed: the server's (default); wilson, wilson_or_shut: the variants the docs "
+                             "compare it with")
     parser.add_argument("--json", action="store_true", help="print the rows as JSON, nothing else")
     args = parser.parse_args(argv)
     from daari.config import load_config
@@ -200,16 +240,21 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         print(f"daari: unknown verify mode {', '.join(unknown)} (choose from {', '.join(MODES)})", file=sys.stderr)
         return 2
+    sets = args.sets.split(",")
+    if any(key not in SETS for key in sets):
+        print(f"daari: unknown set in {args.sets!r} (choose from {', '.join(SETS)})", file=sys.stderr)
+        return 2
     if not args.set.exists():
         print(f"daari: no labeled set at {args.set}", file=sys.stderr)
         return 2
     data = args.data or shared_data_dir()
     out: Callable[[str], None] = (lambda _line: None) if args.json else print
-    out(f"daari eval trust: {args.set} and {data} (seed {args.seed}; 'none' is cosine only)")
-    rows = run(args.set, data, modes, floor, bounds, args.seed, args.public_limit, out)
+    out(f"daari eval trust: {args.set} and {data} (seed {args.seed}, estimator {args.estimator}; 'none' is cosine "
+        "only)")
+    rows = run(args.set, data, modes, floor, bounds, args.seed, args.public_limit, out, args.estimator, sets)
     if args.json:
-        print(json.dumps({"floor": floor, "seed": args.seed, "public_limit": args.public_limit, "rows": rows},
-                         indent=1))
+        print(json.dumps({"floor": floor, "seed": args.seed, "public_limit": args.public_limit,
+                          "estimator": args.estimator, "rows": rows}, indent=1))
         return 0
     print_rows(rows, floor, out)
     return 0
