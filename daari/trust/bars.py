@@ -50,7 +50,8 @@ class Bar:
                 "disagreements_above": self.disagreements_above}
 
 
-def _up(value: float) -> float:
+def bar_above(value: float) -> float:
+    """The candidate bar just above a false hit's similarity (a multiple of STEP, at most 1.0)."""
     return min(1.0, math.ceil((value + STEP) * 10_000) / 10_000)
 
 
@@ -62,7 +63,7 @@ def learn_bar(samples: Iterable[Sample], floor: float, bound: float) -> Bar:
     suffix = [0] * (len(ordered) + 1)
     for i in range(len(ordered) - 1, -1, -1):
         suffix[i] = suffix[i + 1] + (1 if ordered[i].disagreed else 0)
-    candidates = sorted({floor, *(_up(s.similarity) for s in ordered if s.disagreed and s.similarity >= floor)})
+    candidates = sorted({floor, *(bar_above(s.similarity) for s in ordered if s.disagreed and s.similarity >= floor)})
     chosen, served, wrong = candidates[-1], 0, 0
     for t in candidates:
         at = bisect_left(similarities, t)
