@@ -204,3 +204,43 @@ async def test_project_from_the_stated_working_directory(tmp_path: Path) -> None
                 "messages": [{"role": "user", "content": "hi"}]})
     assert response.status_code == 200, response.text
     assert response.json()["daari_meta"]["project"] == str(repo)
+
+
+async def test_a_named_project_has_its_own_cap(tmp_path: Path) -> None:
+    tight, roomy = tmp_path / "tight", tmp_path / "roomy"
+    for repo in (tight, roomy):
+        (repo / ".git").mkdir(parents=True)
+    local, remote = FakeOpenAI(), FakeOpenAI()
+    async with serve_app(local) as local_url, serve_app(remote) as remote_url:
+        # Every project may spend $1 a day, but `tight` only $0.012: its second request would cross it.
+        config = budget_config(tmp_path, local_url, remote_url, project={"daily_usd": 1.0},
+                               projects={str(tight) + "/": {"daily_usd": 0.012}})
+        async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url, timeout=30) as client:
+            served = []
+            for repo in (tight, roomy, tight, roomy):
+                response = await client.post("/v1/chat/completions", json=ask(content=f"question {len(served)}"),
+                                             headers={"x-daari-repo": str(repo)})
+                assert response.status_code == 200, response.text
+                served.append((response.json()["daari_meta"]["tier"], response.headers.get("x-daari-budget")))
+            state = (await client.get("/v1/daari/budget")).json()
+    assert served == [("L6", "soft"), ("L6", None), ("L3", "downgraded"), ("L6", None)]
+    rows = {(c["name"], c["cap_usd"]): c for c in state["caps"]}
+    assert rows[(str(tight), 0.012)]["named"] and rows[(str(tight), 0.012)]["state"] == "soft"
+    assert not rows[(str(roomy), 1.0)]["named"] and (str(tight), 1.0) not in rows  # the generic cap is replaced
+
+
+def test_named_caps_replace_the_generic_ones_for_that_one() -> None:
+    from daari.budget.caps import caps_of
+    from daari.config import BudgetConfig, SpendLimits
+
+    caps = caps_of(BudgetConfig(daily_usd=9.0, project=SpendLimits(daily_usd=2.0), client=SpendLimits(monthly_usd=5.0),
+                                projects={"app": SpendLimits(daily_usd=0.5), "~/free": SpendLimits()},
+                                clients={"codex": SpendLimits(daily_usd=1.0)}))
+    assert {(c.scope, c.period, c.usd) for c in caps.for_request("/srv/other", "claude-code")} == {
+        ("all", "day", 9.0), ("project", "day", 2.0), ("client", "month", 5.0)}
+    # "app" names any project whose git root ends in /app; codex has its own cap instead of `client:`.
+    assert {(c.scope, c.period, c.usd, c.name) for c in caps.for_request("/home/me/app", "codex")} == {
+        ("all", "day", 9.0, None), ("project", "day", 0.5, "app"), ("client", "day", 1.0, "codex")}
+    # An entry with no limits exempts its project from the generic project cap.
+    home_free = str(Path("~/free").expanduser())
+    assert {(c.scope, c.usd) for c in caps.for_request(home_free, "codex")} == {("all", 9.0), ("client", 1.0)}

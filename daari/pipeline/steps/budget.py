@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 
 import trio
 
-from daari.budget.caps import Cap, judge, periods, seconds_to_reset
+from daari.budget.caps import Cap, Caps, judge, periods, seconds_to_reset
 from daari.budget.ledger import Ledger, Spend, SpendStore
 from daari.budget.project import NO_PROJECT, project_of, stated_directory
 from daari.config import BudgetConfig, PricingConfig
@@ -72,7 +72,7 @@ class ProjectStep:
 
 
 class BudgetPlanner:
-    def __init__(self, config: BudgetConfig, caps: list[Cap], ledger: Ledger, pricing: PricingConfig,
+    def __init__(self, config: BudgetConfig, caps: Caps, ledger: Ledger, pricing: PricingConfig,
                  models: Mapping[str, str | None], tiers: Tiers, metrics: Metrics, clock: Callable[[], float]) -> None:
         self.tiers = tiers  # every configured tier: where a request whose whole chain is over goes instead
         self.config = config
@@ -95,10 +95,11 @@ class BudgetPlanner:
         def spent_of(cap: Cap) -> float:
             return self.ledger.spent(cap, now, project, client)
 
+        caps = self.caps.for_request(project, client)  # a named project's or client's own, else the generic ones
         kept: list[str] = []
         refused: Cap | None = None
         for tier in chain:
-            verdict = judge(self.caps, spent_of, self.estimate(turn, tier), self.config.soft_ratio)
+            verdict = judge(caps, spent_of, self.estimate(turn, tier), self.config.soft_ratio)
             if verdict.state == "over":
                 turn.meta.attempts.append(Attempt(tier, "skipped_budget"))
                 refused = refused or verdict.cap
@@ -110,7 +111,7 @@ class BudgetPlanner:
         if refused is None:
             return kept
         if not kept:
-            kept = self._below(turn, chain, spent_of)
+            kept = self._below(turn, chain, caps, spent_of)
         turn.meta.details["budget"] = "downgraded" if kept else "exceeded"
         self.metrics.inc("budget_downgrades_total" if kept else "budget_refusals_total", scope=refused.scope,
                          period=refused.period)
@@ -123,7 +124,7 @@ class BudgetPlanner:
                 "(budget: in daari.yaml)", retry_after=reset_s)
         return kept
 
-    def _below(self, turn: Turn, chain: list[str], spent_of: Callable[[Cap], float]) -> list[str]:
+    def _below(self, turn: Turn, chain: list[str], caps: list[Cap], spent_of: Callable[[Cap], float]) -> list[str]:
         """The best configured tier outside the chain that is under every cap: the highest, among those that can
         make tool calls when the request needs them and that no planner already left out (context, model names)."""
         skipped = {a.tier for a in turn.meta.attempts if a.outcome != "skipped_budget"}
@@ -131,7 +132,7 @@ class BudgetPlanner:
         for tier in reversed(self.tiers.configured):
             if tier in chain or tier in skipped or (needs_tools and not self.tiers.tools_capable.get(tier)):
                 continue
-            if judge(self.caps, spent_of, self.estimate(turn, tier), self.config.soft_ratio).state != "over":
+            if judge(caps, spent_of, self.estimate(turn, tier), self.config.soft_ratio).state != "over":
                 return [tier]
         return []
 
@@ -148,6 +149,7 @@ class BudgetPlanner:
 def _scope_name(cap: Cap, key: str = "") -> str:
     if cap.scope == "all":
         return "overall"
+    key = key or cap.name or ""
     return f"{cap.scope} {key}".strip() if key else f"per-{cap.scope}"
 
 
