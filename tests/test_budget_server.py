@@ -12,6 +12,8 @@ from typing import Any
 
 import httpx
 import pytest
+import trio
+from trio_websocket import open_websocket_url
 
 from daari.budget.caps import Cap, judge, periods, seconds_to_reset
 from daari.budget.ledger import Ledger, Spend, SpendStore
@@ -22,6 +24,7 @@ from tests.fakes.serving import serve_app
 from tests.support import daari_server, make_config, upstream_tier
 from tests.test_decision_log import rows_when
 from tests.test_report import run_report
+from tests.test_tail import until, ws_url
 
 # An answer of the fake costs about $0.01 (its ~10 output tokens at $1,000 per million); a request is estimated
 # at 10 output tokens, so $0.01 as well.
@@ -244,3 +247,19 @@ def test_named_caps_replace_the_generic_ones_for_that_one() -> None:
     # An entry with no limits exempts its project from the generic project cap.
     home_free = str(Path("~/free").expanduser())
     assert {(c.scope, c.usd) for c in caps.for_request(home_free, "codex")} == {("all", 9.0), ("client", 1.0)}
+
+
+async def test_the_live_tail_marks_a_request_past_the_soft_ratio(tmp_path: Path) -> None:
+    remote = FakeOpenAI()
+    async with serve_app(remote) as remote_url:
+        # Each request is estimated at $0.01: the first passes 80% of $0.012 (soft), the cheap one does not.
+        config = budget_config(tmp_path, None, remote_url, daily_usd=0.012)
+        async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url, timeout=30) as client, \
+                open_websocket_url(ws_url(server.url)) as tail:
+            await until(lambda: server.parts.tail.open == 1)
+            soft = await client.post("/v1/chat/completions", json=ask(content="a question past the soft ratio"))
+            with trio.fail_after(10):
+                seen = json.loads(await tail.get_message())
+    assert soft.status_code == 200 and soft.json()["daari_meta"]["budget"] == "soft"
+    assert seen["request_id"] == soft.headers["x-daari-request-id"]
+    assert seen["details"]["budget"] == "soft" and seen["tier"] == "L6"
