@@ -12,6 +12,7 @@ first event went out.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
@@ -132,6 +133,7 @@ class ExecuteStep:
         for index, tier in enumerate(chain):
             final = index == len(chain) - 1
             live = request.stream and (final or live_mode)
+            began = time.time()  # the attempt's own interval, for its trace span
             try:
                 events, holds_secrets = await (self._stream_live(turn, tier) if live
                                                else self._collect(turn, tier))
@@ -139,7 +141,8 @@ class ExecuteStep:
             except DaariError as err:
                 if sink.stream_opened:
                     raise
-                meta.attempts.append(Attempt(tier, "failed", error=err.code or type(err).__name__))
+                meta.attempts.append(Attempt(tier, "failed", error=err.code or type(err).__name__, started=began,
+                                             ended=time.time()))
                 self.metrics.inc("tier_failures_total", tier=tier, code=err.code or "error")
                 last_error = err
                 continue
@@ -148,7 +151,8 @@ class ExecuteStep:
                                        task_type=meta.task_type, rule_id=meta.rule_id)
             if verdict.passed or final or sink.stream_opened:
                 meta.attempts.append(Attempt(tier, "accepted" if verdict.passed else "low_confidence",
-                                             verdict.score, violations=verdict.reasons))
+                                             verdict.score, violations=verdict.reasons, started=began,
+                                             ended=time.time()))
                 if not verdict.passed:
                     meta.warning = "below_confidence_threshold"
                     if best is not None and best[0].score > verdict.score and not sink.stream_opened:
@@ -158,7 +162,8 @@ class ExecuteStep:
                 # An answer with restored secrets in it is never cached: they stay out of the stores on disk.
                 return self._answer(turn, tier, completion, events, verdict,
                                     store=verdict.cacheable and verdict.passed and not holds_secrets)
-            meta.attempts.append(Attempt(tier, "low_confidence", verdict.score, violations=verdict.reasons))
+            meta.attempts.append(Attempt(tier, "low_confidence", verdict.score, violations=verdict.reasons,
+                                         started=began, ended=time.time()))
             self.metrics.inc("escalations_total", tier=tier)
             if best is None or verdict.score > best[0].score:
                 best = (verdict, tier, completion, events)
