@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sqlite3
 import time
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from daari.budget.caps import Cap, judge, periods, seconds_to_reset
 from daari.budget.ledger import Ledger, Spend, SpendStore
 from daari.budget.project import project_of
 from daari.config import Config
+from tests.fakes.anthropic_upstream import FakeAnthropic
 from tests.fakes.openai_upstream import FakeOpenAI
 from tests.fakes.serving import serve_app
 from tests.support import daari_server, make_config, upstream_tier
@@ -263,3 +265,52 @@ async def test_the_live_tail_marks_a_request_past_the_soft_ratio(tmp_path: Path)
     assert soft.status_code == 200 and soft.json()["daari_meta"]["budget"] == "soft"
     assert seen["request_id"] == soft.headers["x-daari-request-id"]
     assert seen["details"]["budget"] == "soft" and seen["tier"] == "L6"
+
+
+CUT_OFF_PRICES = {"tiers": {"L6": {"input_per_mtok": 1000.0, "output_per_mtok": 1000.0}}}
+
+
+def spend_rows(data_dir: Path) -> list[tuple[str, float, int]]:
+    path = data_dir / "spend.sqlite"
+    if not path.exists():
+        return []
+    with sqlite3.connect(path) as conn:
+        return list(conn.execute("SELECT tier, usd, requests FROM spend"))
+
+
+@pytest.mark.parametrize("protocol", ["anthropic", "openai"])
+async def test_a_stream_the_client_abandons_is_counted(tmp_path: Path, protocol: str) -> None:
+    """The client reads the first event of a stream and hangs up: the upstream already billed the prompt (and what
+    it generated), so spend.sqlite gets a row. Anthropic's message_start reports the prompt's usage: that count is
+    the one used; an OpenAI stream reports usage only at its end: daari's estimates are."""
+    fake: FakeAnthropic | FakeOpenAI = FakeAnthropic() if protocol == "anthropic" else FakeOpenAI()
+    async with serve_app(fake) as url:
+        tier = upstream_tier("anthropic", url) if protocol == "anthropic" else upstream_tier("openai", url + "/v1")
+        config = make_config(tmp_path, tiers={"L6": tier}, frontier={"enabled": True}, pricing=CUT_OFF_PRICES,
+                             routing={"models": {"hang": "L6", "hang_stream": "L6"}})
+        if protocol == "anthropic":
+            path, body = "/v1/messages", {"model": "hang", "max_tokens": 100, "stream": True,
+                                          "messages": [{"role": "user", "content": "write a long essay"}]}
+        else:
+            path, body = "/v1/chat/completions", {"model": "hang_stream", "stream": True,
+                                                  "messages": [{"role": "user", "content": "write a long essay"}]}
+        async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url, timeout=30) as client:
+            async with client.stream("POST", path, json=body) as response:
+                assert response.status_code == 200
+                async for line in response.aiter_lines():
+                    if line.startswith("data:"):
+                        break  # the first event arrived; now the client goes away
+            with trio.fail_after(30):  # only ends a test that would hang; nothing here is about time
+                while not (rows := spend_rows(tmp_path / "data")):
+                    await trio.sleep(0.01)
+            metrics = (await client.get("/metrics")).text
+    [(tier_name, usd, requests)] = rows
+    assert tier_name == "L6" and usd > 0 and requests == 1
+    if protocol == "anthropic":
+        # message_start's own counts: the prompt the fake says it read, and its first output token.
+        sent = fake.requests[-1].body
+        input_tokens = 1 + len(json.dumps([sent.get("system"), sent.get("messages"), sent.get("tools")])) // 4
+        assert usd == pytest.approx((input_tokens + 1) * 1000.0 / 1_000_000)
+        assert 'daari_budget_cut_off_total{source="reported",tier="L6"} 1.0' in metrics
+    else:
+        assert 'daari_budget_cut_off_total{source="estimated",tier="L6"} 1.0' in metrics

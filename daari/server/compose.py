@@ -323,6 +323,7 @@ async def compose(config: Config, *, shortcuts: Mapping[str, ShortcutTier] | Non
     if config.routing.session_affinity:
         planners.append(SessionAffinity(sessions, upstreams))
     ledger, spend_store = await spend_ledger(config, time.time())
+    spend = SpendRecordStep(ledger, spend_store, config.pricing, metrics, time.time)
     caps = caps_of(config.budget)
     if caps:  # last: it sees the chain the other planners made and leaves out what would cross a cap
         planners.append(BudgetPlanner(config.budget, caps, ledger, config.pricing,
@@ -331,7 +332,7 @@ async def compose(config: Config, *, shortcuts: Mapping[str, ShortcutTier] | Non
                ExecuteStep(executor, plan, Judge(config.confidence, questions, schema_checked), metrics,
                            planners=planners,
                            request_for=SessionHygiene(sessions, upstreams),
-                           guard=privacy)]
+                           guard=privacy, on_cut_off=spend.cut_off)]
     render = RenderStep()
     indexes = [tier for tier in tiers.values() if isinstance(tier, AnswerIndex)]
     pipeline = Pipeline(
@@ -344,7 +345,7 @@ async def compose(config: Config, *, shortcuts: Mapping[str, ShortcutTier] | Non
         # reports the response done (the client watch), so a step after render may never run; shadow never awaits.
         finish=[CacheWriteStep(guard, indexes, holds_secret if config.privacy.redact != "off" else None),
                 SessionRecordStep(sessions, upstreams),
-                SpendRecordStep(ledger, spend_store, config.pricing, metrics, time.time),
+                spend,
                 ShadowStep(table.get("shadow"), trust.budget, trust.diversity, trust.skips, metrics), render],
         fail=render.fail,
     )

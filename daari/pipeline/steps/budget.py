@@ -6,7 +6,8 @@
   chain (`daari_meta.budget: downgraded`, the `X-Daari-Budget` header, attempts `skipped_budget`); with none left,
   a 429 `budget_exceeded` in the client's shape; past the soft ratio, a warning (log, `daari_meta.budget: soft`).
 - `SpendRecordStep` (finish, before render): the answer's cost from the usage the upstream reported and the price
-  table, counted in the ledger and written to <data_dir>/spend.sqlite.
+  table, counted in the ledger and written to <data_dir>/spend.sqlite. Its `cut_off` is the execute step's hook for
+  an attempt that ended mid-way (the client left, the upstream broke off): what the upstream billed so far.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from collections.abc import Callable, Mapping
 
 import trio
 
+from daari.budget.abandoned import usage_so_far
 from daari.budget.caps import Cap, Caps, judge, periods, seconds_to_reset
 from daari.budget.ledger import Ledger, Spend, SpendStore
 from daari.budget.project import NO_PROJECT, project_of, stated_directory
@@ -28,9 +30,11 @@ from daari.pipeline.step import Answer
 from daari.pipeline.steps.execute import Tiers
 from daari.pipeline.turn import Turn
 from daari.pricing import estimate_cost, usage_cost
+from daari.protocol.events import Event
 from daari.routing.agent_turn import needs_tool_calls
 
 log = logging.getLogger("daari.budget")
+CUT_OFF_WRITE_S = 5.0  # a cut-off attempt's spend is written in shielded cleanup: never hold it up longer
 ADJECTIVE = {"day": "daily", "month": "monthly"}
 
 
@@ -171,9 +175,25 @@ class SpendRecordStep:
             return  # served locally: nothing was bought
         # meta.model is settled by render, after this step: the answer's own model, else the tier's price.
         cost = usage_cost(self.pricing, answer.tier, answer.completion.model or None, usage)
+        if cost > 0:
+            await self._count(Spend(self.clock(), _project(turn), _client(turn), meta.session or "", answer.tier,
+                                    cost))
+
+    async def cut_off(self, turn: Turn, tier: str, events: list[Event]) -> None:
+        """An attempt at `tier` ended after `events` without its answer completing (the client left: this runs
+        in the cancelled request's shielded cleanup). The upstream started answering, so it billed the prompt
+        and what it generated: its own usage so far where it reported any, else daari's estimates."""
+        prompt = turn.classification.tokens if turn.classification is not None else 0
+        usage, source, model = usage_so_far(events, prompt)
+        cost = usage_cost(self.pricing, tier, model or turn.request.model, usage)
         if cost <= 0:
             return
-        spend = Spend(self.clock(), _project(turn), _client(turn), meta.session or "", answer.tier, cost)
+        self.metrics.inc("budget_cut_off_total", source=source, tier=tier)
+        with trio.move_on_after(CUT_OFF_WRITE_S):
+            await self._count(Spend(self.clock(), _project(turn), _client(turn), turn.meta.session or "", tier,
+                                    cost))
+
+    async def _count(self, spend: Spend) -> None:
         self.ledger.add(spend)
         if self.store is not None:
             try:

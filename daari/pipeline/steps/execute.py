@@ -5,7 +5,9 @@ answered as tool calls, parts only a native tier can read). Decides: the tier ch
 every tier tried, skipped or failed) and the answer, with whether L0 may store it.
 
 Each generation is the request's own stream from the ExecutorActor: leaving its `async with` (a client that
-left, included) cancels it, frees the tier's slot and closes the upstream connection. A stream that reaches
+left, included) cancels it, frees the tier's slot and closes the upstream connection; an attempt that ends so
+after its upstream started answering goes to `on_cut_off` (the budget counts what the upstream billed). A stream
+that reaches
 the client live (the last tier, or every tier with `routing.stream_escalation: live`) cannot escalate once its
 first event went out.
 """
@@ -13,10 +15,12 @@ first event went out.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Protocol
+
+import trio
 
 from actors.executor import OpenGeneration
 from actors.runtime import Address, StreamReader
@@ -52,6 +56,8 @@ class Tiers:
 # in the turn's daari_meta; a request shaper gives the request as one tier must receive it (thinking hygiene).
 Planner = Callable[[Turn, list[str]], list[str]]
 RequestFor = Callable[[Turn, str], ChatRequest]
+# An attempt at a tier ended mid-way (the client left, the upstream broke off) after these events arrived.
+CutOff = Callable[[Turn, str, list[Event]], Awaitable[None]]
 
 
 class AnswerFilter(Protocol):
@@ -78,7 +84,8 @@ class ExecuteStep:
 
     def __init__(self, executor: Address, tiers: Tiers, judge: Judge, metrics: Metrics,
                  drop_log: DropLog | None = None, planners: Sequence[Planner] = (),
-                 request_for: RequestFor = _as_sent, guard: TierGuard | None = None) -> None:
+                 request_for: RequestFor = _as_sent, guard: TierGuard | None = None,
+                 on_cut_off: CutOff | None = None) -> None:
         self.executor = executor
         self.tiers = tiers
         self.judge = judge
@@ -87,6 +94,7 @@ class ExecuteStep:
         self.planners = tuple(planners)
         self.request_for = request_for
         self.guard = guard
+        self.on_cut_off = on_cut_off
 
     async def __call__(self, turn: Turn) -> Answer | None:
         classification = turn.classification
@@ -200,30 +208,46 @@ class ExecuteStep:
 
     async def _collect(self, turn: Turn, tier: str) -> tuple[list[Event], bool]:
         opened, answer_filter = self._open(turn, tier)
-        async with opened as generation:
-            if answer_filter is None:
-                return [event async for event in generation], False
-            events = [out async for event in generation for out in answer_filter.feed(event)]
-            return events, self._restored(tier, answer_filter)
+        events: list[Event] = []
+        try:
+            async with opened as generation:
+                async for received in generation:
+                    events.extend(answer_filter.feed(received) if answer_filter is not None else (received,))
+        except BaseException:
+            await self._cut_off(turn, tier, events)
+            raise
+        return events, answer_filter is not None and self._restored(tier, answer_filter)
 
     async def _stream_live(self, turn: Turn, tier: str) -> tuple[list[Event], bool]:
         """Stream as events arrive; the response starts with the first event, so earlier faults can escalate."""
         events: list[Event] = []
         sink = turn.sink
         opened, answer_filter = self._open(turn, tier)
-        async with opened as generation:
-            async for received in generation:
-                for event in answer_filter.feed(received) if answer_filter is not None else (received,):
-                    if not sink.stream_opened:
-                        settle(turn.meta, tier, self._kind(tier))
-                        self._dropped(turn, tier)
-                        await open_stream(turn)
-                    events.append(event)
-                    assert turn.renderer is not None
-                    chunks = turn.renderer.event(event)
-                    if chunks:
-                        await sink.write(chunks)
+        try:
+            async with opened as generation:
+                async for received in generation:
+                    for event in answer_filter.feed(received) if answer_filter is not None else (received,):
+                        if not sink.stream_opened:
+                            settle(turn.meta, tier, self._kind(tier))
+                            self._dropped(turn, tier)
+                            await open_stream(turn)
+                        events.append(event)
+                        assert turn.renderer is not None
+                        chunks = turn.renderer.event(event)
+                        if chunks:
+                            await sink.write(chunks)
+        except BaseException:
+            await self._cut_off(turn, tier, events)
+            raise
         return events, answer_filter is not None and self._restored(tier, answer_filter)
+
+    async def _cut_off(self, turn: Turn, tier: str, events: list[Event]) -> None:
+        """The attempt ended by an exception (a cancellation when the client left) after the upstream had started
+        answering: tell the budget, shielded, since the request's scope may be cancelled."""
+        if self.on_cut_off is None or not events:
+            return
+        with trio.CancelScope(shield=True):
+            await self.on_cut_off(turn, tier, events)
 
     def _restored(self, tier: str, answer_filter: AnswerFilter) -> bool:
         if answer_filter.restored:
