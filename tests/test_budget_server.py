@@ -314,3 +314,23 @@ async def test_a_stream_the_client_abandons_is_counted(tmp_path: Path, protocol:
         assert 'daari_budget_cut_off_total{source="reported",tier="L6"} 1.0' in metrics
     else:
         assert 'daari_budget_cut_off_total{source="estimated",tier="L6"} 1.0' in metrics
+
+
+def test_usage_so_far_prefers_what_the_upstream_reported() -> None:
+    from daari.budget.abandoned import usage_so_far
+    from daari.protocol.chat import Usage
+    from daari.protocol.events import Finish, NativeEvent, TextDelta
+
+    start = NativeEvent("anthropic", "message_start", {"type": "message_start", "message": {
+        "model": "claude-x", "usage": {"input_tokens": 100, "cache_read_input_tokens": 50, "output_tokens": 1}}})
+    text = TextDelta("x" * 40)  # about 10 tokens relayed
+    usage, source, model = usage_so_far([start, text], prompt_estimate=999)
+    assert (usage.prompt_tokens, usage.cached_tokens, usage.completion_tokens, source, model) == (
+        150, 50, 10, "reported_input", "claude-x")
+    delta = NativeEvent("anthropic", "message_delta", {"type": "message_delta", "usage": {"output_tokens": 12}})
+    usage, source, _ = usage_so_far([start, text, delta], prompt_estimate=999)
+    assert (usage.prompt_tokens, usage.completion_tokens, source) == (150, 12, "reported")
+    usage, source, _ = usage_so_far([text], prompt_estimate=999)  # an OpenAI stream: nothing reported until the end
+    assert (usage.prompt_tokens, usage.completion_tokens, source) == (999, 10, "estimated")
+    final = Usage(prompt_tokens=7, completion_tokens=3)
+    assert usage_so_far([text, Finish("stop", final)], prompt_estimate=999)[:2] == (final, "reported")
