@@ -234,6 +234,22 @@ async def test_a_named_project_has_its_own_cap(tmp_path: Path) -> None:
     assert not rows[(str(roomy), 1.0)]["named"] and (str(tight), 1.0) not in rows  # the generic cap is replaced
 
 
+async def test_a_named_client_has_its_own_cap(tmp_path: Path) -> None:
+    local, remote = FakeOpenAI(), FakeOpenAI()
+    codex, claude = "codex_cli_rs/0.46.0 (Ubuntu 24.4.0; x86_64)", "claude-cli/2.1.126 (external, cli)"
+    async with serve_app(local) as local_url, serve_app(remote) as remote_url:
+        config = budget_config(tmp_path, local_url, remote_url, client={"daily_usd": 1.0},
+                               clients={"codex": {"daily_usd": 0.012}})
+        async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url, timeout=30) as client:
+            served = []
+            for agent in (codex, claude, codex, claude):
+                response = await client.post("/v1/chat/completions", json=ask(content=f"question {len(served)}"),
+                                             headers={"user-agent": agent})
+                assert response.status_code == 200, response.text
+                served.append(response.json()["daari_meta"]["tier"])
+    assert served == ["L6", "L6", "L3", "L6"]  # codex's second would cross its own $0.012; claude-code is under $1
+
+
 def test_named_caps_replace_the_generic_ones_for_that_one() -> None:
     from daari.budget.caps import caps_of
     from daari.config import BudgetConfig, SpendLimits
