@@ -123,7 +123,7 @@ async def test_spend_survives_a_restart_and_is_kept_per_project(tmp_path: Path) 
     # From the decision log: requests, cost and the saving against L6 per project (L6 itself saves nothing).
     assert as_json["projects"][str(repo_a)]["requests"] == 1 and as_json["projects"][str(repo_b)]["cost_usd"] > 0
     assert "saved $" in printed.stdout
-    assert as_json["spend"]["by_project"][str(repo_a)]["requests"] == 1
+    assert as_json["spend"]["by_project"][str(repo_a)]["calls"] == 1
     assert as_json["spend"]["total_usd"] == pytest.approx(
         sum(p["usd"] for p in as_json["spend"]["by_project"].values()))
 

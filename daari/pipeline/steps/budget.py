@@ -5,9 +5,10 @@
 - `BudgetPlanner` (an execute planner): the tiers whose estimated cost would cross a cap are left out of the
   chain (`daari_meta.budget: downgraded`, the `X-Daari-Budget` header, attempts `skipped_budget`); with none left,
   a 429 `budget_exceeded` in the client's shape; past the soft ratio, a warning (log, `daari_meta.budget: soft`).
-- `SpendRecordStep` (finish, before render): the answer's cost from the usage the upstream reported and the price
-  table, counted in the ledger and written to <data_dir>/spend.sqlite. Its `cut_off` is the execute step's hook for
-  an attempt that ended mid-way (the client left, the upstream broke off): what the upstream billed so far.
+- `SpendRecorder` (the execute step's `on_attempt` hook): each attempt at a tier, once it ended, counted in the
+  ledger and written to <data_dir>/spend.sqlite at the price table's price: the served answer, an answer judged
+  too weak and escalated past, and one cut off mid-way (the client left, the upstream broke off), each from the
+  usage its upstream reported, else from daari's estimates.
 """
 
 from __future__ import annotations
@@ -30,11 +31,11 @@ from daari.pipeline.step import Answer
 from daari.pipeline.steps.execute import Tiers
 from daari.pipeline.turn import Turn
 from daari.pricing import estimate_cost, usage_cost
-from daari.protocol.events import Event
+from daari.protocol.events import Event, Finish
 from daari.routing.agent_turn import needs_tool_calls
 
 log = logging.getLogger("daari.budget")
-CUT_OFF_WRITE_S = 5.0  # a cut-off attempt's spend is written in shielded cleanup: never hold it up longer
+SPEND_WRITE_S = 5.0  # an attempt's spend may be written in shielded cleanup: never hold it up longer
 ADJECTIVE = {"day": "daily", "month": "monthly"}
 
 
@@ -157,39 +158,32 @@ def _scope_name(cap: Cap, key: str = "") -> str:
     return f"{cap.scope} {key}".strip() if key else f"per-{cap.scope}"
 
 
-class SpendRecordStep:
-    name = "spend"
+class SpendRecorder:
+    """Counts what every attempt at a tier cost, once, where the attempt ends (docs/budget.md, "What is counted")."""
 
     def __init__(self, ledger: Ledger, store: SpendStore | None, pricing: PricingConfig, metrics: Metrics,
-                 clock: Callable[[], float]) -> None:
+                 clock: Callable[[], float], models: Mapping[str, str | None] | None = None) -> None:
         self.ledger = ledger
         self.store = store
         self.pricing = pricing
         self.metrics = metrics
         self.clock = clock
+        self.models = models or {}  # tier -> configured model (None: the client's): the price when none is named
         self.limiter = trio.CapacityLimiter(1)  # the store's one connection
 
-    async def __call__(self, turn: Turn, answer: Answer) -> None:
-        usage, meta = answer.completion.usage, turn.meta
-        if answer.executor in ("cache", "shortcut"):
-            return  # served locally: nothing was bought
-        # meta.model is settled by render, after this step: the answer's own model, else the tier's price.
-        cost = usage_cost(self.pricing, answer.tier, answer.completion.model or None, usage)
-        if cost > 0:
-            await self._count(Spend(self.clock(), _project(turn), _client(turn), meta.session or "", answer.tier,
-                                    cost))
-
-    async def cut_off(self, turn: Turn, tier: str, events: list[Event]) -> None:
-        """An attempt at `tier` ended after `events` without its answer completing (the client left: this runs
-        in the cancelled request's shielded cleanup). The upstream started answering, so it billed the prompt
-        and what it generated: its own usage so far where it reported any, else daari's estimates."""
+    async def attempt(self, turn: Turn, tier: str, events: list[Event]) -> None:
+        """An attempt at `tier` ended after `events`: answered (served or escalated past), or cut off (the client
+        left: this runs in the cancelled request's shielded cleanup; the upstream broke off). The upstream started
+        answering, so it billed the prompt and what it generated: its own usage where it reported one (the final
+        count of an answer that completed), else daari's estimates."""
         prompt = turn.classification.tokens if turn.classification is not None else 0
         usage, source, model = usage_so_far(events, prompt)
-        cost = usage_cost(self.pricing, tier, model or turn.request.model, usage)
+        cost = usage_cost(self.pricing, tier, model or self.models.get(tier) or turn.request.model, usage)
         if cost <= 0:
             return
-        self.metrics.inc("budget_cut_off_total", source=source, tier=tier)
-        with trio.move_on_after(CUT_OFF_WRITE_S):
+        if not any(isinstance(event, Finish) for event in events):
+            self.metrics.inc("budget_cut_off_total", source=source, tier=tier)
+        with trio.move_on_after(SPEND_WRITE_S):
             await self._count(Spend(self.clock(), _project(turn), _client(turn), turn.meta.session or "", tier,
                                     cost))
 

@@ -5,8 +5,9 @@ answered as tool calls, parts only a native tier can read). Decides: the tier ch
 every tier tried, skipped or failed) and the answer, with whether L0 may store it.
 
 Each generation is the request's own stream from the ExecutorActor: leaving its `async with` (a client that
-left, included) cancels it, frees the tier's slot and closes the upstream connection; an attempt that ends so
-after its upstream started answering goes to `on_cut_off` (the budget counts what the upstream billed). A stream
+left, included) cancels it, frees the tier's slot and closes the upstream connection. Every attempt whose upstream
+started answering goes to `on_attempt` once it ended, however it ended (answered, escalated past, cut off): the
+budget counts what the upstream billed, once per attempt. A stream
 that reaches the client live (the last tier, or every tier with `routing.stream_escalation: live`) cannot
 escalate once its first event went out.
 """
@@ -55,8 +56,9 @@ class Tiers:
 # in the turn's daari_meta; a request shaper gives the request as one tier must receive it (thinking hygiene).
 Planner = Callable[[Turn, list[str]], list[str]]
 RequestFor = Callable[[Turn, str], ChatRequest]
-# An attempt at a tier ended mid-way (the client left, the upstream broke off) after these events arrived.
-CutOff = Callable[[Turn, str, list[Event]], Awaitable[None]]
+# An attempt at a tier ended (its answer complete, or cut off by the client leaving or the upstream breaking off)
+# after these events arrived.
+AttemptEnded = Callable[[Turn, str, list[Event]], Awaitable[None]]
 
 
 class AnswerFilter(Protocol):
@@ -84,7 +86,7 @@ class ExecuteStep:
     def __init__(self, executor: Address, tiers: Tiers, judge: Judge, metrics: Metrics,
                  drop_log: DropLog | None = None, planners: Sequence[Planner] = (),
                  request_for: RequestFor = _as_sent, guard: TierGuard | None = None,
-                 on_cut_off: CutOff | None = None) -> None:
+                 on_attempt: AttemptEnded | None = None) -> None:
         self.executor = executor
         self.tiers = tiers
         self.judge = judge
@@ -93,7 +95,7 @@ class ExecuteStep:
         self.planners = tuple(planners)
         self.request_for = request_for
         self.guard = guard
-        self.on_cut_off = on_cut_off
+        self.on_attempt = on_attempt
 
     async def __call__(self, turn: Turn) -> Answer | None:
         classification = turn.classification
@@ -212,9 +214,8 @@ class ExecuteStep:
             async with opened as generation:
                 async for received in generation:
                     events.extend(answer_filter.feed(received) if answer_filter is not None else (received,))
-        except BaseException:
-            await self._cut_off(turn, tier, events)
-            raise
+        finally:
+            await self._ended(turn, tier, events)
         return events, answer_filter is not None and self._restored(tier, answer_filter)
 
     async def _stream_live(self, turn: Turn, tier: str) -> tuple[list[Event], bool]:
@@ -235,18 +236,18 @@ class ExecuteStep:
                         chunks = turn.renderer.event(event)
                         if chunks:
                             await sink.write(chunks)
-        except BaseException:
-            await self._cut_off(turn, tier, events)
-            raise
+        finally:
+            await self._ended(turn, tier, events)
         return events, answer_filter is not None and self._restored(tier, answer_filter)
 
-    async def _cut_off(self, turn: Turn, tier: str, events: list[Event]) -> None:
-        """The attempt ended by an exception (a cancellation when the client left) after the upstream had started
-        answering: tell the budget, shielded, since the request's scope may be cancelled."""
-        if self.on_cut_off is None or not events:
+    async def _ended(self, turn: Turn, tier: str, events: list[Event]) -> None:
+        """The attempt ended, its answer complete or not, after the upstream had started answering: tell the budget
+        here, the one place each attempt passes once (so none is counted twice, whichever answer is served),
+        shielded, since the request's scope may be cancelled (the client left)."""
+        if self.on_attempt is None or not events:
             return
         with trio.CancelScope(shield=True):
-            await self.on_cut_off(turn, tier, events)
+            await self.on_attempt(turn, tier, events)
 
     def _restored(self, tier: str, answer_filter: AnswerFilter) -> bool:
         if answer_filter.restored:
