@@ -108,3 +108,24 @@ async def test_the_best_weak_answer_served_after_all_is_counted_once(tmp_path: P
     [l4_usage], [l5_usage] = l4.usages, l5.usages
     assert by_tier(tmp_path / "data") == {"L4": (pytest.approx(cost("L4", *l4_usage)), 1),
                                           "L5": (pytest.approx(cost("L5", *l5_usage)), 1)}
+
+
+async def test_an_answer_the_upstream_left_unfinished_is_counted_then_escalated(tmp_path: Path) -> None:
+    """L5's stream ends cleanly but without a finish (truncated): daari escalates to L6; L5 billed the prompt and what
+    it generated, reported nowhere (an OpenAI stream reports usage at its end): counted from daari's estimates."""
+    l5, l6 = FakeOpenAI(), FakeOpenAI()
+    async with serve_app(l5) as u5, serve_app(l6) as u6:
+        config = make_config(tmp_path, tiers={"L5": upstream_tier("openai", u5 + "/v1", "truncate"),
+                                              "L6": upstream_tier("openai", u6 + "/v1", "good")},
+                             frontier={"enabled": True}, pricing=PRICES, routing={"models": {"gpt-mid": "L5"}})
+        async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url, timeout=30) as client:
+            meta = await ask(client, "gpt-mid", True)
+            metrics = (await client.get("/metrics")).text
+    assert [(a["tier"], a["outcome"]) for a in meta["attempts"]] == [("L5", "failed"), ("L6", "accepted")]
+    rows = by_tier(tmp_path / "data")
+    [l6_usage] = l6.usages
+    assert rows["L6"] == (pytest.approx(openai_cost("L6", l6_usage)), 1)
+    usd, calls = rows["L5"]
+    # At least the prompt (a few tokens) and the one word relayed, at L5's prices; at most ten times that.
+    assert cost("L5", 5, 1) <= usd <= cost("L5", 50, 10) and calls == 1
+    assert 'daari_budget_cut_off_total{source="estimated",tier="L5"} 1.0' in metrics

@@ -162,13 +162,13 @@ class SpendRecorder:
     """Counts what every attempt at a tier cost, once, where the attempt ends (docs/budget.md, "What is counted")."""
 
     def __init__(self, ledger: Ledger, store: SpendStore | None, pricing: PricingConfig, metrics: Metrics,
-                 clock: Callable[[], float], models: Mapping[str, str | None] | None = None) -> None:
+                 clock: Callable[[], float], models: Mapping[str, str | None]) -> None:
         self.ledger = ledger
         self.store = store
         self.pricing = pricing
         self.metrics = metrics
         self.clock = clock
-        self.models = models or {}  # tier -> configured model (None: the client's): the price when none is named
+        self.models = models  # tier -> configured model (None: the client's): the price when none is named
         self.limiter = trio.CapacityLimiter(1)  # the store's one connection
 
     async def attempt(self, turn: Turn, tier: str, events: list[Event]) -> None:

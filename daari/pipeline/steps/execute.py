@@ -7,9 +7,8 @@ every tier tried, skipped or failed) and the answer, with whether L0 may store i
 Each generation is the request's own stream from the ExecutorActor: leaving its `async with` (a client that
 left, included) cancels it, frees the tier's slot and closes the upstream connection. Every attempt whose upstream
 started answering goes to `on_attempt` once it ended, however it ended (answered, escalated past, cut off): the
-budget counts what the upstream billed, once per attempt. A stream
-that reaches the client live (the last tier, or every tier with `routing.stream_escalation: live`) cannot
-escalate once its first event went out.
+budget counts what the upstream billed, once per attempt. A stream that reaches the client live (the last tier,
+or every tier with `routing.stream_escalation: live`) cannot escalate once its first event went out.
 """
 
 from __future__ import annotations
