@@ -129,3 +129,29 @@ async def test_an_answer_the_upstream_left_unfinished_is_counted_then_escalated(
     # At least the prompt (a few tokens) and the one word relayed, at L5's prices; at most ten times that.
     assert cost("L5", 5, 1) <= usd <= cost("L5", 50, 10) and calls == 1
     assert 'daari_budget_cut_off_total{source="estimated",tier="L5"} 1.0' in metrics
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_an_answer_without_reported_usage_is_estimated(tmp_path: Path, stream: bool) -> None:
+    """A priced upstream that reports no usage (it ignores stream_options) still costs: its answer is counted from
+    daari's estimates, so a cap holds against it."""
+    l6 = FakeOpenAI()
+    l6.reports_usage = False
+    async with serve_app(l6) as u6:
+        config = make_config(tmp_path, tiers={"L6": upstream_tier("openai", u6 + "/v1", "good")},
+                             frontier={"enabled": True}, pricing=PRICES, routing={"models": {"gpt-big": "L6"}})
+        async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url, timeout=30) as client:
+            meta = await ask(client, "gpt-big", stream)
+    assert meta["tier"] == "L6" and l6.usages == []
+    # "Here is a careful answer about your request: what does a git rebase do?": about 18 tokens at ~4 characters
+    # each, and a prompt of a few; the bounds leave the estimates room either way.
+    [(tier, usd, calls)] = spend_rows(tmp_path / "data")
+    assert tier == "L6" and calls == 1 and cost("L6", 3, 8) <= usd <= cost("L6", 60, 40)
+
+
+def test_a_final_count_of_nothing_is_estimated() -> None:
+    from daari.budget.abandoned import usage_so_far
+    from daari.protocol.events import Finish, TextDelta
+
+    usage, source, model = usage_so_far([TextDelta("x" * 40), Finish("stop", Usage(), model="m")], 99)
+    assert (usage.prompt_tokens, usage.completion_tokens, source, model) == (99, 10, "estimated", "m")

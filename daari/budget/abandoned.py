@@ -1,5 +1,5 @@
-"""What an answer cut off mid-way (its client left, its upstream broke off) cost: the usage the upstream reported
-before it ended, else an estimate from what was relayed (docs/budget.md, "Answers cut off")."""
+"""What an attempt cost: the usage the upstream reported (at its end, or before it was cut off mid-way: its client
+left, its upstream broke off), else an estimate from what was relayed (docs/budget.md, "Answers cut off")."""
 
 from __future__ import annotations
 
@@ -22,8 +22,10 @@ def usage_so_far(events: Sequence[Event], prompt_estimate: int) -> tuple[Usage, 
     model: str | None = None
     relayed_tokens = 0
     for event in events:
-        if isinstance(event, Finish):  # it ended after all: the upstream's own final count
-            return event.usage, "reported", event.model or model
+        if isinstance(event, Finish):  # it ended after all: the upstream's own final count, when it gave one
+            if event.usage.prompt_tokens or event.usage.completion_tokens:
+                return event.usage, "reported", event.model or model
+            model = event.model or model  # none (a server that ignores stream_options): estimated as if cut off
         if isinstance(event, NativeEvent) and event.protocol == "anthropic":
             if event.name == "message_start" and isinstance(message := event.data.get("message"), dict):
                 if isinstance(usage := message.get("usage"), dict):

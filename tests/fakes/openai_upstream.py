@@ -46,7 +46,8 @@ then a usage chunk (choices: []) when `stream_options.include_usage`, then `data
 `active_streams` while it runs and in `closed_streams` once it ended, finished or cancelled by a client
 disconnect (stream or not), so a test can check that a client going away closed the upstream request.
 `usages` holds the usage object of every answer, in order (what a provider would bill; a stream the fake cuts short
-by its behaviour never sends its own).
+by its behaviour never sends its own). `fake.reports_usage = False` leaves usage out of every answer, as a server
+that ignores `stream_options` does.
 """
 
 from __future__ import annotations
@@ -121,6 +122,7 @@ class FakeOpenAI:
         # When set and it returns a text for a request's body, "good" answers that (per-prompt answers).
         self.answer_for: Callable[[dict[str, Any]], str | None] | None = None
         self.usages: list[dict[str, int]] = []  # every usage object reported, in order
+        self.reports_usage = True  # False: no usage in any answer (a server that ignores stream_options)
         self._ids = 0
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
@@ -267,11 +269,11 @@ class FakeOpenAI:
         return {"id": self._next_id(), "object": "chat.completion", "created": CREATED,
                 "model": body.get("model"), "system_fingerprint": "fp_fake",
                 "choices": [{"index": 0, "message": message, "logprobs": logprobs, "finish_reason": reason}],
-                "usage": self._usage(body, text, calls)}
+                **({"usage": self._usage(body, text, calls)} if self.reports_usage else {})}
 
     async def _stream(self, behaviour: str, body: dict[str, Any], text: str, calls: list[dict[str, Any]],
                       reason: str, send: Any) -> None:
-        include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        include_usage = self.reports_usage and bool((body.get("stream_options") or {}).get("include_usage"))
         response_id = self._next_id()
 
         def chunk(delta: dict[str, Any], finish: str | None = None, logprobs: Any = None) -> bytes:
