@@ -1,7 +1,8 @@
 """`python -m bench.privacy`: what redaction adds to a request to a remote tier, as ratios from one run.
 
-An agent history like Claude Code's (a system prompt, then tool calls whose results are this repository's own
-source files, ~200 KB, one of them holding a secret of every kind) is redacted the way the execute step does it:
+An agent history like Claude Code's (a system prompt, 12 tool definitions with long descriptions, then tool calls
+whose results are this repository's own source files, ~200 KB, one of them holding a secret of every kind) is
+redacted the way the execute step does it:
 cold (a new Redactor: the first turn after a start), then warm (the next turn: the same history plus one tool
 result, the memo holding the rest). The baseline is decoding the same body with orjson, which every request pays
 already. Restoring is measured on a 400-event answer stream with and without placeholders in it, against
@@ -27,6 +28,18 @@ ROOT = Path(__file__).resolve().parents[1]
 KEY = b"b" * 32
 
 
+def tools(count: int) -> list[dict[str, object]]:
+    """Tool definitions the size of Claude Code's: a description of a few KB (module docs here) and a schema."""
+    docs = [path.read_text()[:4000] for path in sorted((ROOT / "docs").glob("*.md"))[:count]]
+    return [{"type": "function", "function": {
+        "name": f"tool_{index}", "description": doc,
+        "parameters": {"type": "object", "required": ["path"], "properties": {
+            "path": {"type": "string", "description": "The absolute path of the file to work on."},
+            "mode": {"type": "string", "enum": ["read", "write", "append"], "description": "What to do with it."},
+            "limit": {"type": "integer", "description": "How many lines at most; omit for the whole file."}}}}}
+        for index, doc in enumerate(docs)]
+
+
 def history(files: int) -> dict[str, object]:
     messages: list[dict[str, object]] = [{"role": "system", "content": "You are a coding agent. " * 200},
                                          {"role": "user", "content": "Find why the tests fail and fix it."}]
@@ -37,7 +50,7 @@ def history(files: int) -> dict[str, object]:
                          "function": {"name": "read", "arguments": json.dumps({"path": str(path)})}}]})
         content = tool_output() if index == len(sources) // 2 else path.read_text()
         messages.append({"role": "tool", "tool_call_id": call, "content": content})
-    return {"model": "claude", "messages": messages}
+    return {"model": "claude", "messages": messages, "tools": tools(12)}
 
 
 def best(run: Callable[[], object], repeat: int = 5) -> float:
@@ -72,7 +85,8 @@ def main() -> None:
 
     iterate = best(lambda: [e for e in plain])
     restore_plain, restore_marked = best(lambda: restore(plain)), best(lambda: restore(marked))
-    print(f"request: {len(raw) / 1000:.0f} KB, {len(request.messages)} messages, {found.count} secrets")
+    print(f"request: {len(raw) / 1000:.0f} KB, {len(request.messages)} messages, {len(request.tools)} tools, "
+          f"{found.count} secrets")
     print(f"redact, cold (first turn): {cold * 1000:.1f} ms = {cold / decode:.1f}x decoding the body")
     print(f"redact, warm (next turn):  {warm * 1000:.2f} ms = {warm / decode:.2f}x decoding the body")
     print(f"restore 400 events, no placeholder:     {restore_plain * 1e6 / 400:.1f} us/event "

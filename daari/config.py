@@ -427,6 +427,10 @@ class BudgetConfig:
     monthly_usd: Annotated[float, Ge(0)] | None = None  # all spend, per UTC month
     project: SpendLimits = field(default_factory=SpendLimits)  # each project's own (git root of X-Daari-Repo)
     client: SpendLimits = field(default_factory=SpendLimits)  # each client family's own (claude-code, codex...)
+    # One project's or client's own caps, replacing `project:` or `client:` for it (a null period: uncapped).
+    # Project keys: a git root path ("/home/me/app", "~/app"), or a name matched against its last part ("app").
+    projects: dict[str, SpendLimits] = field(default_factory=dict)
+    clients: dict[str, SpendLimits] = field(default_factory=dict)  # client family -> caps ("claude-code": {...})
     soft_ratio: Annotated[float, Gt(0), Le(1)] = 0.8  # past this share of a cap: a warning in the log and daari_meta
     output_tokens: Annotated[int, Ge(1)] = 500  # the answer size a request's cost is estimated with
 

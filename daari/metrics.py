@@ -100,8 +100,11 @@ COUNTERS: dict[str, Declared] = {
                                         "would be crossed, by the cap's scope and period."),
     "budget_refusals_total": Declared(("period", "scope"), "Requests refused (429) because every tier that could "
                                       "answer would cross a spend cap, by the cap's scope and period."),
-    "budget_store_failures_total": Declared((), "Answers whose spend could not be written to spend.sqlite (counted "
-                                            "in memory)."),
+    "budget_store_failures_total": Declared((), "Priced attempts whose spend could not be written to spend.sqlite "
+                                            "(counted in memory)."),
+    "budget_cut_off_total": Declared(("source", "tier"), "Priced answers cut off mid-way (the client left, the "
+                                     "upstream broke off) whose spend was counted, by how their usage was known "
+                                     "(reported, reported_input, estimated)."),
     "otel_spans_exported_total": Declared((), "Decisions exported as OpenTelemetry traces (otel.enabled)."),
     "otel_spans_dropped_total": Declared((), "Decisions not exported because the OTLP queue was full."),
     "otel_export_failures_total": Declared((), "OTLP export requests that failed (their traces are dropped)."),

@@ -6,22 +6,27 @@ from __future__ import annotations
 
 import json
 import logging
+import sqlite3
 import time
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+import trio
+from trio_websocket import open_websocket_url
 
 from daari.budget.caps import Cap, judge, periods, seconds_to_reset
 from daari.budget.ledger import Ledger, Spend, SpendStore
 from daari.budget.project import project_of
 from daari.config import Config
+from tests.fakes.anthropic_upstream import FakeAnthropic
 from tests.fakes.openai_upstream import FakeOpenAI
 from tests.fakes.serving import serve_app
 from tests.support import daari_server, make_config, upstream_tier
 from tests.test_decision_log import rows_when
 from tests.test_report import run_report
+from tests.test_tail import until, ws_url
 
 # An answer of the fake costs about $0.01 (its ~10 output tokens at $1,000 per million); a request is estimated
 # at 10 output tokens, so $0.01 as well.
@@ -118,7 +123,7 @@ async def test_spend_survives_a_restart_and_is_kept_per_project(tmp_path: Path) 
     # From the decision log: requests, cost and the saving against L6 per project (L6 itself saves nothing).
     assert as_json["projects"][str(repo_a)]["requests"] == 1 and as_json["projects"][str(repo_b)]["cost_usd"] > 0
     assert "saved $" in printed.stdout
-    assert as_json["spend"]["by_project"][str(repo_a)]["requests"] == 1
+    assert as_json["spend"]["by_project"][str(repo_a)]["calls"] == 1
     assert as_json["spend"]["total_usd"] == pytest.approx(
         sum(p["usd"] for p in as_json["spend"]["by_project"].values()))
 
@@ -204,3 +209,144 @@ async def test_project_from_the_stated_working_directory(tmp_path: Path) -> None
                 "messages": [{"role": "user", "content": "hi"}]})
     assert response.status_code == 200, response.text
     assert response.json()["daari_meta"]["project"] == str(repo)
+
+
+async def test_a_named_project_has_its_own_cap(tmp_path: Path) -> None:
+    tight, roomy = tmp_path / "tight", tmp_path / "roomy"
+    for repo in (tight, roomy):
+        (repo / ".git").mkdir(parents=True)
+    local, remote = FakeOpenAI(), FakeOpenAI()
+    async with serve_app(local) as local_url, serve_app(remote) as remote_url:
+        # Every project may spend $1 a day, but `tight` only $0.012: its second request would cross it.
+        config = budget_config(tmp_path, local_url, remote_url, project={"daily_usd": 1.0},
+                               projects={str(tight) + "/": {"daily_usd": 0.012}})
+        async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url, timeout=30) as client:
+            served = []
+            for repo in (tight, roomy, tight, roomy):
+                response = await client.post("/v1/chat/completions", json=ask(content=f"question {len(served)}"),
+                                             headers={"x-daari-repo": str(repo)})
+                assert response.status_code == 200, response.text
+                served.append((response.json()["daari_meta"]["tier"], response.headers.get("x-daari-budget")))
+            state = (await client.get("/v1/daari/budget")).json()
+    assert served == [("L6", "soft"), ("L6", None), ("L3", "downgraded"), ("L6", None)]
+    rows = {(c["name"], c["cap_usd"]): c for c in state["caps"]}
+    assert rows[(str(tight), 0.012)]["named"] and rows[(str(tight), 0.012)]["state"] == "soft"
+    assert not rows[(str(roomy), 1.0)]["named"] and (str(tight), 1.0) not in rows  # the generic cap is replaced
+
+
+async def test_a_named_client_has_its_own_cap(tmp_path: Path) -> None:
+    local, remote = FakeOpenAI(), FakeOpenAI()
+    codex, claude = "codex_cli_rs/0.46.0 (Ubuntu 24.4.0; x86_64)", "claude-cli/2.1.126 (external, cli)"
+    async with serve_app(local) as local_url, serve_app(remote) as remote_url:
+        config = budget_config(tmp_path, local_url, remote_url, client={"daily_usd": 1.0},
+                               clients={"codex": {"daily_usd": 0.012}})
+        async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url, timeout=30) as client:
+            served = []
+            for agent in (codex, claude, codex, claude):
+                response = await client.post("/v1/chat/completions", json=ask(content=f"question {len(served)}"),
+                                             headers={"user-agent": agent})
+                assert response.status_code == 200, response.text
+                served.append(response.json()["daari_meta"]["tier"])
+    assert served == ["L6", "L6", "L3", "L6"]  # codex's second would cross its own $0.012; claude-code is under $1
+
+
+def test_named_caps_replace_the_generic_ones_for_that_one() -> None:
+    from daari.budget.caps import caps_of
+    from daari.config import BudgetConfig, SpendLimits
+
+    caps = caps_of(BudgetConfig(daily_usd=9.0, project=SpendLimits(daily_usd=2.0), client=SpendLimits(monthly_usd=5.0),
+                                projects={"app": SpendLimits(daily_usd=0.5), "~/free": SpendLimits()},
+                                clients={"codex": SpendLimits(daily_usd=1.0)}))
+    assert {(c.scope, c.period, c.usd) for c in caps.for_request("/srv/other", "claude-code")} == {
+        ("all", "day", 9.0), ("project", "day", 2.0), ("client", "month", 5.0)}
+    # "app" names any project whose git root ends in /app; codex has its own cap instead of `client:`.
+    assert {(c.scope, c.period, c.usd, c.name) for c in caps.for_request("/home/me/app", "codex")} == {
+        ("all", "day", 9.0, None), ("project", "day", 0.5, "app"), ("client", "day", 1.0, "codex")}
+    # An entry with no limits exempts its project from the generic project cap.
+    home_free = str(Path("~/free").expanduser())
+    assert {(c.scope, c.usd) for c in caps.for_request(home_free, "codex")} == {("all", 9.0), ("client", 1.0)}
+
+
+async def test_the_live_tail_marks_a_request_past_the_soft_ratio(tmp_path: Path) -> None:
+    remote = FakeOpenAI()
+    async with serve_app(remote) as remote_url:
+        # Each request is estimated at $0.01: the first passes 80% of $0.012 (soft), the cheap one does not.
+        config = budget_config(tmp_path, None, remote_url, daily_usd=0.012)
+        async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url, timeout=30) as client, \
+                open_websocket_url(ws_url(server.url)) as tail:
+            await until(lambda: server.parts.tail.open == 1)
+            soft = await client.post("/v1/chat/completions", json=ask(content="a question past the soft ratio"))
+            with trio.fail_after(10):
+                seen = json.loads(await tail.get_message())
+    assert soft.status_code == 200 and soft.json()["daari_meta"]["budget"] == "soft"
+    assert seen["request_id"] == soft.headers["x-daari-request-id"]
+    assert seen["details"]["budget"] == "soft" and seen["tier"] == "L6"
+
+
+CUT_OFF_PRICES = {"tiers": {"L6": {"input_per_mtok": 1000.0, "output_per_mtok": 1000.0}}}
+
+
+def spend_rows(data_dir: Path) -> list[tuple[str, float, int]]:
+    path = data_dir / "spend.sqlite"
+    if not path.exists():
+        return []
+    with sqlite3.connect(path) as conn:
+        return list(conn.execute("SELECT tier, usd, requests FROM spend"))
+
+
+@pytest.mark.parametrize("protocol", ["anthropic", "openai"])
+async def test_a_stream_the_client_abandons_is_counted(tmp_path: Path, protocol: str) -> None:
+    """The client reads the first event of a stream and hangs up: the upstream already billed the prompt (and what
+    it generated), so spend.sqlite gets a row. Anthropic's message_start reports the prompt's usage: that count is
+    the one used; an OpenAI stream reports usage only at its end: daari's estimates are."""
+    fake: FakeAnthropic | FakeOpenAI = FakeAnthropic() if protocol == "anthropic" else FakeOpenAI()
+    async with serve_app(fake) as url:
+        tier = upstream_tier("anthropic", url) if protocol == "anthropic" else upstream_tier("openai", url + "/v1")
+        config = make_config(tmp_path, tiers={"L6": tier}, frontier={"enabled": True}, pricing=CUT_OFF_PRICES,
+                             routing={"models": {"hang": "L6", "hang_stream": "L6"}})
+        if protocol == "anthropic":
+            path, body = "/v1/messages", {"model": "hang", "max_tokens": 100, "stream": True,
+                                          "messages": [{"role": "user", "content": "write a long essay"}]}
+        else:
+            path, body = "/v1/chat/completions", {"model": "hang_stream", "stream": True,
+                                                  "messages": [{"role": "user", "content": "write a long essay"}]}
+        async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url, timeout=30) as client:
+            async with client.stream("POST", path, json=body) as response:
+                assert response.status_code == 200
+                async for line in response.aiter_lines():
+                    if line.startswith("data:"):
+                        break  # the first event arrived; now the client goes away
+            with trio.fail_after(30):  # only ends a test that would hang; nothing here is about time
+                while not (rows := spend_rows(tmp_path / "data")):
+                    await trio.sleep(0.01)
+            metrics = (await client.get("/metrics")).text
+    [(tier_name, usd, requests)] = rows
+    assert tier_name == "L6" and usd > 0 and requests == 1
+    if protocol == "anthropic":
+        # message_start's own counts: the prompt the fake says it read, and its first output token.
+        sent = fake.requests[-1].body
+        input_tokens = 1 + len(json.dumps([sent.get("system"), sent.get("messages"), sent.get("tools")])) // 4
+        assert usd == pytest.approx((input_tokens + 1) * 1000.0 / 1_000_000)
+        assert 'daari_budget_cut_off_total{source="reported",tier="L6"} 1.0' in metrics
+    else:
+        assert 'daari_budget_cut_off_total{source="estimated",tier="L6"} 1.0' in metrics
+
+
+def test_usage_so_far_prefers_what_the_upstream_reported() -> None:
+    from daari.budget.abandoned import usage_so_far
+    from daari.protocol.chat import Usage
+    from daari.protocol.events import Finish, NativeEvent, TextDelta
+
+    start = NativeEvent("anthropic", "message_start", {"type": "message_start", "message": {
+        "model": "claude-x", "usage": {"input_tokens": 100, "cache_read_input_tokens": 50, "output_tokens": 1}}})
+    text = TextDelta("x" * 40)  # about 10 tokens relayed
+    usage, source, model = usage_so_far([start, text], prompt_estimate=999)
+    assert (usage.prompt_tokens, usage.cached_tokens, usage.completion_tokens, source, model) == (
+        150, 50, 10, "reported_input", "claude-x")
+    delta = NativeEvent("anthropic", "message_delta", {"type": "message_delta", "usage": {"output_tokens": 12}})
+    usage, source, _ = usage_so_far([start, text, delta], prompt_estimate=999)
+    assert (usage.prompt_tokens, usage.completion_tokens, source) == (150, 12, "reported")
+    usage, source, _ = usage_so_far([text], prompt_estimate=999)  # an OpenAI stream: nothing reported until the end
+    assert (usage.prompt_tokens, usage.completion_tokens, source) == (999, 10, "estimated")
+    final = Usage(prompt_tokens=7, completion_tokens=3)
+    assert usage_so_far([text, Finish("stop", final)], prompt_estimate=999)[:2] == (final, "reported")

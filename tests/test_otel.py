@@ -80,6 +80,11 @@ async def test_one_trace_per_request_with_attempts_as_children(tmp_path: Path) -
     assert int(root["endTimeUnixNano"]) > int(root["startTimeUnixNano"])
     assert [(attrs(c)["daari.tier"], attrs(c)["daari.attempt.outcome"]) for c in children] == [
         ("L3", "low_confidence"), ("L6", "accepted")]
+    # Each attempt has its own interval, inside the root's: L3 was asked and judged before L6 was asked.
+    (l3_start, l3_end), (l6_start, l6_end), (root_start, root_end) = (
+        (int(s["startTimeUnixNano"]), int(s["endTimeUnixNano"])) for s in (*children, root))
+    assert root_start <= l3_start < l3_end <= l6_start < l6_end <= root_end
+    assert (l3_start, l3_end) != (root_start, root_end) and (l6_start, l6_end) != (root_start, root_end)
     assert b"canary-otel-prompt" not in b"".join(receiver.raw)  # no content
     assert "tok-otel-secret" not in shown
     assert "daari_otel_spans_exported_total 1.0" in metrics

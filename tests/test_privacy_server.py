@@ -367,3 +367,53 @@ async def test_answers_holding_a_secret_stay_out_of_the_cache(tmp_path: Path) ->
     stored = sqlite3.connect(tmp_path / "data" / "l0.sqlite").execute("select * from l0").fetchall()
     assert len(stored) == 1
     assert_no_secret(repr(stored))
+
+
+# Valid base64 whose run `/AKIA.../` a detector would take for an AWS key: an image's bytes, never text to redact.
+IMAGE_DATA = "iVBORw0KGgoAAAANSUhEUg/" + SECRETS["AWS_ACCESS_KEY"] + "/AAAAAAAAAAAA=="
+TOOL_SECRETS = ("GITHUB_TOKEN", "SLACK_TOKEN")
+
+
+def described_tool_turn(protocol: str) -> dict[str, Any]:
+    """A turn whose tool definition holds secrets (its description, a parameter's description) and an image."""
+    description = f"Deploy the app. It authenticates with GITHUB_TOKEN={SECRETS['GITHUB_TOKEN']}."
+    schema = {"type": "object", "properties": {"command": {
+        "type": "string", "description": f"posts to Slack with {SECRETS['SLACK_TOKEN']}"}}, "required": ["command"]}
+    if protocol == "anthropic":
+        return {"model": "echo_secret", "max_tokens": 200,
+                "tools": [{"name": "deploy", "description": description, "input_schema": schema}],
+                "messages": [{"role": "user", "content": [
+                    {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": IMAGE_DATA}},
+                    {"type": "text", "text": "Deploy what this screenshot shows."}]}]}
+    return {"model": "echo_secret", "tools": [{"type": "function", "function": {
+        "name": "deploy", "description": description, "parameters": schema}}],
+            "messages": [{"role": "user", "content": [
+                {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{IMAGE_DATA}"}},
+                {"type": "text", "text": "Deploy what this screenshot shows."}]}]}
+
+
+@pytest.mark.parametrize("protocol", ["anthropic", "openai"])
+async def test_tool_definitions_are_redacted_and_images_left_whole(tmp_path: Path, protocol: str) -> None:
+    """Anthropic client to an OpenAI upstream: the neutral tool definitions are what is sent (and redacted); OpenAI
+    to OpenAI: the client's own body is. Either way the image's bytes arrive as the client sent them."""
+    fake = FakeOpenAI()
+    async with serve_app(fake) as url:
+        config = make_config(tmp_path, tiers={"L6": upstream_tier("openai", url + "/v1")}, frontier={"enabled": True})
+        async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url, timeout=30) as client:
+            path = "/v1/messages" if protocol == "anthropic" else "/v1/chat/completions"
+            response = await client.post(path, json=described_tool_turn(protocol))
+    if protocol == "anthropic":
+        text, tool_input = anthropic_answer(response, False)
+        command = tool_input["command"]
+    else:
+        text, arguments = openai_answer(response, False)
+        command = json.loads(arguments)["command"]
+    received = strings(fake.requests[-1].body)
+    tool = fake.requests[-1].body["tools"][0]["function"]
+    assert all(SECRETS[kind] not in received for kind in TOOL_SECRETS)
+    assert "REDACTED_GITHUB_TOKEN_" in tool["description"]
+    assert "REDACTED_SLACK_TOKEN_" in tool["parameters"]["properties"]["command"]["description"]
+    assert f"data:image/png;base64,{IMAGE_DATA}" in received  # not a byte of the image changed
+    # The model echoed the placeholders of the tool's secrets: the client gets the secrets back.
+    assert all(SECRETS[kind] in text and SECRETS[kind] in command for kind in TOOL_SECRETS)
+    assert "REDACTED_" not in text + command

@@ -1,18 +1,20 @@
 """Budget caps and the verdict on one more request: pure functions over the spend so far.
 
 A cap is a limit in the price table's currency for one scope (everything, each project, each client) and one
-period (the UTC day, the UTC month). A request is judged against every cap that applies to it: `over` when its
+period (the UTC day, the UTC month); a named project or client may have its own caps instead of the generic ones
+(`budget.projects`, `budget.clients`). A request is judged against every cap that applies to it: `over` when its
 estimated cost would cross one, `soft` when it would pass the warning ratio of one, else `ok`.
 """
 
 from __future__ import annotations
 
+import os
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Literal
 
-from daari.config import BudgetConfig
+from daari.config import BudgetConfig, SpendLimits
 
 Scope = Literal["all", "project", "client"]
 Period = Literal["day", "month"]
@@ -24,6 +26,7 @@ class Cap:
     scope: Scope
     period: Period
     usd: float
+    name: str | None = None  # a named project's or client's own cap (its key in budget.projects or .clients)
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,14 +36,61 @@ class Verdict:
     spent: float = 0.0  # spent in that cap's scope and period before this request
 
 
-def caps_of(config: BudgetConfig) -> list[Cap]:
-    caps: list[Cap] = []
-    for scope, limits in (("all", config), ("project", config.project), ("client", config.client)):
-        for period in ("day", "month"):
-            usd = getattr(limits, f"{'daily' if period == 'day' else 'monthly'}_usd")
-            if usd is not None:
-                caps.append(Cap(scope, period, usd))  # type: ignore[arg-type]
-    return caps
+def _caps(scope: Scope, limits: BudgetConfig | SpendLimits, name: str | None = None) -> tuple[Cap, ...]:
+    periods_usd: tuple[tuple[Period, float | None], ...] = (("day", limits.daily_usd), ("month", limits.monthly_usd))
+    return tuple(Cap(scope, period, usd, name) for period, usd in periods_usd if usd is not None)
+
+
+def project_key(key: str) -> str:
+    """A `budget.projects` key as it is matched: a path normalised (`~` expanded, no trailing `/`), or a bare name
+    (matched against the project's last path part)."""
+    return os.path.normpath(os.path.expanduser(key)) if "/" in key or key.startswith("~") else key
+
+
+@dataclass(frozen=True)
+class Caps:
+    """Every configured cap: the generic ones (overall, each project, each client), and the named projects' and
+    clients' own, which replace the generic project or client caps for that one (a period it leaves null is
+    uncapped for it)."""
+
+    generic: tuple[Cap, ...] = ()
+    projects: Mapping[str, tuple[Cap, ...]] = field(default_factory=dict)  # matched key -> its own caps
+    clients: Mapping[str, tuple[Cap, ...]] = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return bool(self.generic) or any(self.projects.values()) or any(self.clients.values())
+
+    def all(self) -> list[Cap]:
+        return [*self.generic, *(c for caps in self.projects.values() for c in caps),
+                *(c for caps in self.clients.values() for c in caps)]
+
+    def project_entry(self, project: str) -> str | None:
+        """The `budget.projects` key naming `project` (a git root path): the path itself, else its last part."""
+        if not project or not self.projects:
+            return None
+        if project in self.projects:
+            return project
+        base = os.path.basename(project)
+        return base if base in self.projects else None
+
+    def for_request(self, project: str, client: str) -> list[Cap]:
+        """The caps that apply to a request of `project` and `client`."""
+        named_project = self.project_entry(project)
+        named_client = client if client in self.clients else None
+        caps = [c for c in self.generic if c.scope == "all" or (c.scope == "project" and named_project is None)
+                or (c.scope == "client" and named_client is None)]
+        if named_project is not None:
+            caps += self.projects[named_project]
+        if named_client is not None:
+            caps += self.clients[named_client]
+        return caps
+
+
+def caps_of(config: BudgetConfig) -> Caps:
+    return Caps(
+        generic=(*_caps("all", config), *_caps("project", config.project), *_caps("client", config.client)),
+        projects={project_key(k): _caps("project", v, project_key(k)) for k, v in config.projects.items()},
+        clients={k: _caps("client", v, k) for k, v in config.clients.items()})
 
 
 def periods(now: float) -> dict[Period, str]:

@@ -2,8 +2,9 @@
 (day, project, client, session, tier) in <data_dir>/spend.sqlite so they survive restarts.
 
 Its own file rather than the decision log: the log can be turned off, drops rows when it falls behind, prunes
-by age (`log.retention_days` may be under a month) and has no project. Only answers that cost something are
-written, one upsert each, on a worker thread after the response went out.
+by age (`log.retention_days` may be under a month) and has no project. Only attempts that cost something are
+written, one upsert each, on a worker thread as each ends. The `requests` column counts those paid calls (a request
+that escalated from one priced tier to another is one at each); it keeps its first name so older files still open.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ SPEND_FILE = "spend.sqlite"
 
 @dataclass(frozen=True, slots=True)
 class Spend:
-    """One answer's cost and whose it was."""
+    """One paid call's cost (an attempt at a priced tier, served or not) and whose it was."""
 
     time: float
     project: str

@@ -1,5 +1,6 @@
-"""`daari report`'s spend section: what was paid for, by project, client and session, from spend.sqlite rows
-(pure functions over the rows, and a read-only reader of the file)."""
+"""`daari report`'s spend section: what was paid for, by project, client, session and tier, from spend.sqlite rows
+(pure functions over the rows, and a read-only reader of the file). A row's `requests` column counts paid calls: a
+request that escalated from one priced tier to another is one call at each."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Any
 from daari.budget.ledger import SPEND_FILE
 
 TOP = 10
-SpendRow = tuple[str, str, str, str, str, float, int]  # day, project, client, session, tier, usd, requests
+SpendRow = tuple[str, str, str, str, str, float, int]  # day, project, client, session, tier, usd, paid calls
 
 
 def read_spend(data_dir: str, since_day: str) -> list[SpendRow]:
@@ -32,24 +33,24 @@ def read_spend(data_dir: str, since_day: str) -> list[SpendRow]:
 
 def _top(totals: Mapping[str, list[float]]) -> dict[str, dict[str, float]]:
     ranked = sorted(totals.items(), key=lambda item: -item[1][0])[:TOP]
-    return {name or "(none)": {"usd": round(usd, 6), "requests": int(requests)} for name, (usd, requests) in ranked}
+    return {name or "(none)": {"usd": round(usd, 6), "calls": int(calls)} for name, (usd, calls) in ranked}
 
 
 def spend_summary(rows: Sequence[SpendRow]) -> dict[str, Any]:
     by: dict[str, defaultdict[str, list[float]]] = {k: defaultdict(lambda: [0.0, 0.0])
                                                    for k in ("project", "client", "session", "tier")}
     total = 0.0
-    for _day, project, client, session, tier, usd, requests in rows:
+    for _day, project, client, session, tier, usd, calls in rows:
         total += usd
         for key, name in (("project", project), ("client", client), ("session", session), ("tier", tier)):
             by[key][name][0] += usd
-            by[key][name][1] += requests
+            by[key][name][1] += calls
     return {"total_usd": round(total, 6), **{f"by_{key}": _top(values) for key, values in by.items()}}
 
 
 def render_spend(summary: Mapping[str, Any]) -> str:
     lines = [f"spend            ${summary['total_usd']:.4f} paid to priced tiers (spend.sqlite, whole UTC days)"]
-    for key in ("project", "client", "session"):
+    for key in ("project", "client", "session", "tier"):
         for name, figures in summary[f"by_{key}"].items():
-            lines.append(f"  {key:<8} {name[-48:]:<48} ${figures['usd']:>9.4f} {figures['requests']:>6} requests")
+            lines.append(f"  {key:<8} {name[-48:]:<48} ${figures['usd']:>9.4f} {figures['calls']:>6} paid calls")
     return "\n".join(lines)

@@ -3,7 +3,9 @@
 One trace per request: a root span `chat <model>` with the GenAI semantic-convention attributes (operation, request
 and response model, token usage) and daari's own (tier, cache, task type, status), and one child span per tier
 attempt of its escalation (tier, outcome, confidence, error). No prompt or answer text: a decision holds none.
-Attempts carry no timing of their own in the decision, so each child span covers its parent's interval.
+Each attempt span has its own interval (when the tier was asked, when its answer was judged or its failure known),
+kept within the root's; a tier left out of the chain (skipped_*) was never asked: a zero-length span at the root's
+start.
 """
 
 from __future__ import annotations
@@ -76,15 +78,25 @@ def decision_spans(decision: RoutingDecision) -> list[dict[str, Any]]:
     }
     spans = [root]
     for index, attempt in enumerate(decision.attempts, start=1):
+        began = _within(attempt.started, start, end, start)
+        ended = _within(attempt.ended, began, end, began)
         spans.append({
             "traceId": trace_id, "spanId": _span_id(trace_id, index), "parentSpanId": root_id,
             "name": f"attempt {attempt.tier}", "kind": SPAN_KIND_INTERNAL,
-            "startTimeUnixNano": str(start), "endTimeUnixNano": str(end),
+            "startTimeUnixNano": str(began), "endTimeUnixNano": str(ended),
             "attributes": attributes([("daari.tier", attempt.tier), ("daari.attempt.outcome", attempt.outcome),
                                       ("daari.confidence", attempt.confidence), ("error.type", attempt.error)]),
             "status": {"code": STATUS_ERROR if attempt.error else STATUS_OK},
         })
     return spans
+
+
+def _within(when: float | None, low: int, high: int, default: int) -> int:
+    """Unix time `when` in nanoseconds, kept in [low, high]: the root's end is its start plus a monotonic latency,
+    the attempt's times are wall-clock, and a child must not poke out of its parent over a clock step."""
+    if when is None:
+        return default
+    return min(high, max(low, int(when * 1e9)))
 
 
 def export_request(decisions: Sequence[RoutingDecision], service_name: str) -> dict[str, Any]:

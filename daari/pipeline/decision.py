@@ -35,6 +35,8 @@ class AttemptRecord:
     confidence: float | None = None
     error: str | None = None
     violations: tuple[str, ...] = ()
+    started: float | None = None  # Unix times of a tier actually asked (None: skipped); not in to_json
+    ended: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"tier": self.tier, "outcome": self.outcome, "confidence": self.confidence,
@@ -157,7 +159,8 @@ def decide(facts: RequestFacts, meta: Meta, *, status: int, latency_ms: float, t
         meta.tier, meta.executor, meta.model, meta.cache, meta.task_type, meta.rule_id, meta.ceiling,
         meta.classifier, meta.agent_turn, meta.confidence,
         tuple(meta.escalated_from) if meta.escalated_from else _NONE,
-        tuple([AttemptRecord(a.tier, a.outcome, a.confidence, a.error, a.violations) for a in attempts])
+        tuple([AttemptRecord(a.tier, a.outcome, a.confidence, a.error, a.violations, a.started, a.ended)
+               for a in attempts])
         if attempts else _NONE,
         meta.warning, meta.error or error, latency_ms, ttft_ms,
         usage.prompt_tokens if usage is not None else None, usage.completion_tokens if usage is not None else None,

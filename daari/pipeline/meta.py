@@ -15,6 +15,10 @@ class Attempt:
     confidence: float | None = None
     error: str | None = None
     violations: tuple[str, ...] = ()  # why the judge held the answer back (a gate, the constraints it broke)
+    # Unix times the tier was asked and its answer judged (or its failure known); None for a tier left out of the
+    # chain (skipped_*). For the trace's attempt spans (observe/otel.py), not rendered in daari_meta.
+    started: float | None = None
+    ended: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"tier": self.tier, "outcome": self.outcome, "confidence": self.confidence,

@@ -14,10 +14,13 @@ from typing import Any
 from daari.cache.lru import LRU
 from daari.jsonio import dumps, loads
 from daari.privacy.detect import find_secrets
-from daari.protocol.chat import ChatRequest, Message, ToolCall
+from daari.protocol.chat import ChatRequest, Message, Tool, ToolCall
 
 # Parts that are not the user's text, or that a provider signed: changing them breaks the request.
-SKIP_TYPES = frozenset({"thinking", "redacted_thinking", "image", "input_image", "reasoning", "compaction"})
+SKIP_TYPES = frozenset({"thinking", "redacted_thinking", "reasoning", "compaction"})
+# Parts whose `data` is base64 (a neutral image part, an Anthropic image or document source): binary, left whole.
+# Their other fields (an image's URL) are read like any text. A data: URL (OpenAI, Responses) is left whole too.
+BINARY_TYPES = frozenset({"image", "base64"})
 SKIP_KEYS = frozenset({"signature", "encrypted_content", "model", "type", "id", "tool_use_id", "tool_call_id",
                        "call_id", "role", "cache_control"})
 JSON_TEXT_KEYS = frozenset({"arguments"})  # OpenAI's tool call arguments are JSON text inside the JSON body
@@ -136,16 +139,18 @@ class Redactor:
         """A JSON value with its strings redacted: the same object when nothing changed, new containers where
         something did (the client's parsed body is never modified)."""
         if isinstance(value, str):
-            return self.text(value, out)
+            return value if _is_data_url(value) else self.text(value, out)
         if isinstance(value, list):
             items = [self.value(v, out) for v in value]
             return value if all(a is b for a, b in zip(items, value, strict=True)) else items
         if isinstance(value, dict):
-            if value.get("type") in SKIP_TYPES:
+            kind = value.get("type")
+            if kind in SKIP_TYPES:
                 return value
+            binary = kind in BINARY_TYPES
             changed: dict[str, Any] = {}
             for k, v in value.items():
-                if k in SKIP_KEYS:
+                if k in SKIP_KEYS or (binary and k == "data"):
                     continue
                 new = self.json_text(v, out) if k in JSON_TEXT_KEYS and isinstance(v, str) else self.value(v, out)
                 if new is not v:
@@ -163,9 +168,18 @@ class Redactor:
             return message
         return Message(message.role, new_content, calls, message.tool_call_id, message.name, message.is_error)
 
+    def tool(self, tool: Tool, out: Redaction) -> Tool:
+        """A tool definition with its description and its parameter schema's strings (descriptions, enums,
+        defaults, examples) redacted; its name and settings (`extra`) as they are: a call names the tool."""
+        description = self.text(tool.description, out) if tool.description else tool.description
+        parameters = self.value(tool.parameters, out)
+        if description is tool.description and parameters is tool.parameters:
+            return tool
+        return replace(tool, description=description, parameters=parameters)
+
     def request(self, request: ChatRequest) -> tuple[ChatRequest, Redaction]:
-        """The request with every secret in its messages and its body as sent (`raw`, what a same-protocol
-        upstream gets) replaced."""
+        """The request with every secret in its messages, its tool definitions and its body as sent (`raw`, what
+        a same-protocol upstream gets) replaced."""
         learned = self.learned
         redacted, out = self._request(request)
         # A secret first found late in the request (a tool result after the text that repeats it): once more.
@@ -174,6 +188,7 @@ class Redactor:
     def _request(self, request: ChatRequest) -> tuple[ChatRequest, Redaction]:
         out, body = Redaction(), Redaction()
         messages = [self.message(m, out) for m in request.messages]
+        tools = [self.tool(t, out) for t in request.tools]
         raw = self.value(request.raw, body) if request.raw else request.raw
         if not out.secrets and not body.secrets:
             return request, out
@@ -182,7 +197,12 @@ class Redactor:
         out.secrets.update(body.secrets)
         if not out.kinds:
             out.kinds = body.kinds
-        return replace(request, messages=messages, raw=raw), out
+        return replace(request, messages=messages, tools=tools, raw=raw), out
+
+
+def _is_data_url(text: str) -> bool:
+    """`data:<media type>;base64,...`: an image or file as text; its bytes are no text to look for secrets in."""
+    return text.startswith("data:") and ";base64," in text[:128]
 
 
 def scrub(text: str, key: bytes) -> str:

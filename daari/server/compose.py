@@ -45,7 +45,7 @@ from daari.pipeline.shortcuts import SHORTCUT_ORDER, ShortcutTier
 from daari.pipeline.side_query import Shield, SideQuestions
 from daari.pipeline.step import Pipeline, Step
 from daari.pipeline.steps.agent_turn import AgentTurnStep
-from daari.pipeline.steps.budget import BudgetPlanner, ProjectStep, SpendRecordStep
+from daari.pipeline.steps.budget import BudgetPlanner, ProjectStep, SpendRecorder
 from daari.pipeline.steps.cache_write import AnswerIndex, CacheWriteStep
 from daari.pipeline.steps.ccs import CcsTier
 from daari.pipeline.steps.classify import ClassifyStep
@@ -323,6 +323,8 @@ async def compose(config: Config, *, shortcuts: Mapping[str, ShortcutTier] | Non
     if config.routing.session_affinity:
         planners.append(SessionAffinity(sessions, upstreams))
     ledger, spend_store = await spend_ledger(config, time.time())
+    spend = SpendRecorder(ledger, spend_store, config.pricing, metrics, time.time,
+                          {t: config.tiers[t].model for t in executors})
     caps = caps_of(config.budget)
     if caps:  # last: it sees the chain the other planners made and leaves out what would cross a cap
         planners.append(BudgetPlanner(config.budget, caps, ledger, config.pricing,
@@ -331,7 +333,7 @@ async def compose(config: Config, *, shortcuts: Mapping[str, ShortcutTier] | Non
                ExecuteStep(executor, plan, Judge(config.confidence, questions, schema_checked), metrics,
                            planners=planners,
                            request_for=SessionHygiene(sessions, upstreams),
-                           guard=privacy)]
+                           guard=privacy, on_attempt=spend.attempt)]
     render = RenderStep()
     indexes = [tier for tier in tiers.values() if isinstance(tier, AnswerIndex)]
     pipeline = Pipeline(
@@ -340,11 +342,10 @@ async def compose(config: Config, *, shortcuts: Mapping[str, ShortcutTier] | Non
                       body_work=body_work, parse=parse),
                parse],
         routed=routed,
-        # Shadow, and spend, before render: a routed request's scope is cancelled when its client's connection
-        # reports the response done (the client watch), so a step after render may never run; shadow never awaits.
+        # Shadow before render: a routed request's scope is cancelled when its client's connection reports the
+        # response done (the client watch), so a step after render may never run; shadow never awaits.
         finish=[CacheWriteStep(guard, indexes, holds_secret if config.privacy.redact != "off" else None),
                 SessionRecordStep(sessions, upstreams),
-                SpendRecordStep(ledger, spend_store, config.pricing, metrics, time.time),
                 ShadowStep(table.get("shadow"), trust.budget, trust.diversity, trust.skips, metrics), render],
         fail=render.fail,
     )

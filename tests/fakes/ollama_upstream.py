@@ -9,7 +9,8 @@ badargs (a Hermes call whose arguments break the tool's schema). POST /api/show 
 docs/api.md: `message.content` pieces, `message.tool_calls[].function.arguments` as an object, a final
 line with `done: true`, `done_reason`, `prompt_eval_count`, `eval_count`; `logprobs` per chunk when the
 request asked for them. `token_delay_s` (default 0) waits that long before each content line (and once per
-content line before a `stream: false` answer), so benchmarks can measure time to first token.
+content line before a `stream: false` answer), so benchmarks can measure time to first token. `usages` holds the
+(prompt_eval_count, eval_count) of every final line the fake sent or was about to send, in order.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ CREATED_AT = "2025-01-01T00:00:00.000000Z"
 class FakeOllama:
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []  # /api/chat bodies, as parsed JSON
+        self.usages: list[tuple[int, int]] = []  # (prompt_eval_count, eval_count) of each final line
         self.streams_opened = 0
         self.streams_closed_by_client = 0  # streams the client cut before their end
         self.hanging = trio.Event()  # set once a "hang" request is waiting
@@ -93,6 +95,8 @@ class FakeOllama:
         stream = request.get("stream", True)
         logprobs = bool(request.get("logprobs"))
         lines = _script(behaviour, model, logprobs)
+        self.usages += [(line["prompt_eval_count"], line["eval_count"]) for line in lines
+                        if isinstance(line, dict) and line.get("done")]
         if not stream:
             if self.token_delay_s:
                 await trio.sleep(self.token_delay_s * sum(1 for line in lines if _is_content(line)))

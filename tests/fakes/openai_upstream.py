@@ -45,6 +45,9 @@ then a usage chunk (choices: []) when `stream_options.include_usage`, then `data
 `"logprobs": true` choices carry `logprobs.content` (-0.25 per token). Every chat request handler counts in
 `active_streams` while it runs and in `closed_streams` once it ended, finished or cancelled by a client
 disconnect (stream or not), so a test can check that a client going away closed the upstream request.
+`usages` holds the usage object of every answer, in order (what a provider would bill; a stream the fake cuts short
+by its behaviour never sends its own). `fake.reports_usage = False` leaves usage out of every answer, as a server
+that ignores `stream_options` does.
 """
 
 from __future__ import annotations
@@ -118,6 +121,8 @@ class FakeOpenAI:
         self.reply: str | None = None  # when set, the text "good" answers (a frontier model's answer to a real prompt)
         # When set and it returns a text for a request's body, "good" answers that (per-prompt answers).
         self.answer_for: Callable[[dict[str, Any]], str | None] | None = None
+        self.usages: list[dict[str, int]] = []  # every usage object reported, in order
+        self.reports_usage = True  # False: no usage in any answer (a server that ignores stream_options)
         self._ids = 0
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
@@ -245,7 +250,9 @@ class FakeOpenAI:
         prompt = sum(len(_tokens(_text_of(m.get("content")))) for m in body.get("messages") or []
                      if isinstance(m, dict))
         completion = len(_tokens(text)) + sum(len(_tokens(c["function"]["arguments"])) for c in calls)
-        return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+        usage = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+        self.usages.append(usage)
+        return usage
 
     def _next_id(self) -> str:
         self._ids += 1
@@ -262,11 +269,11 @@ class FakeOpenAI:
         return {"id": self._next_id(), "object": "chat.completion", "created": CREATED,
                 "model": body.get("model"), "system_fingerprint": "fp_fake",
                 "choices": [{"index": 0, "message": message, "logprobs": logprobs, "finish_reason": reason}],
-                "usage": self._usage(body, text, calls)}
+                **({"usage": self._usage(body, text, calls)} if self.reports_usage else {})}
 
     async def _stream(self, behaviour: str, body: dict[str, Any], text: str, calls: list[dict[str, Any]],
                       reason: str, send: Any) -> None:
-        include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        include_usage = self.reports_usage and bool((body.get("stream_options") or {}).get("include_usage"))
         response_id = self._next_id()
 
         def chunk(delta: dict[str, Any], finish: str | None = None, logprobs: Any = None) -> bytes:

@@ -5,8 +5,10 @@
 - `BudgetPlanner` (an execute planner): the tiers whose estimated cost would cross a cap are left out of the
   chain (`daari_meta.budget: downgraded`, the `X-Daari-Budget` header, attempts `skipped_budget`); with none left,
   a 429 `budget_exceeded` in the client's shape; past the soft ratio, a warning (log, `daari_meta.budget: soft`).
-- `SpendRecordStep` (finish, before render): the answer's cost from the usage the upstream reported and the price
-  table, counted in the ledger and written to <data_dir>/spend.sqlite.
+- `SpendRecorder` (the execute step's `on_attempt` hook): each attempt at a tier, once it ended, counted in the
+  ledger and written to <data_dir>/spend.sqlite at the price table's price: the served answer, an answer judged
+  too weak and escalated past, and one cut off mid-way (the client left, the upstream broke off), each from the
+  usage its upstream reported, else from daari's estimates.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from collections.abc import Callable, Mapping
 
 import trio
 
-from daari.budget.caps import Cap, judge, periods, seconds_to_reset
+from daari.budget.abandoned import usage_so_far
+from daari.budget.caps import Cap, Caps, judge, periods, seconds_to_reset
 from daari.budget.ledger import Ledger, Spend, SpendStore
 from daari.budget.project import NO_PROJECT, project_of, stated_directory
 from daari.config import BudgetConfig, PricingConfig
@@ -28,9 +31,11 @@ from daari.pipeline.step import Answer
 from daari.pipeline.steps.execute import Tiers
 from daari.pipeline.turn import Turn
 from daari.pricing import estimate_cost, usage_cost
+from daari.protocol.events import Event, Finish
 from daari.routing.agent_turn import needs_tool_calls
 
 log = logging.getLogger("daari.budget")
+SPEND_WRITE_S = 5.0  # an attempt's spend may be written in shielded cleanup: never hold it up longer
 ADJECTIVE = {"day": "daily", "month": "monthly"}
 
 
@@ -72,7 +77,7 @@ class ProjectStep:
 
 
 class BudgetPlanner:
-    def __init__(self, config: BudgetConfig, caps: list[Cap], ledger: Ledger, pricing: PricingConfig,
+    def __init__(self, config: BudgetConfig, caps: Caps, ledger: Ledger, pricing: PricingConfig,
                  models: Mapping[str, str | None], tiers: Tiers, metrics: Metrics, clock: Callable[[], float]) -> None:
         self.tiers = tiers  # every configured tier: where a request whose whole chain is over goes instead
         self.config = config
@@ -95,10 +100,11 @@ class BudgetPlanner:
         def spent_of(cap: Cap) -> float:
             return self.ledger.spent(cap, now, project, client)
 
+        caps = self.caps.for_request(project, client)  # a named project's or client's own, else the generic ones
         kept: list[str] = []
         refused: Cap | None = None
         for tier in chain:
-            verdict = judge(self.caps, spent_of, self.estimate(turn, tier), self.config.soft_ratio)
+            verdict = judge(caps, spent_of, self.estimate(turn, tier), self.config.soft_ratio)
             if verdict.state == "over":
                 turn.meta.attempts.append(Attempt(tier, "skipped_budget"))
                 refused = refused or verdict.cap
@@ -110,7 +116,7 @@ class BudgetPlanner:
         if refused is None:
             return kept
         if not kept:
-            kept = self._below(turn, chain, spent_of)
+            kept = self._below(turn, chain, caps, spent_of)
         turn.meta.details["budget"] = "downgraded" if kept else "exceeded"
         self.metrics.inc("budget_downgrades_total" if kept else "budget_refusals_total", scope=refused.scope,
                          period=refused.period)
@@ -123,7 +129,7 @@ class BudgetPlanner:
                 "(budget: in daari.yaml)", retry_after=reset_s)
         return kept
 
-    def _below(self, turn: Turn, chain: list[str], spent_of: Callable[[Cap], float]) -> list[str]:
+    def _below(self, turn: Turn, chain: list[str], caps: list[Cap], spent_of: Callable[[Cap], float]) -> list[str]:
         """The best configured tier outside the chain that is under every cap: the highest, among those that can
         make tool calls when the request needs them and that no planner already left out (context, model names)."""
         skipped = {a.tier for a in turn.meta.attempts if a.outcome != "skipped_budget"}
@@ -131,7 +137,7 @@ class BudgetPlanner:
         for tier in reversed(self.tiers.configured):
             if tier in chain or tier in skipped or (needs_tools and not self.tiers.tools_capable.get(tier)):
                 continue
-            if judge(self.caps, spent_of, self.estimate(turn, tier), self.config.soft_ratio).state != "over":
+            if judge(caps, spent_of, self.estimate(turn, tier), self.config.soft_ratio).state != "over":
                 return [tier]
         return []
 
@@ -148,30 +154,40 @@ class BudgetPlanner:
 def _scope_name(cap: Cap, key: str = "") -> str:
     if cap.scope == "all":
         return "overall"
+    key = key or cap.name or ""
     return f"{cap.scope} {key}".strip() if key else f"per-{cap.scope}"
 
 
-class SpendRecordStep:
-    name = "spend"
+class SpendRecorder:
+    """Counts what every attempt at a tier cost, once, where the attempt ends (docs/budget.md, "What is counted")."""
 
     def __init__(self, ledger: Ledger, store: SpendStore | None, pricing: PricingConfig, metrics: Metrics,
-                 clock: Callable[[], float]) -> None:
+                 clock: Callable[[], float], models: Mapping[str, str | None]) -> None:
         self.ledger = ledger
         self.store = store
         self.pricing = pricing
         self.metrics = metrics
         self.clock = clock
+        self.models = models  # tier -> configured model (None: the client's): the price when none is named
         self.limiter = trio.CapacityLimiter(1)  # the store's one connection
 
-    async def __call__(self, turn: Turn, answer: Answer) -> None:
-        usage, meta = answer.completion.usage, turn.meta
-        if answer.executor in ("cache", "shortcut"):
-            return  # served locally: nothing was bought
-        # meta.model is settled by render, after this step: the answer's own model, else the tier's price.
-        cost = usage_cost(self.pricing, answer.tier, answer.completion.model or None, usage)
+    async def attempt(self, turn: Turn, tier: str, events: list[Event]) -> None:
+        """An attempt at `tier` ended after `events`: answered (served or escalated past), or cut off (the client
+        left: this runs in the cancelled request's shielded cleanup; the upstream broke off). The upstream started
+        answering, so it billed the prompt and what it generated: its own usage where it reported one (the final
+        count of an answer that completed), else daari's estimates."""
+        prompt = turn.classification.tokens if turn.classification is not None else 0
+        usage, source, model = usage_so_far(events, prompt)
+        cost = usage_cost(self.pricing, tier, model or self.models.get(tier) or turn.request.model, usage)
         if cost <= 0:
             return
-        spend = Spend(self.clock(), _project(turn), _client(turn), meta.session or "", answer.tier, cost)
+        if not any(isinstance(event, Finish) for event in events):
+            self.metrics.inc("budget_cut_off_total", source=source, tier=tier)
+        with trio.move_on_after(SPEND_WRITE_S):
+            await self._count(Spend(self.clock(), _project(turn), _client(turn), turn.meta.session or "", tier,
+                                    cost))
+
+    async def _count(self, spend: Spend) -> None:
         self.ledger.add(spend)
         if self.store is not None:
             try:

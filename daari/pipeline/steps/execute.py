@@ -5,17 +5,21 @@ answered as tool calls, parts only a native tier can read). Decides: the tier ch
 every tier tried, skipped or failed) and the answer, with whether L0 may store it.
 
 Each generation is the request's own stream from the ExecutorActor: leaving its `async with` (a client that
-left, included) cancels it, frees the tier's slot and closes the upstream connection. A stream that reaches
-the client live (the last tier, or every tier with `routing.stream_escalation: live`) cannot escalate once its
-first event went out.
+left, included) cancels it, frees the tier's slot and closes the upstream connection. Every attempt whose upstream
+started answering goes to `on_attempt` once it ended, however it ended (answered, escalated past, cut off): the
+budget counts what the upstream billed, once per attempt. A stream that reaches the client live (the last tier,
+or every tier with `routing.stream_escalation: live`) cannot escalate once its first event went out.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Protocol
+
+import trio
 
 from actors.executor import OpenGeneration
 from actors.runtime import Address, StreamReader
@@ -51,6 +55,9 @@ class Tiers:
 # in the turn's daari_meta; a request shaper gives the request as one tier must receive it (thinking hygiene).
 Planner = Callable[[Turn, list[str]], list[str]]
 RequestFor = Callable[[Turn, str], ChatRequest]
+# An attempt at a tier ended (its answer complete, or cut off by the client leaving or the upstream breaking off)
+# after these events arrived.
+AttemptEnded = Callable[[Turn, str, list[Event]], Awaitable[None]]
 
 
 class AnswerFilter(Protocol):
@@ -77,7 +84,8 @@ class ExecuteStep:
 
     def __init__(self, executor: Address, tiers: Tiers, judge: Judge, metrics: Metrics,
                  drop_log: DropLog | None = None, planners: Sequence[Planner] = (),
-                 request_for: RequestFor = _as_sent, guard: TierGuard | None = None) -> None:
+                 request_for: RequestFor = _as_sent, guard: TierGuard | None = None,
+                 on_attempt: AttemptEnded | None = None) -> None:
         self.executor = executor
         self.tiers = tiers
         self.judge = judge
@@ -86,6 +94,7 @@ class ExecuteStep:
         self.planners = tuple(planners)
         self.request_for = request_for
         self.guard = guard
+        self.on_attempt = on_attempt
 
     async def __call__(self, turn: Turn) -> Answer | None:
         classification = turn.classification
@@ -132,6 +141,7 @@ class ExecuteStep:
         for index, tier in enumerate(chain):
             final = index == len(chain) - 1
             live = request.stream and (final or live_mode)
+            began = time.time()  # the attempt's own interval, for its trace span
             try:
                 events, holds_secrets = await (self._stream_live(turn, tier) if live
                                                else self._collect(turn, tier))
@@ -139,7 +149,8 @@ class ExecuteStep:
             except DaariError as err:
                 if sink.stream_opened:
                     raise
-                meta.attempts.append(Attempt(tier, "failed", error=err.code or type(err).__name__))
+                meta.attempts.append(Attempt(tier, "failed", error=err.code or type(err).__name__, started=began,
+                                             ended=time.time()))
                 self.metrics.inc("tier_failures_total", tier=tier, code=err.code or "error")
                 last_error = err
                 continue
@@ -148,7 +159,8 @@ class ExecuteStep:
                                        task_type=meta.task_type, rule_id=meta.rule_id)
             if verdict.passed or final or sink.stream_opened:
                 meta.attempts.append(Attempt(tier, "accepted" if verdict.passed else "low_confidence",
-                                             verdict.score, violations=verdict.reasons))
+                                             verdict.score, violations=verdict.reasons, started=began,
+                                             ended=time.time()))
                 if not verdict.passed:
                     meta.warning = "below_confidence_threshold"
                     if best is not None and best[0].score > verdict.score and not sink.stream_opened:
@@ -158,7 +170,8 @@ class ExecuteStep:
                 # An answer with restored secrets in it is never cached: they stay out of the stores on disk.
                 return self._answer(turn, tier, completion, events, verdict,
                                     store=verdict.cacheable and verdict.passed and not holds_secrets)
-            meta.attempts.append(Attempt(tier, "low_confidence", verdict.score, violations=verdict.reasons))
+            meta.attempts.append(Attempt(tier, "low_confidence", verdict.score, violations=verdict.reasons,
+                                         started=began, ended=time.time()))
             self.metrics.inc("escalations_total", tier=tier)
             if best is None or verdict.score > best[0].score:
                 best = (verdict, tier, completion, events)
@@ -195,30 +208,45 @@ class ExecuteStep:
 
     async def _collect(self, turn: Turn, tier: str) -> tuple[list[Event], bool]:
         opened, answer_filter = self._open(turn, tier)
-        async with opened as generation:
-            if answer_filter is None:
-                return [event async for event in generation], False
-            events = [out async for event in generation for out in answer_filter.feed(event)]
-            return events, self._restored(tier, answer_filter)
+        events: list[Event] = []
+        try:
+            async with opened as generation:
+                async for received in generation:
+                    events.extend(answer_filter.feed(received) if answer_filter is not None else (received,))
+        finally:
+            await self._ended(turn, tier, events)
+        return events, answer_filter is not None and self._restored(tier, answer_filter)
 
     async def _stream_live(self, turn: Turn, tier: str) -> tuple[list[Event], bool]:
         """Stream as events arrive; the response starts with the first event, so earlier faults can escalate."""
         events: list[Event] = []
         sink = turn.sink
         opened, answer_filter = self._open(turn, tier)
-        async with opened as generation:
-            async for received in generation:
-                for event in answer_filter.feed(received) if answer_filter is not None else (received,):
-                    if not sink.stream_opened:
-                        settle(turn.meta, tier, self._kind(tier))
-                        self._dropped(turn, tier)
-                        await open_stream(turn)
-                    events.append(event)
-                    assert turn.renderer is not None
-                    chunks = turn.renderer.event(event)
-                    if chunks:
-                        await sink.write(chunks)
+        try:
+            async with opened as generation:
+                async for received in generation:
+                    for event in answer_filter.feed(received) if answer_filter is not None else (received,):
+                        if not sink.stream_opened:
+                            settle(turn.meta, tier, self._kind(tier))
+                            self._dropped(turn, tier)
+                            await open_stream(turn)
+                        events.append(event)
+                        assert turn.renderer is not None
+                        chunks = turn.renderer.event(event)
+                        if chunks:
+                            await sink.write(chunks)
+        finally:
+            await self._ended(turn, tier, events)
         return events, answer_filter is not None and self._restored(tier, answer_filter)
+
+    async def _ended(self, turn: Turn, tier: str, events: list[Event]) -> None:
+        """The attempt ended, its answer complete or not, after the upstream had started answering: tell the budget
+        here, the one place each attempt passes once (so none is counted twice, whichever answer is served),
+        shielded, since the request's scope may be cancelled (the client left)."""
+        if self.on_attempt is None or not events:
+            return
+        with trio.CancelScope(shield=True):
+            await self.on_attempt(turn, tier, events)
 
     def _restored(self, tier: str, answer_filter: AnswerFilter) -> bool:
         if answer_filter.restored:
