@@ -1,7 +1,8 @@
 """`python -m bench.heap_probe --out DIR [--frames N] serve ...`: `daari` run in this process, its heap observable.
 
 A bench harness, not part of daari: the soak (`python -m bench.soak --trace`) launches daari through it to find
-what holds memory. tracemalloc traces Python's allocations from the start; SIGUSR1 writes `report-<n>.json`
+what holds memory. The first SIGUSR1 (the baseline) starts tracemalloc, so what is traced is what was allocated
+after it and is still alive (start-up under tracemalloc took over a minute); each SIGUSR1 writes `report-<n>.json`
 (RSS, glibc's malloc statistics, Python's allocated blocks, the bounded caches' entries and measured sizes,
 the most common live object types) and `snapshot-<n>.tracemalloc` (diffed by the soak); SIGUSR2 calls glibc's
 `malloc_trim(0)` and writes the RSS before and after to `trim-<n>.json`. The handlers run on the main thread
@@ -86,13 +87,17 @@ def bounded_caches() -> list[dict[str, Any]]:
 
 
 class Probe:
-    def __init__(self, out: Path) -> None:
+    def __init__(self, out: Path, frames: int) -> None:
         self.out = out
+        self.frames = frames
         self.reports = 0
         self.trims = 0
 
     def report(self, signum: int, frame: FrameType | None) -> None:
         started = time.monotonic()
+        if not tracemalloc.is_tracing():
+            tracemalloc.start(self.frames)
+            gc.unfreeze()  # daari froze its start-up heap (daari/heap.py): gc.get_objects() would not list it
         self.reports += 1
         n = self.reports
         gc.collect()
@@ -127,10 +132,9 @@ def main() -> None:
     parser.add_argument("--frames", type=int, default=6, help="frames kept per traced allocation")
     args, daari_args = parser.parse_known_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    probe = Probe(args.out)
+    probe = Probe(args.out, args.frames)
     signal.signal(signal.SIGUSR1, probe.report)
     signal.signal(signal.SIGUSR2, probe.trim)
-    tracemalloc.start(args.frames)
     sys.argv = ["daari", *daari_args]
     runpy.run_module("daari", run_name="__main__", alter_sys=True)
 
