@@ -1,14 +1,19 @@
-"""`python -m bench.soak [--minutes M] [--clients C] [--held 1000]`: a bounded soak of a daari process.
+"""`python -m bench.soak [--minutes M] [--clients C] [--held 1000] [--trace]`: a bounded soak of a daari process.
 
 daari (`daari serve`, its own process) in front of the fake OpenAI upstream (its own process; the request's
-model picks its behaviour: tests/fakes/openai_upstream.py). Phase 1, mixed traffic for M minutes from C client
-threads: L0 hits, misses, streams (Chat Completions, Messages, Responses), weak answers (L3 refuses or
-answers short: escalation candidates; whether daari escalates them is its routing's call), upstream faults
-(500, 429, a dropped or truncated stream, malformed JSON) and clients that leave mid-stream.
-Phase 2: `--held` streams opened at once and held (the upstream sends a first chunk, then waits), then released.
-After each phase, once traffic stops: daari's open files, threads, event-loop tasks (/metrics) and resident
-memory against the baseline taken after a warm-up. Prints the figures (docs/performance.md, "Soak"); exit
-status 1 when a 500 was answered or files, threads or tasks did not come back to their baseline.
+model picks its behaviour: tests/fakes/openai_upstream.py), as L3 and, with `frontier.enabled`, as L6 (its good
+answers). Phase 1, mixed traffic for M minutes from C client threads: L0 hits, misses, streams (Chat
+Completions, Messages, Responses), weak answers (L3 refuses or answers short: the judge fails them and L6
+answers, real escalations, counted from /metrics), upstream faults (500, 429, a dropped or truncated stream,
+malformed JSON: half pinned to L3 so the client gets the error, half escalating to L6) and clients that leave
+mid-stream. Phase 2: `--held` streams opened at once and held (the upstream sends a first chunk, then waits),
+each with its own upstream connection, then released. After each phase, once traffic stops: daari's open
+files, threads, event-loop tasks (/metrics) and resident memory against the baseline taken after a warm-up,
+RSS again after daari's idle trim (server.idle_trim_s). `--trace` runs daari under bench/heap_probe.py and
+prints what holds memory (tracemalloc diffs, glibc's heap, the bounded caches) and what malloc_trim gives back.
+Prints the figures (docs/performance.md, "Soak"); exit status 1 when a 500 was answered, files, threads or tasks
+did not come back to their baseline, a held stream had no upstream connection, nothing escalated, or (with
+`--trace`) Python's live heap did not come back.
 """
 
 from __future__ import annotations
