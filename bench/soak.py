@@ -26,9 +26,10 @@ import threading
 import time
 import tracemalloc
 from collections import Counter
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import httpx
 import psutil
@@ -218,7 +219,7 @@ async def hold_streams(server: Server, count: int, hold_s: float) -> tuple[int, 
                 assert response.status_code == 200, await response.aread()
                 # kept, not left with `break`: closing the iterator (a break does, once collected) closes the
                 # response, and the stream would not be held
-                chunks = response.aiter_bytes()
+                chunks = cast(AsyncGenerator[bytes, None], response.aiter_bytes())
                 await chunks.__anext__()
                 connecting.release()
                 opened += 1
