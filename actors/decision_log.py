@@ -146,9 +146,10 @@ class DecisionLogActor(Actor):
             try:
                 await trio.sleep(self.flush_s)  # let a burst gather: one hand-over per interval, not per request
             finally:
-                items = queue.take()
                 with trio.CancelScope(shield=True):  # a shutdown must not lose a taken batch
-                    await self._write(writer, items)
+                    # the batch is not kept in a local: it would stay alive (up to `buffer` decisions and all
+                    # they hold) through the wait for the next one, for as long as daari stays quiet
+                    await self._write(writer, queue.take())
 
     async def _write(self, writer: WriterProcess, items: list[Any]) -> None:
         rows = self._rows(items)

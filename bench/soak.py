@@ -1,46 +1,63 @@
-"""`python -m bench.soak [--minutes M] [--clients C] [--held 1000]`: a bounded soak of a daari process.
+"""`python -m bench.soak [--minutes M] [--clients C] [--held 1000] [--trace]`: a bounded soak of a daari process.
 
 daari (`daari serve`, its own process) in front of the fake OpenAI upstream (its own process; the request's
-model picks its behaviour: tests/fakes/openai_upstream.py). Phase 1, mixed traffic for M minutes from C client
-threads: L0 hits, misses, streams (Chat Completions, Messages, Responses), weak answers (L3 refuses or
-answers short: escalation candidates; whether daari escalates them is its routing's call), upstream faults
-(500, 429, a dropped or truncated stream, malformed JSON) and clients that leave mid-stream.
-Phase 2: `--held` streams opened at once and held (the upstream sends a first chunk, then waits), then released.
-After each phase, once traffic stops: daari's open files, threads, event-loop tasks (/metrics) and resident
-memory against the baseline taken after a warm-up. Prints the figures (docs/performance.md, "Soak"); exit
-status 1 when a 500 was answered or files, threads or tasks did not come back to their baseline.
+model picks its behaviour: tests/fakes/openai_upstream.py), as L3 and, with `frontier.enabled`, as L6 (its good
+answers). Phase 1, mixed traffic for M minutes from C client threads: L0 hits, misses, streams (Chat
+Completions, Messages, Responses), weak answers (L3 refuses or answers short: the judge fails them and L6
+answers, real escalations, counted from /metrics), upstream faults (500, 429, a dropped or truncated stream,
+malformed JSON: half pinned to L3 so the client gets the error, half escalating to L6) and clients that leave
+mid-stream. Phase 2: `--held` streams opened at once and held (the upstream sends a first chunk, then waits),
+each with its own upstream connection, then released. After each phase, once traffic stops: daari's open
+files, threads, event-loop tasks (/metrics) and resident memory against the baseline taken after a warm-up,
+RSS again after daari's idle trim (server.idle_trim_s). `--trace` runs daari under bench/heap_probe.py and
+prints what holds memory (tracemalloc diffs, glibc's heap, the bounded caches) and what malloc_trim gives back.
+Prints the figures (docs/performance.md, "Soak"); exit status 1 when a 500 was answered, files, threads or tasks
+did not come back to their baseline, a held stream had no upstream connection, nothing escalated, or (with
+`--trace`) Python's live heap did not come back.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import random
+import signal
 import threading
 import time
+import tracemalloc
 from collections import Counter
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, cast
 
 import httpx
 import psutil
 import trio
 
-from bench.servers import Server, daari, fake_upstream, openai_tier, workdir
+from bench.servers import PYTHON, Server, daari, fake_upstream, openai_tier, workdir
 
-HELD_TIER = {"x-daari-tier-override": "L3", "x-daari-no-cache": "true"}
+L3_ONLY = {"x-daari-tier-override": "L3"}  # no escalation: the client sees L3's failure
+HELD_TIER = {**L3_ONLY, "x-daari-no-cache": "true"}
 # what the mix sends, by weight: most traffic is hits, misses and streams; a tenth faults and departures
-MIX = {"hit": 30, "miss": 15, "stream": 15, "messages": 10, "responses": 8, "weak_answer": 7, "fault": 8,
-       "disconnect": 7}
+MIX = {"hit": 30, "miss": 15, "stream": 15, "messages": 10, "responses": 8, "weak_answer": 7, "fault": 4,
+       "fault_escalates": 4, "disconnect": 7}
 FAULTS = ["error500", "error429", "drop", "truncate", "malformed"]
 
 
+PY_SLACK_MIB = 8.0  # with --trace: Python's live allocations may differ this much after the release
+IDLE_TRIM_S = 10.0  # daari's idle memory trim (server.idle_trim_s): shorter than its default, a shorter run
+
+
 def config(upstream_url: str, held: int) -> dict[str, Any]:
-    """L3 without a model (the client's model name picks the fake's behaviour), L6 the fake's good answers.
-    L3 takes `held` streams at once (the default, 32 plus a queue of 64, would answer the rest 503)."""
+    """L3 without a model (the client's model name picks the fake's behaviour), L6 (frontier enabled) the fake's
+    good answers: L3's weak answers and failures escalate to it. L3 takes `held` streams at once (the default,
+    32 plus a queue of 64, would answer the rest 503), and its idle timeout is longer than opening them all
+    takes (with the default 30 s, streams opened first were ended by daari before the last ones opened)."""
     l3 = {"executor": "openai", "base_url": upstream_url + "/v1", "max_concurrency": held + 64,
-          "breaker": {"failure_threshold": 1_000_000}}
-    return {"server": {"grace_period_s": 1}, "cache": {"l1": {"enabled": False}},
-            "tiers": {"L3": l3, "L6": openai_tier(upstream_url, "good")}}
+          "breaker": {"failure_threshold": 1_000_000}, "timeouts": {"idle_s": 900}}
+    return {"server": {"grace_period_s": 1, "idle_trim_s": IDLE_TRIM_S}, "cache": {"l1": {"enabled": False}},
+            "frontier": {"enabled": True}, "tiers": {"L3": l3, "L6": openai_tier(upstream_url, "good")}}
 
 
 @dataclass
@@ -49,10 +66,10 @@ class Snapshot:
     threads: int
     tasks: int
     rss_mib: float
-    upstream_idle: int  # of the files: daari's connections to the upstream (its pools keep some, bounded)
+    upstream: int  # of the files: daari's connections to the upstream (its pools keep some idle, bounded)
 
     def __str__(self) -> str:
-        return (f"{self.fds} files ({self.upstream_idle} of them connections to the upstream), {self.threads} "
+        return (f"{self.fds} files ({self.upstream} of them connections to the upstream), {self.threads} "
                 f"threads, {self.tasks} loop tasks, {self.rss_mib:.0f} MiB RSS")
 
 
@@ -60,15 +77,22 @@ _METRICS: dict[str, httpx.Client] = {}
 UPSTREAM_PORT = [0]  # the fake upstream's port, once it runs
 
 
-def snapshot(server: Server) -> Snapshot:
-    """daari's files, threads, loop tasks and RSS. /metrics is read over one kept-alive connection (counted in
-    every snapshot alike): a connection per read would itself hold files, since Hypercorn keeps a connection
-    its client closed while idle until its keep-alive timer fires (`server.header_timeout_s`, 30 s)."""
-    client = _METRICS.setdefault(server.url, httpx.Client(base_url=server.url, timeout=10))
-    tasks = 0
+def metrics(server: Server) -> dict[str, float]:
+    """daari's /metrics samples by name with labels. Read over one kept-alive connection (counted in every
+    snapshot alike): a connection per read would itself hold files, since Hypercorn keeps a connection its
+    client closed while idle until its keep-alive timer fires (`server.header_timeout_s`, 30 s)."""
+    client = _METRICS.setdefault(server.url, httpx.Client(base_url=server.url, timeout=120))
+    samples = {}
     for line in client.get("/metrics").text.splitlines():
-        if line.startswith("daari_event_loop_tasks "):
-            tasks = int(float(line.split()[1]))
+        if line.startswith("daari_"):
+            name, _, value = line.rpartition(" ")
+            samples[name] = float(value)
+    return samples
+
+
+def snapshot(server: Server) -> Snapshot:
+    """daari's files, threads, loop tasks and RSS."""
+    tasks = int(metrics(server).get("daari_event_loop_tasks", 0))
     ps: psutil.Process = server.ps
     upstream = sum(1 for c in ps.net_connections("tcp") if c.raddr and c.raddr.port == UPSTREAM_PORT[0])
     return Snapshot(ps.num_fds(), ps.num_threads(), tasks, ps.memory_info().rss / 2**20, upstream)
@@ -76,7 +100,8 @@ def snapshot(server: Server) -> Snapshot:
 
 def settled(server: Server, baseline: Snapshot | None, timeout_s: float = 300) -> Snapshot:
     """The snapshot once it stops changing (and is back to `baseline`'s files, threads and tasks, if given):
-    connections close a moment after their clients, worker threads idle out."""
+    connections close a moment after their clients, worker threads idle out. Then, with a baseline, RSS once
+    daari's idle trim had its quiet period (`IDLE_TRIM_S`) and RSS stopped falling."""
     started = time.monotonic()
     last = snapshot(server)
     while time.monotonic() < started + timeout_s:
@@ -86,16 +111,30 @@ def settled(server: Server, baseline: Snapshot | None, timeout_s: float = 300) -
         if steady and (baseline is None or back(now, baseline)):
             break
         last = now
+    if baseline is not None:
+        print(f"  (steady after {time.monotonic() - started:.0f} s at {last.rss_mib:.0f} MiB RSS; then "
+              f"{2 * IDLE_TRIM_S + 2:.0f} s quiet for the idle trim)")
+        quiet_until = time.monotonic() + 2 * IDLE_TRIM_S + 2
+        while time.monotonic() < quiet_until:
+            time.sleep(1.0)
+            last = snapshot(server)
     print(f"  (settled in {time.monotonic() - started:.0f} s)")
     return last
 
 
 def back(now: Snapshot, baseline: Snapshot) -> bool:
-    """Files (less idle upstream connections, which daari's pools keep up to their bound and close only when
+    """Files (less upstream connections, which daari's pools keep idle up to their bound and close only when
     next used), threads and loop tasks no more than at the baseline. The tasks count includes the /metrics
     request that reads it, as the baseline's did."""
-    return (now.fds - now.upstream_idle <= baseline.fds - baseline.upstream_idle
+    return (now.fds - now.upstream <= baseline.fds - baseline.upstream
             and now.threads <= baseline.threads and now.tasks <= baseline.tasks)
+
+
+def escalations(server: Server) -> dict[str, float]:
+    """Escalation counters: by the tier whose answer was too weak, by path (weak or failed), and L6's answers."""
+    return {name: value for name, value in metrics(server).items()
+            if name.startswith(("daari_escalations_total", "daari_escalations_by_path_total"))
+            or (name.startswith("daari_requests_total{") and 'tier="L6"' in name)}
 
 
 def chat(prompt: str, model: str = "good", stream: bool = False) -> dict[str, Any]:
@@ -119,12 +158,12 @@ def one(client: httpx.Client, kind: str, n: int, rng: random.Random) -> int:
         return client.post("/v1/messages", json=body, headers={"anthropic-version": "2023-06-01"}).status_code
     if kind == "responses":
         return client.post("/v1/responses", json={"model": "good", "input": unique, "stream": n % 2 == 0}).status_code
-    if kind == "weak_answer":  # a refusal or a short answer from L3: what escalation judges
+    if kind == "weak_answer":  # a refusal or a short answer from L3: the judge fails it, L6 answers
         return client.post("/v1/chat/completions", json=chat(unique, model=rng.choice(["refuse", "short"]))
                            ).status_code
-    if kind == "fault":
-        return client.post("/v1/chat/completions", json=chat(unique, model=rng.choice(FAULTS),
-                                                             stream=n % 2 == 0)).status_code
+    if kind in ("fault", "fault_escalates"):  # L3 fails; pinned to L3 the client sees it, else L6 answers
+        return client.post("/v1/chat/completions", json=chat(unique, model=rng.choice(FAULTS), stream=n % 2 == 0),
+                           headers=L3_ONLY if kind == "fault" else None).status_code
     with client.stream("POST", "/v1/chat/completions", json=chat(unique, model="hang_stream", stream=True),
                        headers=HELD_TIER) as response:  # "disconnect": read the first bytes, then leave
         for _ in response.iter_bytes():
@@ -180,7 +219,7 @@ async def hold_streams(server: Server, count: int, hold_s: float) -> tuple[int, 
                 assert response.status_code == 200, await response.aread()
                 # kept, not left with `break`: closing the iterator (a break does, once collected) closes the
                 # response, and the stream would not be held
-                chunks = response.aiter_bytes()
+                chunks = cast(AsyncGenerator[bytes, None], response.aiter_bytes())
                 await chunks.__anext__()
                 connecting.release()
                 opened += 1
@@ -200,40 +239,136 @@ async def hold_streams(server: Server, count: int, hold_s: float) -> tuple[int, 
     return opened, held
 
 
-def run(minutes: float, clients: int, held: int, seed: int = 1) -> bool:
-    with workdir() as tmp, fake_upstream("openai", tmp) as upstream, \
-            daari(config(upstream.url, held), tmp) as server:
-        UPSTREAM_PORT[0] = int(upstream.url.rsplit(":", 1)[1])
-        rng = random.Random(seed)
-        with httpx.Client(base_url=server.url, timeout=60) as client:  # warm-up: pools and stores open
-            for n in range(4):  # every kind, streamed and not
-                for kind in MIX:
-                    one(client, kind, n, rng)
-        # connections the warm-up's clients closed are held until Hypercorn's keep-alive timer fires
-        # (server.header_timeout_s, 30 s: docs/operations.md, "Limits"): not part of the baseline
-        time.sleep(32)
-        baseline = settled(server, None)
-        print(f"baseline after warm-up: {baseline}")
-        started = time.monotonic()
-        statuses = mixed_traffic(server, minutes * 60, clients, seed)
-        elapsed = time.monotonic() - started
-        during_peak = snapshot(server)
-        after_mix = settled(server, baseline)
-        total = sum(statuses.values())
-        errors_500 = sum(n for key, n in statuses.items() if key.endswith(" 500"))
-        print(f"mixed traffic: {total} requests in {elapsed:.0f} s from {clients} clients "
-              f"({total / elapsed:.0f}/s); 500s: {errors_500}")
-        for key, n in sorted(statuses.items()):
-            print(f"  {key}: {n}")
-        print(f"at the end of traffic: {during_peak}")
-        print(f"settled after traffic: {after_mix}")
-        opened, while_held = trio.run(hold_streams, server, held, 5.0)
-        after_held = settled(server, baseline)
-        print(f"{opened} streams held at once: {while_held}")
-        print(f"settled after release: {after_held}")
-        ok = errors_500 == 0 and back(after_mix, baseline) and back(after_held, baseline) and opened == held
-        print("soak: " + ("files, threads and tasks back to their baseline; no 500" if ok else "FAILED"))
-        return ok
+class HeapProbe:
+    """With `--trace`, daari runs under bench/heap_probe.py: `report(label)` has it write a report and a
+    tracemalloc snapshot, `trim()` has it call malloc_trim(0); the reports are diffed and printed."""
+
+    def __init__(self, out: Path) -> None:
+        self.out = out
+        self.reports: list[str] = []
+        self.trims = 0
+
+    def launcher(self) -> list[str]:
+        return [PYTHON, "-m", "bench.heap_probe", "--out", str(self.out)]
+
+    def _wait(self, path: Path) -> dict[str, Any]:
+        deadline = time.monotonic() + 120
+        while not path.exists():
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"heap probe wrote no {path.name}")
+            time.sleep(0.5)
+        time.sleep(0.2)
+        return dict(json.loads(path.read_text()))
+
+    def report(self, server: Server, label: str) -> dict[str, Any]:
+        self.reports.append(label)
+        server.process.send_signal(signal.SIGUSR1)
+        body = self._wait(self.out / f"report-{len(self.reports)}.json")
+        print(f"  heap probe, {label}: RSS {body['rss_mib']} MiB, traced by Python {body['traced_mib']} MiB, "
+              f"glibc {body['malloc_mib']}, {body['gc_objects']:,} objects; bounded caches:")
+        for cache in body["caches"]:
+            print(f"    {cache}")
+        return body
+
+    def trim(self, server: Server) -> dict[str, Any]:
+        self.trims += 1
+        server.process.send_signal(signal.SIGUSR2)
+        body = self._wait(self.out / f"trim-{self.trims}.json")
+        print(f"  heap probe, malloc_trim(0): {body}")
+        return body
+
+    def diff(self, older: str, newer: str, top: int = 25) -> None:
+        first = tracemalloc.Snapshot.load(str(self.out / f"snapshot-{self.reports.index(older) + 1}.tracemalloc"))
+        second = tracemalloc.Snapshot.load(str(self.out / f"snapshot-{self.reports.index(newer) + 1}.tracemalloc"))
+        print(f"  Python allocations, {older} -> {newer}, by line:")
+        for stat in second.compare_to(first, "lineno")[:top]:
+            print(f"    {stat}")
+        print("  ... by traceback (largest growth):")
+        for stat in second.compare_to(first, "traceback")[:6]:
+            print(f"    {stat}")
+            for line in stat.traceback.format()[-12:]:
+                print(f"      {line}")
+
+
+def run(minutes: float, clients: int, held: int, seed: int = 1, trace: bool = False) -> bool:
+    with workdir() as tmp, fake_upstream("openai", tmp) as upstream:
+        probe = HeapProbe(tmp / "heap") if trace else None
+        settings = config(upstream.url, held)
+        if probe:  # the probe trims when told, to measure what a trim gives
+            settings["server"]["idle_trim_s"] = 0
+        with daari(settings, tmp, launcher=probe.launcher() if probe else None,
+                   ready_timeout_s=240 if probe else 60) as server:
+            return soak(server, upstream, minutes, clients, held, seed, probe)
+
+
+def soak(server: Server, upstream: Server, minutes: float, clients: int, held: int, seed: int,
+         probe: HeapProbe | None) -> bool:
+    UPSTREAM_PORT[0] = int(upstream.url.rsplit(":", 1)[1])
+    rng = random.Random(seed)
+    with httpx.Client(base_url=server.url, timeout=60) as client:  # warm-up: pools and stores open
+        for n in range(4):  # every kind, streamed and not
+            for kind in MIX:
+                one(client, kind, n, rng)
+    # connections the warm-up's clients closed are held until Hypercorn's keep-alive timer fires
+    # (server.header_timeout_s, 30 s: docs/operations.md, "Limits"): not part of the baseline
+    time.sleep(32)
+    baseline = settled(server, None)
+    print(f"baseline after warm-up: {baseline}")
+    reports: dict[str, dict[str, Any]] = {}
+    if probe:
+        reports["baseline"] = probe.report(server, "baseline")
+    escalated_before = escalations(server)
+    started = time.monotonic()
+    statuses = mixed_traffic(server, minutes * 60, clients, seed)
+    elapsed = time.monotonic() - started
+    during_peak = snapshot(server)
+    escalated = {name: value - escalated_before.get(name, 0.0) for name, value in escalations(server).items()}
+    after_mix = settled(server, baseline)
+    total = sum(statuses.values())
+    errors_500 = sum(n for key, n in statuses.items() if key.endswith(" 500"))
+    print(f"mixed traffic: {total} requests in {elapsed:.0f} s from {clients} clients "
+          f"({total / elapsed:.0f}/s); 500s: {errors_500}")
+    for key, n in sorted(statuses.items()):
+        print(f"  {key}: {n}")
+    print("escalations during the traffic (daari's /metrics):")
+    for name, value in sorted(escalated.items()):
+        print(f"  {name}: {value:.0f}")
+    print(f"at the end of traffic: {during_peak}")
+    print(f"settled after traffic: {after_mix}")
+    if probe:
+        reports["after traffic"] = probe.report(server, "after traffic")
+        probe.diff("baseline", "after traffic")
+    opened, while_held = trio.run(hold_streams, server, held, 5.0)
+    print(f"{opened} streams held at once: {while_held}")
+    after_held = settled(server, baseline)
+    print(f"settled after release: {after_held}")
+    if probe:
+        reports["after release"] = probe.report(server, "after release")
+        probe.diff("after traffic", "after release")
+        probe.trim(server)
+        probe.report(server, "after release and malloc_trim")
+    # Memory (docs/performance.md, "Soak"): RSS is reported, not judged. It counts memory the allocators keep
+    # free for reuse (glibc's heap, CPython's arenas) after a peak, which the idle trim returns only in part.
+    # What must come back is what daari's objects hold: with --trace, Python's live allocations after the
+    # release within PY_SLACK_MIB of after the traffic (the bounded caches fill during the traffic).
+    print(f"RSS: {baseline.rss_mib:.0f} MiB at the baseline, {after_mix.rss_mib:.0f} after the traffic, "
+          f"{while_held.rss_mib:.0f} while {held} streams were held, {after_held.rss_mib:.0f} after their release "
+          f"and the idle trim")
+    memory_ok = True
+    if probe:
+        grown = reports["after release"]["traced_mib"] - reports["after traffic"]["traced_mib"]
+        memory_ok = grown <= PY_SLACK_MIB
+        print(f"Python's live allocations after the release: {grown:+.1f} MiB against after the traffic "
+              f"(bound {PY_SLACK_MIB} MiB): " + ("back" if memory_ok else "NOT back"))
+    every_stream_upstream = while_held.upstream >= held
+    print(f"held streams with their upstream connection open at the snapshot: {while_held.upstream} of {held}")
+    escalated_any = sum(v for k, v in escalated.items() if k.startswith("daari_escalations_by_path_total")) > 0
+    ok = (errors_500 == 0 and back(after_mix, baseline) and back(after_held, baseline) and opened == held
+          and every_stream_upstream and memory_ok and escalated_any)
+    print("soak: " + ("files, threads and tasks back to their baseline" + (", Python's heap too" if probe else "")
+                      + "; every held stream had its upstream connection; L6 escalations; no 500"
+                      if ok else "FAILED"))
+    return ok
 
 
 def main() -> None:
@@ -242,8 +377,10 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--held", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--trace", action="store_true",
+                        help="run daari under bench/heap_probe.py (tracemalloc: slower) and print what holds memory")
     args = parser.parse_args()
-    raise SystemExit(0 if run(args.minutes, args.clients, args.held, args.seed) else 1)
+    raise SystemExit(0 if run(args.minutes, args.clients, args.held, args.seed, args.trace) else 1)
 
 
 if __name__ == "__main__":

@@ -49,6 +49,9 @@ class ServerConfig:
     max_header_bytes: Annotated[int, Ge(1024)] = 32 * 1024  # names and values of all fields together; 431 past it
     max_headers: Annotated[int, Ge(8)] = 100  # header fields in one request; 431 past it
     grace_period_s: float = 10.0  # SIGINT/SIGTERM: in-flight requests get this long, then are cancelled
+    # After this many seconds with next to no CPU used, freed heap memory goes back to the OS (glibc's
+    # malloc_trim, once per quiet period: server/idle_trim.py); 0: never.
+    idle_trim_s: Annotated[float, Ge(0)] = 30.0
     # Request bodies at least this large are decoded, validated and hashed on a worker thread (0: never).
     thread_parse_bytes: int = 256 * 1024
     # Host header names accepted besides the loopback names and the bound address ("*": any; DNS rebinding).

@@ -3,11 +3,13 @@ the log, or is cancelled with rows in hand (no row lost without being counted, n
 
 from __future__ import annotations
 
+import gc
 import io
 import itertools
 import logging
 import os
 import time
+import weakref
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -151,6 +153,24 @@ async def test_cancelled_with_a_batch_in_hand_the_batch_is_written_and_no_proces
     stored = [r["request_id"] for r in read_rows(tmp_path / "decisions.sqlite", 0)]
     assert stored == [f"r{i}" for i in range(20)] and log.queue.written == 20
     assert {p.pid for p in psutil.Process().children(recursive=True)} <= children_before
+
+
+async def test_a_written_batch_is_not_kept_while_the_log_waits_for_the_next(tmp_path: Path) -> None:
+    """Once written, a batch's decisions are freed: the flush loop must not hold the last batch while daari is
+    quiet (the soak found 1,000 decisions kept after 1,000 streams ended: docs/performance.md, "Soak")."""
+    hub: Hub[Item] = Hub()
+    with trio.fail_after(60):
+        async with supervised_log(tmp_path, hub, buffer=1000) as log:
+            items = [Item(f"r{index}") for index in range(10)]
+            refs = [weakref.ref(item) for item in items]
+            for item in items:
+                hub.publish(item)
+            del items, item
+            while log.queue.written < 10:
+                await trio.sleep(0.01)
+            await trio.sleep(0.05)  # the flush loop is back waiting for the next decision
+            gc.collect()
+            assert [ref() for ref in refs] == [None] * 10
 
 
 FAST = RestartPolicy(max_restarts=3, window_s=60.0, backoff_initial_s=0.0, backoff_max_s=0.0)

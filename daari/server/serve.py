@@ -28,6 +28,7 @@ from daari.redact import redact_url
 from daari.server.app import DaariApp
 from daari.server.compose import Parts, compose
 from daari.server.guard import GuardPolicy
+from daari.server.idle_trim import libc_malloc_trim, trim_when_idle
 from daari.server.limits import apply_to_hypercorn
 from daari.server.observers import start_observers
 
@@ -88,6 +89,8 @@ async def run_server(config: Config, *, handle_signals: bool = False,
         await parts.table.start(actors, parts.health)
         if handle_signals:
             actors.start_soon(_stop_on_signal, shutdown)
+        if config.server.idle_trim_s > 0:
+            actors.start_soon(trim_when_idle, config.server.idle_trim_s, libc_malloc_trim())
         freeze_long_lived("server start")  # modules, config, actors; models freeze when they load
         async with trio.open_nursery() as front:
             binds = await front.start(lambda task_status: hypercorn_serve(
