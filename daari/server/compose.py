@@ -36,6 +36,7 @@ from daari.executors.registry import make_executors
 from daari.local.tool_repair import repairs_tools
 from daari.metrics import Metrics
 from daari.observe.prompt_record import prompt_fields
+from daari.org.client import OrgCache, OrgSettings
 from daari.pipeline.body_work import BodyWork
 from daari.pipeline.cache_guard import CacheGuard
 from daari.pipeline.decision import RoutingDecision
@@ -58,6 +59,7 @@ from daari.pipeline.steps.l0 import L0Step
 from daari.pipeline.steps.l1 import SemanticTier
 from daari.pipeline.steps.l2 import RulesTier
 from daari.pipeline.steps.lt import ToolTier
+from daari.pipeline.steps.org import OrgL0Step, OrgWriteStep
 from daari.pipeline.steps.parse import ParseStep
 from daari.pipeline.steps.privacy import PrivacyGuard
 from daari.pipeline.steps.refine import RefineStep
@@ -282,7 +284,9 @@ async def compose(config: Config, *, shortcuts: Mapping[str, ShortcutTier] | Non
         "decision_log_rows_dropped_total", count)) if config.log.decisions else None)
     redis = (RedisLink(LinkSettings.from_config(config.cache.redis), metrics, "cache")
              if config.cache.backend == "redis" else None)
-    shared = Shared(l0_memory(config), metrics, decisions, decision_queue, redis=redis)
+    org = (OrgCache(OrgSettings.from_config(config.cache.org, key_tenants=partition_secret is not None), metrics,
+                    config.cache.l0.ttl_s) if config.cache.org.url and config.cache.l0.enabled else None)
+    shared = Shared(l0_memory(config), metrics, decisions, decision_queue, redis=redis, org=org)
     if trust.sampling:
         shared.shadow = trust.deps(executors, shared, metrics, await _answer_secret(config))
     # Before anything that may send a remote tier content: side questions and token counts are shielded too.
@@ -305,6 +309,8 @@ async def compose(config: Config, *, shortcuts: Mapping[str, ShortcutTier] | Non
     classify = ClassifyStep(partial(is_lt_command, min_confidence=config.tools.min_confidence)
                             if config.tools.enabled else no_lt_probe)
     routed: list[Step] = [AgentTurnStep(metrics), classify, *[ShortcutStep(tier) for tier in tiers.values()]]
+    if org is not None:  # after the local L0 miss, first of the steps that wait on something outside daari
+        routed.insert(0, OrgL0Step(org, guard))
     if config.routing.slm_classifier and configured:
         routed.append(RefineStep(configured[0], questions))
     sessions = SessionStore()
@@ -343,6 +349,7 @@ async def compose(config: Config, *, shortcuts: Mapping[str, ShortcutTier] | Non
         # Shadow, and spend, before render: a routed request's scope is cancelled when its client's connection
         # reports the response done (the client watch), so a step after render may never run; shadow never awaits.
         finish=[CacheWriteStep(guard, indexes, holds_secret if config.privacy.redact != "off" else None),
+                *([OrgWriteStep(org)] if org is not None else []),
                 SessionRecordStep(sessions, upstreams),
                 SpendRecordStep(ledger, spend_store, config.pricing, metrics, time.time),
                 ShadowStep(table.get("shadow"), trust.budget, trust.diversity, trust.skips, metrics), render],
@@ -365,7 +372,8 @@ async def compose(config: Config, *, shortcuts: Mapping[str, ShortcutTier] | Non
     status = StatusRoutes(config, health, executor, metrics, started_at,
                           l1.health if isinstance(l1, SemanticTier) else None, lambda: tail.open,
                           partial(model_ids, config, executors),
-                          components={"redis": redis.health} if redis is not None else None,
+                          components={**({"redis": redis.health} if redis is not None else {}),
+                                      **({"org_cache": org.health} if org is not None else {})} or None,
                           gauges=redis.samples if redis is not None else None)
     routes = Routes(
         exact={

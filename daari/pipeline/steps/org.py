@@ -1,0 +1,76 @@
+"""The org cache's steps (docs/redis.md, "Org cache"): L0-org after a local L0 miss, and the write of an answer
+this daari produced to the org cache, both in the request's tenant only.
+
+L0-org reads: the request's L0 key (the local L0 step made it), its partition and `cache_on`. A hit answers with
+tier "L0-org" (`daari_meta.tier`), and is copied into the local L0 so the next copy is a local hit. The write reads
+what the local cache write read, and stores only what it stored (an answer holding a secret never leaves the
+machine), in the background.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from daari.cache.l0_store import L0Entry
+from daari.org.client import OrgCache
+from daari.pipeline.cache_guard import CacheGuard
+from daari.pipeline.step import Answer
+from daari.pipeline.steps.cache_write import STORABLE_FINISH
+from daari.pipeline.turn import Turn
+
+LEVEL = "L0-org"
+
+
+class OrgL0Step:
+    name = LEVEL
+
+    def __init__(self, org: OrgCache, guard: CacheGuard) -> None:
+        self.org = org
+        self.guard = guard  # the local L0: an org hit is copied there
+
+    async def __call__(self, turn: Turn) -> Answer | None:
+        if not turn.cache_on or not turn.key or turn.controls.tier_override is not None:
+            return None
+        tenant = self.org.tenant(turn.partition)
+        if tenant is None:
+            return None
+        entry = await self.org.get(tenant, turn.key)
+        if entry is None:
+            return None
+        meta = turn.meta
+        meta.cache_hit, meta.cache = True, "hit"
+        meta.task_type, meta.rule_id, meta.ceiling = entry.task_type, entry.rule_id, entry.ceiling
+        meta.agent_turn = entry.agent_turn
+        await self.guard.put(turn.key, _local_copy(entry), meta)
+        completion = entry.completion
+        return Answer(LEVEL, "cache", completion, turn.wire.replay(completion, turn.request.stream), entry.confidence)
+
+
+class OrgWriteStep:
+    """After the local cache write: the same entry, offered to the tenant's org cache."""
+
+    name = "org_write"
+
+    def __init__(self, org: OrgCache) -> None:
+        self.org = org
+
+    async def __call__(self, turn: Turn, answer: Answer) -> None:
+        completion = answer.completion
+        meta = turn.meta
+        if not (answer.store and turn.cache_on and turn.key and completion.finish_reason in STORABLE_FINISH):
+            return
+        if "not_cached" in meta.details:  # the local write kept it out (it holds a secret)
+            return
+        tenant = self.org.tenant(turn.partition)
+        if tenant is None:
+            return
+        self.org.put_soon(tenant, turn.key, L0Entry(
+            completion=completion, tier=answer.tier, agent_turn=meta.agent_turn,
+            semantic_ok=not (meta.agent_turn or completion.tool_calls), confidence=answer.confidence,
+            task_type=meta.task_type, rule_id=meta.rule_id, ceiling=meta.ceiling))
+
+
+def _local_copy(entry: L0Entry) -> L0Entry:
+    """A copy for the local L0 (whose writer may set fields): it keeps the answer's age, so it expires locally when
+    it would have in the org cache with the same TTL."""
+    return replace(entry)
