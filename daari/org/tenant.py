@@ -52,7 +52,8 @@ def acl_rules(tenant: str, password: str) -> list[str]:
     nothing dangerous. `reset` first: the rules are exactly these, whatever the user had before."""
     prefix = tenant_prefix(tenant)
     return ["reset", "on", f">{password}", f"~{prefix}*", f"&{prefix}*", "+@read", "+@write", "+@stream",
-            "+@scripting", "+@connection", "-@dangerous"]
+            "+@scripting", "+@connection", "-@dangerous",
+            "-scan", "-randomkey"]  # these two list other tenants' key names (key patterns do not filter them)
 
 
 def token_digest(token: str) -> str:

@@ -1,0 +1,200 @@
+"""The org cache (docs/redis.md, "Org cache"): `daari org-cache serve` in-process over loopback HTTP, a real
+redis-server, running daari instances. Tenants never hit each other's entries, Redis itself refuses a tenant's user
+another tenant's keys (NOPERM), the service refuses instances without a token, and an instance with an empty local
+cache answers from L0-org."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import trio
+
+from daari.cache.l0_redis import RedisL0
+from daari.cache.l0_store import L0Entry
+from daari.cache.redis_link import LinkSettings, RedisLink
+from daari.cache.store import StoreUnavailable
+from daari.config import RedisConfig
+from daari.errors import StartupError
+from daari.org.service import CREDENTIALS_PATH, RunningService, run_org_service
+from daari.org.service_config import OrgServiceConfig, OrgToken
+from daari.protocol.chat import Completion
+from daari.server.compose import compose
+from daari.server.serve import RunningServer
+from tests.fakes.serving import serve_app
+from tests.redis_server import RedisServer, needs_redis
+from tests.support import daari_server, make_config, upstream_tier
+from tests.test_redis_backend import Labeled, ask, content, upstream_calls
+
+pytestmark = needs_redis
+
+TOKENS = {"team-a": "token-of-team-a-" + "x" * 24, "team-b": "token-of-team-b-" + "y" * 24}
+
+
+def sha(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+@asynccontextmanager
+async def org_service(tmp_path: Path, redis: RedisServer) -> AsyncIterator[RunningService]:
+    config = OrgServiceConfig(port=0, data_dir=str(tmp_path / "org"), redis=RedisConfig(url=redis.url),
+                              tokens=[OrgToken(f"{team}-box", sha(token), tenants=[team])
+                                      for team, token in TOKENS.items()])
+    async with trio.open_nursery() as nursery:
+        service: RunningService = await nursery.start(run_org_service, config)
+        yield service
+        nursery.cancel_scope.cancel()
+
+
+def org_config(tmp_path: Path, name: str, upstream: str, service: str, team: str, **org: Any) -> Any:
+    return make_config(tmp_path / name, tiers={"L3": upstream_tier("openai", upstream + "/v1")},
+                       cache={"l1": {"enabled": False},
+                              "org": {"url": service, "team": team, "token_env": f"ORG_TOKEN_{name.upper()}",
+                                      "timeout_s": 2.0, **org}})
+
+
+@asynccontextmanager
+async def instances(tmp_path: Path, service: str, teams: list[str], monkeypatch: pytest.MonkeyPatch
+                    ) -> AsyncIterator[tuple[list[RunningServer], list[Labeled]]]:
+    """One daari per team given (a team may be given twice), each with its own data dir and upstream "up<i>"."""
+    async with AsyncExitStack() as stack:
+        fakes = [Labeled(f"up{i}") for i in range(len(teams))]
+        urls = [await stack.enter_async_context(serve_app(fake)) for fake in fakes]
+        servers = []
+        for i, team in enumerate(teams):
+            monkeypatch.setenv(f"ORG_TOKEN_D{i}", TOKENS[team])
+            servers.append(await stack.enter_async_context(daari_server(org_config(
+                tmp_path, f"d{i}", urls[i], service, team))))
+        yield servers, fakes
+
+
+async def org_entries(redis: RedisServer, tenant: str, count: int) -> list[str]:
+    """The tenant's L0-org keys, once `count` are there (org writes run in the background)."""
+    with trio.fail_after(20):
+        while True:
+            keys = [k for k in (await trio.to_thread.run_sync(redis.cli, "--scan", "--pattern",
+                                                                f"t:{tenant}:l0:*")).splitlines() if k]
+            if len(keys) >= count:
+                return keys
+            await trio.sleep(0.05)
+
+
+async def test_an_instance_with_an_empty_cache_answers_from_l0_org(tmp_path: Path, redis: RedisServer,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    async with org_service(tmp_path, redis) as service, \
+            instances(tmp_path, service.url, ["team-a", "team-a"], monkeypatch) as ((one, two), fakes), \
+            httpx.AsyncClient() as client:
+        first = await ask(client, one.url, "what does git rebase do?")
+        assert first["daari_meta"]["cache"] == "miss" and content(first).endswith("[up0]")
+        await org_entries(redis, "team-a", 1)
+
+        second = await ask(client, two.url, "what does git rebase do?")
+        assert second["daari_meta"]["tier"] == "L0-org" and second["daari_meta"]["cache"] == "hit"
+        assert content(second) == content(first)
+        assert upstream_calls(fakes) == 1  # the second instance's upstream was never asked
+
+        third = await ask(client, two.url, "what does git rebase do?")  # copied into its local L0 by the org hit
+        assert third["daari_meta"]["tier"] == "L0" and content(third) == content(first)
+        page = (await client.get(two.url + "/metrics")).text
+        assert 'daari_org_cache_lookups_total{level="L0-org",result="hit"} 1.0' in page
+        health = (await client.get(two.url + "/healthz")).json()
+        assert health["org_cache"]["up"] == 1 and health["actors"]["org_cache"]["state"] == "running", health
+
+
+async def test_two_tenants_never_hit_each_others_entries(tmp_path: Path, redis: RedisServer,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    prompts = ["what does git rebase do?", "What does git rebase do?", "what does git rebase  do ?",
+               "what does git rebase do"]
+    async with org_service(tmp_path, redis) as service, \
+            instances(tmp_path, service.url, ["team-a", "team-b"], monkeypatch) as ((a, b), fakes), \
+            httpx.AsyncClient() as client:
+        answers_a = [await ask(client, a.url, prompt) for prompt in prompts]
+        stored = sum(1 for x in answers_a if x["daari_meta"]["cache"] == "miss")  # prompts L0 tells apart
+        keys_a = await org_entries(redis, "team-a", stored)
+        for prompt in prompts:  # identical and near-identical prompts, after team-a stored them
+            answer = await ask(client, b.url, prompt)
+            assert answer["daari_meta"]["tier"] != "L0-org"
+            assert content(answer).endswith("[up1]"), "team-b was served an answer team-a's upstream made"
+        keys_b = await org_entries(redis, "team-b", len(keys_a))
+        # The same requests make the same L0 keys: only the tenant prefix keeps them apart, and it does.
+        assert {k.split(":", 3)[3] for k in keys_a} == {k.split(":", 3)[3] for k in keys_b}
+        page = (await client.get(b.url + "/metrics")).text
+        assert 'daari_org_cache_lookups_total{level="L0-org",result="hit"} 0.0' in page
+        assert not any(content(x).endswith("[up1]") for x in answers_a)
+
+
+async def credentials(client: httpx.AsyncClient, service: str, tenant: str, token: str | None) -> httpx.Response:
+    headers = {"authorization": f"Bearer {token}"} if token is not None else {}
+    return await client.post(service + CREDENTIALS_PATH, json={"tenant": tenant}, headers=headers)
+
+
+async def test_a_tenants_redis_user_cannot_read_or_write_another_tenants_keys(tmp_path: Path,
+                                                                             redis: RedisServer) -> None:
+    async with org_service(tmp_path, redis) as service, httpx.AsyncClient() as client:
+        given = {team: (await credentials(client, service.url, team, TOKENS[team])).json() for team in TOKENS}
+        links = {team: RedisLink(LinkSettings(c["url"], c["username"], c["password"], timeout_s=2.0), name=team)
+                 for team, c in given.items()}
+        async with links["team-a"].running(), links["team-b"].running():
+            assert links["team-a"].up and links["team-b"].up
+            b_own = RedisL0(links["team-b"], given["team-b"]["prefix"])
+            entry = L0Entry(Completion(text="team-b's answer"), "L3")
+            assert await b_own.write([("k1", entry)], {}) == {}
+            assert (await b_own.get("k1")) is not None
+            # team-a's user, asked (as a daari bug might) for team-b's key: Redis refuses.
+            a_at_b = RedisL0(links["team-a"], given["team-b"]["prefix"])
+            with pytest.raises(StoreUnavailable, match="no permissions"):  # NOPERM, as coredis words it
+                await a_at_b.get("k1")
+            with pytest.raises(StoreUnavailable, match="no permissions") as refused:  # NOPERM, as coredis words it
+                await a_at_b.write([("k2", entry)], {})
+            assert "team-b's answer" not in str(refused.value) and "k2" not in str(refused.value)  # logged: no content
+            for command in (lambda c: c.keys("*"), lambda c: c.scan(0), lambda c: c.flushall(),
+                            lambda c: c.acl_list()):
+                with pytest.raises(StoreUnavailable, match="no permissions"):  # NOPERM, as coredis words it
+                    await links["team-a"].run(command)
+            assert links["team-a"].up  # a refusal is not an outage
+        assert "NOPERM" in redis.cli("GET", "t:team-b:l0:k1", user=given["team-a"]["username"],
+                                     password=given["team-a"]["password"])
+
+
+async def test_the_service_refuses_instances_without_a_token_and_foreign_hosts(tmp_path: Path,
+                                                                              redis: RedisServer) -> None:
+    async with org_service(tmp_path, redis) as service, httpx.AsyncClient() as client:
+        assert (await credentials(client, service.url, "team-a", None)).status_code == 401
+        assert (await credentials(client, service.url, "team-a", "not-a-token")).status_code == 401
+        assert (await credentials(client, service.url, "team-b", TOKENS["team-a"])).status_code == 403
+        assert (await credentials(client, service.url, "Team A*", TOKENS["team-a"])).status_code == 400
+        refused = await client.post(service.url + CREDENTIALS_PATH, json={"tenant": "team-a"},
+                                    headers={"authorization": f"Bearer {TOKENS['team-a']}", "host": "evil.example"})
+        assert refused.status_code == 403
+        refused = await client.post(service.url + CREDENTIALS_PATH, json={"tenant": "team-a"},
+                                    headers={"authorization": f"Bearer {TOKENS['team-a']}",
+                                             "origin": "https://evil.example"})
+        assert refused.status_code == 403
+        good = await credentials(client, service.url, "team-a", TOKENS["team-a"])
+        assert good.status_code == 200 and good.json()["prefix"] == "t:team-a:"
+
+
+async def test_a_daari_without_its_org_token_does_not_start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ORG_TOKEN_D0", raising=False)
+    config = org_config(tmp_path, "d0", "http://127.0.0.1:9", "http://127.0.0.1:9", "team-a")
+    with pytest.raises(StartupError, match="ORG_TOKEN_D0"):
+        await compose(config)
+
+
+async def test_a_daari_with_a_wrong_token_serves_without_the_org_cache(tmp_path: Path, redis: RedisServer,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    async with org_service(tmp_path, redis) as service, AsyncExitStack() as stack, httpx.AsyncClient() as client:
+        fake = Labeled("up0")
+        url = await stack.enter_async_context(serve_app(fake))
+        monkeypatch.setenv("ORG_TOKEN_D0", "a-token-the-service-does-not-know")
+        server = await stack.enter_async_context(daari_server(org_config(tmp_path, "d0", url, service.url, "team-a")))
+        answer = await ask(client, server.url, "what does git rebase do?")
+        assert answer["daari_meta"]["cache"] == "miss" and content(answer).endswith("[up0]")
+        page = (await client.get(server.url + "/metrics")).text
+        assert 'daari_org_cache_setups_total{result="refused"}' in page
+        assert 'daari_org_cache_lookups_total{level="L0-org",result="unavailable"}' in page
