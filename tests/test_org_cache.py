@@ -20,12 +20,14 @@ from daari.cache.l0_store import L0Entry
 from daari.cache.redis_link import LinkSettings, RedisLink
 from daari.cache.store import StoreUnavailable
 from daari.config import RedisConfig
+from daari.datadir import SECRET_FILE, load_secret, private_dir
 from daari.errors import StartupError
 from daari.org.service import CREDENTIALS_PATH, RunningService, run_org_service
 from daari.org.service_config import OrgServiceConfig, OrgToken
 from daari.protocol.chat import Completion
 from daari.server.compose import compose
 from daari.server.serve import RunningServer
+from tests.fakes.anthropic_upstream import FakeAnthropic
 from tests.fakes.serving import serve_app
 from tests.redis_server import RedisServer, needs_redis
 from tests.support import daari_server, make_config, upstream_tier
@@ -34,6 +36,9 @@ from tests.test_redis_backend import Labeled, ask, content, upstream_calls
 pytestmark = needs_redis
 
 TOKENS = {"team-a": "token-of-team-a-" + "x" * 24, "team-b": "token-of-team-b-" + "y" * 24}
+GATEWAY_TOKEN = "token-of-the-gateway-" + "z" * 24  # may use callers' key tenants
+KEY_A = "sk-ant-KEYAAAAAAAAAAAAAAAA"
+KEY_B = "sk-ant-KEYBBBBBBBBBBBBBBBB"
 
 
 def sha(token: str) -> str:
@@ -43,8 +48,9 @@ def sha(token: str) -> str:
 @asynccontextmanager
 async def org_service(tmp_path: Path, redis: RedisServer) -> AsyncIterator[RunningService]:
     config = OrgServiceConfig(port=0, data_dir=str(tmp_path / "org"), redis=RedisConfig(url=redis.url),
-                              tokens=[OrgToken(f"{team}-box", sha(token), tenants=[team])
-                                      for team, token in TOKENS.items()])
+                              tokens=[*(OrgToken(f"{team}-box", sha(token), tenants=[team])
+                                        for team, token in TOKENS.items()),
+                                      OrgToken("gateway", sha(GATEWAY_TOKEN), key_tenants=True)])
     async with trio.open_nursery() as nursery:
         service: RunningService = await nursery.start(run_org_service, config)
         yield service
@@ -74,7 +80,8 @@ async def instances(tmp_path: Path, service: str, teams: list[str], monkeypatch:
 
 
 async def org_entries(redis: RedisServer, tenant: str, count: int) -> list[str]:
-    """The tenant's L0-org keys, once `count` are there (org writes run in the background)."""
+    """The L0-org keys of `tenant` (a glob: "k*" is every key tenant), once `count` are there (org writes run in
+    the background)."""
     with trio.fail_after(20):
         while True:
             keys = [k for k in (await trio.to_thread.run_sync(redis.cli, "--scan", "--pattern",
@@ -198,3 +205,38 @@ async def test_a_daari_with_a_wrong_token_serves_without_the_org_cache(tmp_path:
         page = (await client.get(server.url + "/metrics")).text
         assert 'daari_org_cache_setups_total{result="refused"}' in page
         assert 'daari_org_cache_lookups_total{level="L0-org",result="unavailable"}' in page
+
+
+async def test_without_a_team_each_callers_key_is_its_own_tenant(tmp_path: Path, redis: RedisServer,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two instances sharing the partition secret: key A's answer is an L0-org hit for key A on the other instance,
+    never for key B, although both ask the same thing."""
+    secret = load_secret(tmp_path / "d0" / "data")
+    (private_dir(tmp_path / "d1" / "data") / SECRET_FILE).write_bytes(secret)
+    monkeypatch.setenv("ORG_TOKEN_GATEWAY", GATEWAY_TOKEN)
+    ask_body = {"model": "good", "max_tokens": 50, "messages": [{"role": "user", "content": "partition me"}]}
+    async with org_service(tmp_path, redis) as service, AsyncExitStack() as stack, httpx.AsyncClient() as client:
+        fakes = [FakeAnthropic(), FakeAnthropic()]
+        servers = []
+        for i, fake in enumerate(fakes):
+            upstream = await stack.enter_async_context(serve_app(fake))
+            servers.append(await stack.enter_async_context(daari_server(make_config(
+                tmp_path / f"d{i}", tiers={"L6": upstream_tier("anthropic", upstream, forward_client_key=True)},
+                frontier={"enabled": True},
+                cache={"l1": {"enabled": False}, "org": {"url": service.url, "token_env": "ORG_TOKEN_GATEWAY",
+                                                        "timeout_s": 2.0}}))))
+        one, two = servers
+
+        async def ask_as(server: RunningServer, key: str) -> dict[str, Any]:
+            response = await client.post(server.url + "/v1/messages", json=ask_body, headers={"x-api-key": key})
+            assert response.status_code == 200, response.text
+            meta: dict[str, Any] = response.json()["daari_meta"]
+            return meta
+
+        assert (await ask_as(one, KEY_A))["tier"] == "L6"
+        assert len(await org_entries(redis, "k*", 1)) == 1
+        assert (await ask_as(two, KEY_A))["tier"] == "L0-org" and len(fakes[1].requests) == 0
+        assert (await ask_as(two, KEY_B))["tier"] == "L6" and len(fakes[1].requests) == 1
+        assert fakes[1].requests[-1].headers["x-api-key"] == KEY_B
+        stored = await trio.to_thread.run_sync(redis.cli, "--scan", "--pattern", "*")
+        assert KEY_A not in stored and hashlib.sha256(KEY_A.encode()).hexdigest() not in stored
