@@ -67,7 +67,7 @@ def _org_cache(args: argparse.Namespace) -> int:
     if args.port is not None:
         config.port = args.port
     try:
-        trio.run(run_org_service, config)
+        trio.run(lambda: run_org_service(config, handle_signals=True))
     except BaseException as exc:
         cause = _root_cause(exc)
         if isinstance(cause, KeyboardInterrupt):

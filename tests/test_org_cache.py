@@ -6,6 +6,10 @@ cache answers from L0-org."""
 from __future__ import annotations
 
 import hashlib
+import signal
+import subprocess
+import sys
+import time
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
@@ -29,7 +33,7 @@ from daari.server.compose import compose
 from daari.server.serve import RunningServer
 from tests.fakes.anthropic_upstream import FakeAnthropic
 from tests.fakes.serving import serve_app
-from tests.redis_server import RedisServer, needs_redis
+from tests.redis_server import RedisServer, free_port, needs_redis
 from tests.support import daari_server, make_config, upstream_tier
 from tests.test_redis_backend import Labeled, ask, content, upstream_calls
 
@@ -240,3 +244,36 @@ async def test_without_a_team_each_callers_key_is_its_own_tenant(tmp_path: Path,
         assert fakes[1].requests[-1].headers["x-api-key"] == KEY_B
         stored = await trio.to_thread.run_sync(redis.cli, "--scan", "--pattern", "*")
         assert KEY_A not in stored and hashlib.sha256(KEY_A.encode()).hexdigest() not in stored
+
+
+def test_daari_org_cache_serve_runs_as_its_own_process_and_logs_no_credential(tmp_path: Path,
+                                                                              redis: RedisServer) -> None:
+    port = free_port()
+    config = tmp_path / "org-cache.yaml"
+    config.write_text(f"port: {port}\ndata_dir: {tmp_path / 'org'}\nredis: {{url: '{redis.url}'}}\n"
+                      f"tokens:\n  - {{name: team-a-box, sha256: {sha(TOKENS['team-a'])}, tenants: [team-a]}}\n")
+    process = subprocess.Popen([sys.executable, "-m", "daari", "org-cache", "serve", "--config", str(config)],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(base + "/healthz").status_code == 200:
+                    break
+            except httpx.TransportError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+        assert httpx.post(base + CREDENTIALS_PATH, json={"tenant": "team-a"}).status_code == 401
+        given = httpx.post(base + CREDENTIALS_PATH, json={"tenant": "team-a"},
+                           headers={"authorization": f"Bearer {TOKENS['team-a']}"})
+        assert given.status_code == 200
+        password = given.json()["password"]
+        assert redis.cli("SET", "t:team-a:probe", "1", user="daari-t-team-a", password=password) == "OK"
+    finally:
+        process.send_signal(signal.SIGTERM)
+        output, _ = process.communicate(timeout=30)
+    assert process.returncode == 0, output
+    assert "issued to team-a-box" in output
+    assert password not in output and TOKENS["team-a"] not in output

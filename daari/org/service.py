@@ -12,6 +12,7 @@ from __future__ import annotations
 import hmac
 import json
 import logging
+import signal
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -182,9 +183,9 @@ class RunningService:
     shutdown: trio.Event
 
 
-async def run_org_service(config: OrgServiceConfig,
+async def run_org_service(config: OrgServiceConfig, *, handle_signals: bool = False,
                           task_status: trio.TaskStatus[RunningService] = trio.TASK_STATUS_IGNORED) -> None:
-    """Serve until cancelled."""
+    """Serve until cancelled (or, with `handle_signals`, SIGINT or SIGTERM: then in-flight requests finish)."""
     secret = await trio.to_thread.run_sync(load_secret, Path(config.data_dir))
     link = RedisLink(LinkSettings.from_config(config.redis), Metrics(), "org-admin")
     shutdown = trio.Event()
@@ -200,4 +201,16 @@ async def run_org_service(config: OrgServiceConfig,
                 service, hc, shutdown_trigger=shutdown.wait, task_status=task_status))  # type: ignore[arg-type]
             log.info("daari org cache listening on %s; Redis %s; %d instance token(s)", binds[0],
                      link.settings.shown, len(config.tokens))
+            if handle_signals:
+                nursery.start_soon(_stop_on_signal, shutdown)
             task_status.started(RunningService(binds[0], service, shutdown))
+            await shutdown.wait()
+            nursery.cancel_scope.deadline = trio.current_time() + 5.0  # hypercorn's own grace, bounded
+
+
+async def _stop_on_signal(shutdown: trio.Event) -> None:
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async for _ in signals:
+            log.info("daari org cache stopping")
+            shutdown.set()
+            return
