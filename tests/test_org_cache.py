@@ -35,11 +35,12 @@ from tests.fakes.anthropic_upstream import FakeAnthropic
 from tests.fakes.serving import serve_app
 from tests.redis_server import RedisServer, free_port, needs_redis
 from tests.support import daari_server, make_config, upstream_tier
-from tests.test_redis_backend import Labeled, ask, content, upstream_calls
+from tests.test_redis_backend import Labeled, ask, chat, content, upstream_calls
 
 pytestmark = needs_redis
 
-TOKENS = {"team-a": "token-of-team-a-" + "x" * 24, "team-b": "token-of-team-b-" + "y" * 24}
+TOKENS = {"team-a": "token-of-team-a-" + "x" * 24, "team-b": "token-of-team-b-" + "y" * 24,
+          "team-c": "token-of-team-c-" + "w" * 24}
 GATEWAY_TOKEN = "token-of-the-gateway-" + "z" * 24  # may use callers' key tenants
 KEY_A = "sk-ant-KEYAAAAAAAAAAAAAAAA"
 KEY_B = "sk-ant-KEYBBBBBBBBBBBBBBBB"
@@ -50,8 +51,10 @@ def sha(token: str) -> str:
 
 
 @asynccontextmanager
-async def org_service(tmp_path: Path, redis: RedisServer) -> AsyncIterator[RunningService]:
+async def org_service(tmp_path: Path, redis: RedisServer, sharing: tuple[str, ...] = ()
+                      ) -> AsyncIterator[RunningService]:
     config = OrgServiceConfig(port=0, data_dir=str(tmp_path / "org"), redis=RedisConfig(url=redis.url),
+                              sharing=list(sharing),
                               tokens=[*(OrgToken(f"{team}-box", sha(token), tenants=[team])
                                         for team, token in TOKENS.items()),
                                       OrgToken("gateway", sha(GATEWAY_TOKEN), key_tenants=True)])
@@ -277,3 +280,39 @@ def test_daari_org_cache_serve_runs_as_its_own_process_and_logs_no_credential(tm
     assert process.returncode == 0, output
     assert "issued to team-a-box" in output
     assert password not in output and TOKENS["team-a"] not in output
+
+
+async def test_sharing_is_opt_in_per_tenant_and_per_entry(tmp_path: Path, redis: RedisServer,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """team-a and team-b opted in, team-c did not. Only an answer marked shareable crosses, only between the two
+    that opted in; team-c's Redis user cannot even read the shared entries, and no tenant can write them."""
+    async with org_service(tmp_path, redis, sharing=("team-a", "team-b")) as service, \
+            instances(tmp_path, service.url, ["team-a", "team-b", "team-c"], monkeypatch) as ((a, b, c), fakes), \
+            httpx.AsyncClient() as client:
+        shared = await client.post(a.url + "/v1/chat/completions", json=chat("what does git bisect do?"),
+                                   headers={"x-daari-org-share": "true"})
+        assert shared.status_code == 200 and content(shared.json()).endswith("[up0]")
+        private = await ask(client, a.url, "what does git stash do?")  # not marked: stays team-a's
+        assert content(private).endswith("[up0]")
+        await org_entries(redis, "team-a", 2)
+        with trio.fail_after(20):
+            while not (await trio.to_thread.run_sync(redis.cli, "--scan", "--pattern", "s:l0:*")):
+                await trio.sleep(0.05)
+        assert "x-daari-org-share" not in fakes[0].requests[0].headers  # daari's header never goes upstream
+
+        from_b = await ask(client, b.url, "what does git bisect do?")
+        assert from_b["daari_meta"]["tier"] == "L0-org" and content(from_b) == content(shared.json())
+        assert from_b["daari_meta"]["org_shared"] is True
+        assert content(await ask(client, b.url, "what does git stash do?")).endswith("[up1]")
+        from_c = await ask(client, c.url, "what does git bisect do?")
+        assert content(from_c).endswith("[up2]"), "team-c did not opt in: it must not see shared entries"
+
+        users = {team: (await credentials(client, service.url, team, TOKENS[team])).json() for team in TOKENS}
+        shared_key = (await trio.to_thread.run_sync(redis.cli, "--scan", "--pattern", "s:l0:*")).splitlines()[0]
+        assert "NOPERM" in redis.cli("GET", shared_key, user=users["team-c"]["username"],
+                                     password=users["team-c"]["password"])
+        assert "NOPERM" in redis.cli("SET", shared_key, "forged", user=users["team-b"]["username"],
+                                     password=users["team-b"]["password"])
+        refused = await client.post(service.url + "/v1/org/share", json={"tenant": "team-c", "key": "0" * 64},
+                                    headers={"authorization": f"Bearer {TOKENS['team-c']}"})
+        assert refused.status_code == 403

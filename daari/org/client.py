@@ -29,8 +29,8 @@ from daari.cache.store import StoreUnavailable
 from daari.config import OrgCacheConfig, check_redis_url
 from daari.errors import ConfigError, StartupError
 from daari.metrics import Metrics
-from daari.org.service import CREDENTIALS_PATH
-from daari.org.tenant import key_tenant, tenant_prefix, valid_tenant
+from daari.org.service import CREDENTIALS_PATH, SHARE_PATH
+from daari.org.tenant import SHARED_PREFIX, key_tenant, tenant_prefix, valid_tenant
 from daari.redact import redact_url
 
 log = logging.getLogger("daari.org")
@@ -72,6 +72,7 @@ class TenantLink:
 
     done: trio.Event = field(default_factory=trio.Event)
     store: RedisL0 | None = None
+    shared: RedisL0 | None = None  # the tenant opted in to sharing: the shared entries, read with its own user
     link: RedisLink | None = None
     failed_at: float | None = None
     scope: trio.CancelScope = field(default_factory=trio.CancelScope)
@@ -86,7 +87,7 @@ class OrgCache:
         self._tenants: OrderedDict[str, TenantLink] = OrderedDict()
         self._nursery: trio.Nursery | None = None
         self._http: httpx.AsyncClient | None = None
-        self._puts_in, self._puts_out = trio.open_memory_channel[tuple[str, str, L0Entry]](MAX_PENDING_PUTS)
+        self._puts_in, self._puts_out = trio.open_memory_channel[tuple[str, str, L0Entry, bool]](MAX_PENDING_PUTS)
         self.last_error: str | None = None
 
     def tenant(self, partition: str) -> str | None:
@@ -112,42 +113,63 @@ class OrgCache:
                 self._tenants.clear()  # their links close with the nursery; a restart sets them up again
                 nursery.cancel_scope.cancel()
 
-    async def get(self, tenant: str, key: str) -> L0Entry | None:
-        """The tenant's L0 entry for `key`; None on a miss and whenever the org cache cannot answer in time."""
-        store = await self._store(tenant)
-        if store is None:
-            self.metrics.inc("org_cache_lookups_total", level="L0-org", result="unavailable")
-            return None
-        try:
-            entry = await store.get(key)
-        except StoreUnavailable:
-            self.metrics.inc("org_cache_lookups_total", level="L0-org", result="unavailable")
-            return None
-        self.metrics.inc("org_cache_lookups_total", level="L0-org", result="hit" if entry is not None else "miss")
-        return entry
+    async def get(self, tenant: str, key: str) -> tuple[L0Entry, bool] | None:
+        """The tenant's L0 entry for `key`, else (the tenant opted in to sharing) a shared one, with whether it was
+        shared; None on a miss and whenever the org cache cannot answer in time."""
+        held = await self._held(tenant)
+        result, found = "unavailable", None
+        if held is not None and held.store is not None:
+            try:
+                entry = await held.store.get(key)
+                result, found = ("hit", (entry, False)) if entry is not None else ("miss", None)
+                if entry is None and held.shared is not None:
+                    shared = await held.shared.get(key)
+                    if shared is not None:
+                        result, found = "shared_hit", (shared, True)
+            except StoreUnavailable:
+                result = "unavailable"
+        self.metrics.inc("org_cache_lookups_total", level="L0-org", result=result)
+        return found
 
-    def put_soon(self, tenant: str, key: str, entry: L0Entry) -> None:
+    def put_soon(self, tenant: str, key: str, entry: L0Entry, *, share: bool = False) -> None:
         """Store `entry` in the background (the answer is not held up by the org's Redis); dropped when too many
-        are pending."""
+        are pending. `share`: the caller marked it shareable; shared only if its tenant opted in."""
         try:
-            self._puts_in.send_nowait((tenant, key, entry))
+            self._puts_in.send_nowait((tenant, key, entry, share))
         except trio.WouldBlock:
             self.metrics.inc("org_cache_writes_total", result="dropped")
 
     async def _writer(self) -> None:
-        async for tenant, key, entry in self._puts_out:
-            store = await self._store(tenant)
-            if store is None:
+        async for tenant, key, entry, share in self._puts_out:
+            held = await self._held(tenant)
+            if held is None or held.store is None:
                 self.metrics.inc("org_cache_writes_total", result="unavailable")
                 continue
             try:
-                kept = await store.write([(key, entry)], {})
+                kept = await held.store.write([(key, entry)], {})
             except StoreUnavailable:
                 self.metrics.inc("org_cache_writes_total", result="unavailable")
                 continue
             self.metrics.inc("org_cache_writes_total", result="kept" if kept else "stored")
+            if share:
+                await self._share(tenant, key, opted_in=held.shared is not None)
 
-    async def _store(self, tenant: str) -> RedisL0 | None:
+    async def _share(self, tenant: str, key: str, *, opted_in: bool) -> None:
+        """Ask the service to copy the entry to the shared ones (only it may write there)."""
+        if not opted_in:
+            self.metrics.inc("org_cache_shares_total", result="not_opted_in")
+            return
+        assert self._http is not None
+        try:
+            response = await self._http.post(self.settings.url + SHARE_PATH, json={"tenant": tenant, "key": key},
+                                             headers={"authorization": f"Bearer {self.settings.token}"})
+            result = ("shared" if response.json().get("shared") else "exists") if response.status_code == 200 \
+                else "refused"
+        except (OSError, httpx.HTTPError, ValueError, AttributeError):
+            result = "failed"
+        self.metrics.inc("org_cache_shares_total", result=result)
+
+    async def _held(self, tenant: str) -> TenantLink | None:
         held = self._tenants.get(tenant)
         now = time.monotonic()
         if held is not None and self._stale(held, now):
@@ -160,7 +182,7 @@ class OrgCache:
         self._tenants.move_to_end(tenant)
         with trio.move_on_after(self.settings.timeout_s):
             await held.done.wait()
-        return held.store
+        return held if held.store is not None else None
 
     def _stale(self, held: TenantLink, now: float) -> bool:
         if held.failed_at is not None:
@@ -200,10 +222,11 @@ class OrgCache:
                 self.metrics.inc("org_cache_setups_total", result="refused")
                 self._setup_failed(held, settings)
                 return
-            link, prefix = settings
+            link, prefix, shared_prefix = settings
             self.metrics.inc("org_cache_setups_total", result="ok")
             async with link.running():
                 held.link, held.store = link, RedisL0(link, prefix, self.ttl_s)
+                held.shared = RedisL0(link, shared_prefix, self.ttl_s) if shared_prefix is not None else None
                 held.done.set()
                 await trio.sleep_forever()
         held.done.set()
@@ -215,8 +238,8 @@ class OrgCache:
         held.failed_at = time.monotonic()
         held.done.set()
 
-    async def _credentials(self, tenant: str) -> tuple[RedisLink, str] | str:
-        """The tenant's link (not yet running) and key prefix, or why the service refused."""
+    async def _credentials(self, tenant: str) -> tuple[RedisLink, str, str | None] | str:
+        """The tenant's link (not yet running), key prefix and shared prefix, or why the service refused."""
         assert self._http is not None
         response = await self._http.post(self.settings.url + CREDENTIALS_PATH, json={"tenant": tenant},
                                          headers={"authorization": f"Bearer {self.settings.token}"})
@@ -227,6 +250,9 @@ class OrgCache:
         check_redis_url(url, "the org cache service's Redis URL")
         if prefix != tenant_prefix(tenant):
             return "the org cache service named another tenant's prefix"
+        shared_prefix = body.get("shared_prefix")
+        if shared_prefix is not None and shared_prefix != SHARED_PREFIX:
+            return "the org cache service named an unknown shared prefix"
         settings = LinkSettings(url, str(body["username"]), str(body["password"]), self.settings.tls_ca_file,
                                 self.settings.timeout_s)
-        return RedisLink(settings, self.metrics, "org"), prefix
+        return RedisLink(settings, self.metrics, "org"), prefix, shared_prefix

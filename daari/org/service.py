@@ -28,13 +28,23 @@ from daari.datadir import load_secret
 from daari.errors import DaariError, Forbidden, InvalidRequest, NotFound, PayloadTooLarge, Unauthorized
 from daari.metrics import Metrics
 from daari.org.service_config import OrgServiceConfig, OrgToken
-from daari.org.tenant import acl_rules, acl_username, tenant_password, tenant_prefix, token_digest, valid_tenant
+from daari.org.tenant import (
+    L0_KEY,
+    SHARED_PREFIX,
+    acl_rules,
+    acl_username,
+    tenant_password,
+    tenant_prefix,
+    token_digest,
+    valid_tenant,
+)
 from daari.server.guard import LOOPBACK_HOSTS, WILDCARD_BINDS, GuardPolicy, check_host, check_origin, host_name
 
 log = logging.getLogger("daari.org")
 
 MAX_BODY = 4096
 CREDENTIALS_PATH = "/v1/org/credentials"
+SHARE_PATH = "/v1/org/share"
 
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
@@ -52,10 +62,11 @@ class Credentials:
     password: str
     prefix: str
     url: str
+    shared_prefix: str | None = None  # the tenant opted in to sharing: where the shared entries are (read-only)
 
-    def to_json(self) -> dict[str, str]:
+    def to_json(self) -> dict[str, str | None]:
         return {"tenant": self.tenant, "username": self.username, "password": self.password, "prefix": self.prefix,
-                "url": self.url}
+                "url": self.url, "shared_prefix": self.shared_prefix}
 
 
 def guard_policy(config: OrgServiceConfig) -> GuardPolicy:
@@ -113,7 +124,7 @@ class OrgService:
                      ) -> tuple[int, dict[str, Any]]:
         if path == "/healthz" and method == "GET":
             return 200, {"status": "ok", "redis": self.link.health()}
-        if path != CREDENTIALS_PATH or method != "POST":
+        if path not in (CREDENTIALS_PATH, SHARE_PATH) or method != "POST":
             raise NotFound(f"no route {method} {path}")
         holder = token_holder(self.config.tokens, bearer_token(headers))
         request = await _json_body(receive)
@@ -122,19 +133,37 @@ class OrgService:
             raise InvalidRequest("tenant: expected 1-64 of a-z 0-9 _ -", param="tenant")
         if not holder.allows(tenant):
             raise Forbidden(f"token {holder.name!r} may not use tenant {tenant!r}")
+        if path == SHARE_PATH:
+            return 200, {"shared": await self.share(tenant, request.get("key"))}
         credentials = await self.credentials(tenant)
         log.info("org cache: Redis user for tenant %s issued to %s", tenant, holder.name)
         return 200, credentials.to_json()
 
+    async def share(self, tenant: str, key: object) -> bool:
+        """Copy the tenant's L0 entry `key` to the shared entries (its expiry with it); False when it is not there
+        or an entry for that key is shared already (the first one stays). Only for tenants that opted in."""
+        if tenant not in self.config.sharing:
+            raise Forbidden(f"tenant {tenant!r} has not opted in to sharing (the service's `sharing`)")
+        if not isinstance(key, str) or not L0_KEY.fullmatch(key):
+            raise InvalidRequest("key: expected an L0 key (64 hex digits)", param="key")
+        source, target = f"{tenant_prefix(tenant)}l0:{key}", f"{SHARED_PREFIX}l0:{key}"
+        try:
+            copied = await self.link.run(lambda client: client.copy(source, target))
+        except StoreUnavailable as exc:
+            raise Unavailable(str(exc)) from None
+        return bool(copied)
+
     async def credentials(self, tenant: str) -> Credentials:
         """The tenant's ACL user, (re)set on every call: a Redis that restarted without its ACL gets it back."""
         username, password = acl_username(tenant), tenant_password(self.secret, tenant)
-        rules = acl_rules(tenant, password)
+        shared = tenant in self.config.sharing
+        rules = acl_rules(tenant, password, shared=shared)
         try:
             await self.link.run(lambda client: client.acl_setuser(username, *rules))
         except StoreUnavailable as exc:
             raise Unavailable(str(exc)) from None
-        return Credentials(tenant, username, password, tenant_prefix(tenant), self.url)
+        return Credentials(tenant, username, password, tenant_prefix(tenant), self.url,
+                           SHARED_PREFIX if shared else None)
 
 
 async def _lifespan(receive: Receive, send: Send) -> None:

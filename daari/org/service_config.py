@@ -51,8 +51,14 @@ class OrgServiceConfig:
     instance_redis_url: str | None = None  # the URL instances reach Redis by (None: redis.url)
     allowed_hosts: list[str] = field(default_factory=list)  # Host names besides loopback and the bind address
     tokens: list[OrgToken] = field(default_factory=list)
+    # Tenants that opted in to sharing (off for every other): their users may read the entries any of them chose
+    # to share, and the service copies an entry a daari of theirs marks shareable to where they read them.
+    sharing: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
+        for tenant in self.sharing:
+            if not valid_tenant(tenant):
+                raise ConfigError(f"sharing: {tenant!r} is not a tenant")
         if self.instance_redis_url is not None:
             check_redis_url(self.instance_redis_url, "instance_redis_url")
         names = [t.name for t in self.tokens]

@@ -34,6 +34,10 @@ def key_tenant(partition: str) -> str | None:
     return "k" + partition if partition else None
 
 
+SHARED_PREFIX = "s:"  # entries tenants chose to share: written by the service only, read by tenants that opted in
+L0_KEY = re.compile(r"^[0-9a-f]{64}$")  # an L0 key (hex SHA-256)
+
+
 def tenant_prefix(tenant: str) -> str:
     return f"t:{tenant}:"
 
@@ -47,12 +51,13 @@ def tenant_password(secret: bytes, tenant: str) -> str:
     return hmac.new(secret, f"org-tenant:{tenant}".encode(), hashlib.sha256).hexdigest()
 
 
-def acl_rules(tenant: str, password: str) -> list[str]:
+def acl_rules(tenant: str, password: str, *, shared: bool = False) -> list[str]:
     """ACL SETUSER rules for the tenant's user: its own keys and channels, the commands the L0 and L1 stores run,
-    nothing dangerous. `reset` first: the rules are exactly these, whatever the user had before."""
+    nothing dangerous; `shared` (the tenant opted in to sharing): also read, never write, the shared entries.
+    `reset` first: the rules are exactly these, whatever the user had before."""
     prefix = tenant_prefix(tenant)
-    return ["reset", "on", f">{password}", f"~{prefix}*", f"&{prefix}*", "+@read", "+@write", "+@stream",
-            "+@scripting", "+@connection", "-@dangerous",
+    return ["reset", "on", f">{password}", f"~{prefix}*", *([f"%R~{SHARED_PREFIX}*"] if shared else []),
+            f"&{prefix}*", "+@read", "+@write", "+@stream", "+@scripting", "+@connection", "-@dangerous",
             "-scan", "-randomkey"]  # these two list other tenants' key names (key patterns do not filter them)
 
 

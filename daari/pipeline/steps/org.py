@@ -4,7 +4,8 @@ this daari produced to the org cache, both in the request's tenant only.
 L0-org reads: the request's L0 key (the local L0 step made it), its partition and `cache_on`. A hit answers with
 tier "L0-org" (`daari_meta.tier`), and is copied into the local L0 so the next copy is a local hit. The write reads
 what the local cache write read, and stores only what it stored (an answer holding a secret never leaves the
-machine), in the background.
+machine), in the background; with `X-Daari-Org-Share: true` it is also offered to the tenants that opted in to
+sharing (the service copies it, if this tenant opted in too).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from daari.pipeline.steps.cache_write import STORABLE_FINISH
 from daari.pipeline.turn import Turn
 
 LEVEL = "L0-org"
+SHARE_HEADER = "x-daari-org-share"  # "true": the caller lets other tenants that opted in reuse this answer
 
 
 class OrgL0Step:
@@ -34,10 +36,13 @@ class OrgL0Step:
         tenant = self.org.tenant(turn.partition)
         if tenant is None:
             return None
-        entry = await self.org.get(tenant, turn.key)
-        if entry is None:
+        found = await self.org.get(tenant, turn.key)
+        if found is None:
             return None
+        entry, shared = found
         meta = turn.meta
+        if shared:
+            meta.details["org_shared"] = True  # another tenant shared it (both opted in)
         meta.cache_hit, meta.cache = True, "hit"
         meta.task_type, meta.rule_id, meta.ceiling = entry.task_type, entry.rule_id, entry.ceiling
         meta.agent_turn = entry.agent_turn
@@ -64,7 +69,8 @@ class OrgWriteStep:
         tenant = self.org.tenant(turn.partition)
         if tenant is None:
             return
-        self.org.put_soon(tenant, turn.key, L0Entry(
+        share = turn.headers.get(SHARE_HEADER, "").strip().lower() in ("1", "true", "yes")
+        self.org.put_soon(tenant, turn.key, share=share, entry=L0Entry(
             completion=completion, tier=answer.tier, agent_turn=meta.agent_turn,
             semantic_ok=not (meta.agent_turn or completion.tool_calls), confidence=answer.confidence,
             task_type=meta.task_type, rule_id=meta.rule_id, ceiling=meta.ceiling))
