@@ -1,9 +1,12 @@
-"""`daari org-cache serve`: checks instance tokens and hands each instance a Redis user confined to one tenant.
+"""`daari org-cache serve`: checks instance tokens, hands each instance a Redis user confined to one tenant, and
+brokers opt-in sharing between tenants.
 
 The only part of the org cache Redis cannot do itself. It holds the Redis admin credential; an instance presents its
 token and a tenant, and gets back that tenant's ACL user (created or reset with ACL SETUSER, limited to
 `~t:<tenant>:*`) and a password derived from the service's secret. The instance then talks to Redis directly: the
-service is not on the request path, and Redis, not daari, keeps each tenant to its own keys. No prompt or answer
+service is not on the request path, and Redis, not daari, keeps each tenant to its own keys. Sharing: for tenants
+that opted in (`sharing`), the service copies an entry an instance marks shareable to `s:`, which only those
+tenants' users may read and only the service may write. No prompt or answer
 ever passes through here, and the log names tokens and tenants only, never a credential.
 """
 
