@@ -167,7 +167,8 @@ async def test_a_tenants_redis_user_cannot_read_or_write_another_tenants_keys(tm
                 await a_at_b.write([("k2", entry)], {})
             assert "team-b's answer" not in str(refused.value) and "k2" not in str(refused.value)  # logged: no content
             for command in (lambda c: c.keys("*"), lambda c: c.scan(0), lambda c: c.flushall(),
-                            lambda c: c.acl_list()):
+                            lambda c: c.acl_list(), lambda c: c.dbsize(), lambda c: c.script_flush(),
+                            lambda c: c.function_flush(), lambda c: c.pubsub_channels()):
                 with pytest.raises(StoreUnavailable, match="no permissions"):  # NOPERM, as coredis words it
                     await links["team-a"].run(command)
             assert links["team-a"].up  # a refusal is not an outage

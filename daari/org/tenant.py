@@ -34,6 +34,10 @@ def key_tenant(partition: str) -> str | None:
     return "k" + partition if partition else None
 
 
+# Commands the categories above allow that name no key, so key patterns do not confine them, and that would let
+# one tenant see or disturb the others: list key names (SCAN, RANDOMKEY), count them (DBSIZE), flush or kill the
+# scripts other daari run (SCRIPT FLUSH, SCRIPT KILL), load or delete functions (FUNCTION), and pub/sub listings.
+KEYLESS_DENIED = ("-scan", "-randomkey", "-dbsize", "-script|flush", "-script|kill", "-function", "-@pubsub")
 SHARED_PREFIX = "s:"  # entries tenants chose to share: written by the service only, read by tenants that opted in
 L0_KEY = re.compile(r"^[0-9a-f]{64}$")  # an L0 key (hex SHA-256)
 
@@ -58,7 +62,7 @@ def acl_rules(tenant: str, password: str, *, shared: bool = False) -> list[str]:
     prefix = tenant_prefix(tenant)
     return ["reset", "on", f">{password}", f"~{prefix}*", *([f"%R~{SHARED_PREFIX}*"] if shared else []),
             f"&{prefix}*", "+@read", "+@write", "+@stream", "+@scripting", "+@connection", "-@dangerous",
-            "-scan", "-randomkey"]  # these two list other tenants' key names (key patterns do not filter them)
+            *KEYLESS_DENIED]
 
 
 def token_digest(token: str) -> str:
