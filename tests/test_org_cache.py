@@ -91,11 +91,15 @@ async def org_entries(redis: RedisServer, tenant: str, count: int) -> list[str]:
     the background)."""
     with trio.fail_after(20):
         while True:
-            keys = [k for k in (await trio.to_thread.run_sync(redis.cli, "--scan", "--pattern",
-                                                                f"t:{tenant}:l0:*")).splitlines() if k]
+            keys = await org_entries_now(redis, tenant)
             if len(keys) >= count:
                 return keys
             await trio.sleep(0.05)
+
+
+async def org_entries_now(redis: RedisServer, tenant: str) -> list[str]:
+    return [k for k in (await trio.to_thread.run_sync(redis.cli, "--scan", "--pattern",
+                                                        f"t:{tenant}:l0:*")).splitlines() if k]
 
 
 async def test_an_instance_with_an_empty_cache_answers_from_l0_org(tmp_path: Path, redis: RedisServer,
@@ -317,3 +321,28 @@ async def test_sharing_is_opt_in_per_tenant_and_per_entry(tmp_path: Path, redis:
         refused = await client.post(service.url + "/v1/org/share", json={"tenant": "team-c", "key": "0" * 64},
                                     headers={"authorization": f"Bearer {TOKENS['team-c']}"})
         assert refused.status_code == 403
+
+
+async def test_a_redis_that_restarted_without_its_acl_users_is_used_again(tmp_path: Path, redis: RedisServer,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A restarted Redis (no persistence) lost the tenants' users: the tenant link cannot log in again, so after
+    RENEW_AFTER_S down it is set up afresh (the service re-creates the user), and the org cache works again."""
+    monkeypatch.setattr("daari.org.client.RENEW_AFTER_S", 0.5)  # 10 s in production: the test need not wait that
+    async with org_service(tmp_path, redis) as service, \
+            instances(tmp_path, service.url, ["team-a", "team-a"], monkeypatch) as ((one, two), fakes), \
+            httpx.AsyncClient() as client:
+        await ask(client, one.url, "before the restart")
+        await org_entries(redis, "team-a", 1)
+        await trio.to_thread.run_sync(redis.stop)
+        await trio.to_thread.run_sync(redis.start)
+        assert await trio.to_thread.run_sync(redis.cli, "ACL", "USERS") == "default"  # the tenant user is gone
+        n = 0
+        with trio.fail_after(30):
+            while not await org_entries_now(redis, "team-a"):  # one's writes resume once its link is renewed
+                n += 1
+                await ask(client, one.url, f"after the restart {n}")
+                await trio.sleep(0.2)
+        answer = await ask(client, two.url, f"after the restart {n}")
+        assert answer["daari_meta"]["tier"] == "L0-org", answer["daari_meta"]
+        assert content(answer).endswith("[up0]")
+        # two never renewed its link: it reconnected as the same user, whose derived password the service set again
