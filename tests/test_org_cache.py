@@ -183,7 +183,9 @@ async def test_a_tenants_redis_user_cannot_read_or_write_another_tenants_keys(tm
 async def test_the_service_refuses_instances_without_a_token_and_foreign_hosts(tmp_path: Path,
                                                                               redis: RedisServer) -> None:
     async with org_service(tmp_path, redis) as service, httpx.AsyncClient() as client:
-        assert (await credentials(client, service.url, "team-a", None)).status_code == 401
+        no_token = await credentials(client, service.url, "team-a", None)
+        assert no_token.status_code == 401 and no_token.headers["www-authenticate"] == "Bearer"
+        assert "password" not in no_token.text
         assert (await credentials(client, service.url, "team-a", "not-a-token")).status_code == 401
         assert (await credentials(client, service.url, "team-b", TOKENS["team-a"])).status_code == 403
         assert (await credentials(client, service.url, "Team A*", TOKENS["team-a"])).status_code == 400

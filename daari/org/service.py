@@ -121,7 +121,7 @@ class OrgService:
             status, body = await self._route(scope["method"], scope["path"], headers, receive)
         except DaariError as err:
             status, body = err.status, {"error": {"message": err.message, "code": err.code}}
-        await _respond(send, status, body)
+        await _respond(send, status, body, {"www-authenticate": "Bearer"} if status == 401 else {})
 
     async def _route(self, method: str, path: str, headers: Mapping[str, str], receive: Receive
                      ) -> tuple[int, dict[str, Any]]:
@@ -200,11 +200,11 @@ async def _json_body(receive: Receive) -> dict[str, Any]:
     return data
 
 
-async def _respond(send: Send, status: int, body: dict[str, Any]) -> None:
+async def _respond(send: Send, status: int, body: dict[str, Any], extra: Mapping[str, str]) -> None:
     data = json.dumps(body).encode()
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode()),
-                            (b"cache-control", b"no-store")]})
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode()),
+               (b"cache-control", b"no-store"), *((k.encode(), v.encode()) for k, v in extra.items())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": data})
 
 
@@ -231,8 +231,10 @@ async def run_org_service(config: OrgServiceConfig, *, handle_signals: bool = Fa
         async with trio.open_nursery() as nursery:
             binds = await nursery.start(lambda task_status: hypercorn_serve(
                 service, hc, shutdown_trigger=shutdown.wait, task_status=task_status))  # type: ignore[arg-type]
-            log.info("daari org cache listening on %s; Redis %s; %d instance token(s)", binds[0],
-                     link.settings.shown, len(config.tokens))
+            log.info("daari org cache listening on %s; Redis %s; %d instance token(s); sharing: %s", binds[0],
+                     link.settings.shown, len(config.tokens), ", ".join(config.sharing) or "off")
+            if not config.tokens:
+                log.warning("no instance token is configured (tokens:): every instance will be refused")
             if handle_signals:
                 nursery.start_soon(_stop_on_signal, shutdown)
             task_status.started(RunningService(binds[0], service, shutdown))
