@@ -90,8 +90,8 @@ COUNTERS: dict[str, Declared] = {
     "redis_errors_total": Declared(("kind", "link"), "Redis commands that failed or were not sent because Redis was "
                                    "down, by link and kind (cache.backend: redis)."),
     "redis_reconnects_total": Declared(("link",), "Times the link found Redis answering again after it was down."),
-    "org_cache_lookups_total": Declared(("level", "result"), "Org cache lookups after a local miss, by level (L0-org) "
-                                        "and result (hit, shared_hit, miss, unavailable).",
+    "org_cache_lookups_total": Declared(("level", "result"), "Org cache lookups after a local miss, by level "
+                                        "(L0-org, L1-org) and result (hit, shared_hit, miss, unavailable).",
                                         (("L0-org", "hit"), ("L0-org", "miss"))),
     "org_cache_writes_total": Declared(("result",), "Answers offered to the org cache, by result (stored, kept: "
                                        "another daari stored it first, unavailable, dropped: too many pending)."),

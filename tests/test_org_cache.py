@@ -19,6 +19,7 @@ import httpx
 import pytest
 import trio
 
+from actors.semantic_cache import L1Count
 from daari.cache.l0_redis import RedisL0
 from daari.cache.l0_store import L0Entry
 from daari.cache.redis_link import LinkSettings, RedisLink
@@ -28,6 +29,7 @@ from daari.datadir import SECRET_FILE, load_secret, private_dir
 from daari.errors import StartupError
 from daari.org.service import CREDENTIALS_PATH, RunningService, run_org_service
 from daari.org.service_config import OrgServiceConfig, OrgToken
+from daari.pipeline.steps.l1 import SemanticTier
 from daari.protocol.chat import Completion
 from daari.server.compose import compose
 from daari.server.serve import RunningServer
@@ -348,3 +350,40 @@ async def test_a_redis_that_restarted_without_its_acl_users_is_used_again(tmp_pa
         assert answer["daari_meta"]["tier"] == "L0-org", answer["daari_meta"]
         assert content(answer).endswith("[up0]")
         # two never renewed its link: it reconnected as the same user, whose derived password the service set again
+
+
+async def test_l1_org_serves_a_paraphrase_another_instance_of_the_team_stored_and_no_other_team(
+        tmp_path: Path, redis: RedisServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """L1-org after the local L1 missed: the team's entries, searched by an index built from the tenant's stream
+    (as its Redis user), with the local verifier; another team's instance never finds them."""
+    async with AsyncExitStack() as stack, httpx.AsyncClient(timeout=60) as client:
+        service = await stack.enter_async_context(org_service(tmp_path, redis))
+        fakes = [Labeled(f"up{i}") for i in range(3)]
+        servers = []
+        for i, team in enumerate(["team-a", "team-a", "team-b"]):
+            url = await stack.enter_async_context(serve_app(fakes[i]))
+            monkeypatch.setenv(f"ORG_TOKEN_D{i}", TOKENS[team])
+            config = make_config(tmp_path / f"d{i}", tiers={"L3": upstream_tier("openai", url + "/v1")},
+                                 cache={"l1": {"enabled": True},
+                                        "org": {"url": service.url, "team": team, "token_env": f"ORG_TOKEN_D{i}",
+                                                "timeout_s": 2.0, "l1_similarity_threshold": 0.5}})
+            servers.append(await stack.enter_async_context(daari_server(config)))
+        one, two, other = servers
+        for server in servers:
+            tier = server.parts.shortcuts["L1"]
+            assert isinstance(tier, SemanticTier)
+            with trio.fail_after(120):
+                await tier.status.started.wait()
+        first = await ask(client, one.url, "How do I list Docker containers?")
+        assert first["daari_meta"]["tier"] == "L3"
+        with trio.fail_after(30):  # one's L1-org write reached two's L1-org index through the tenant's stream
+            while await two.parts.table.address("l1_org").call(L1Count()) < 1:
+                await trio.sleep(0.02)
+        hit = await ask(client, two.url, "Show me the command to list docker containers")
+        assert hit["daari_meta"]["tier"] == "L1-org" and content(hit) == content(first), hit["daari_meta"]
+        assert hit["daari_meta"]["verdict"] == "accepted"  # the local verifier agreed
+        assert await other.parts.table.address("l1_org").call(L1Count()) == 0  # team-b's index never saw it
+        missed = await ask(client, other.url, "Show me the command to list docker containers")
+        assert content(missed).endswith("[up2]") and missed["daari_meta"]["tier"] == "L3"
+        assert "l1_org" not in missed["daari_meta"]  # not even a candidate to reject: team-a's entry is not there
+        assert redis.cli("XLEN", "t:team-a:l1:log") == "1"  # one entry: the paraphrase was a hit, the miss is b's

@@ -40,6 +40,7 @@ RENEW_AFTER_S = 10.0  # a tenant link down this long is set up afresh (a restart
 MAX_TENANTS = 64  # links held at once; the least recently used goes first (key tenants: one per caller's key)
 MAX_PENDING_PUTS = 256
 SERVICE_TIMEOUT_S = 5.0
+UNSET_URL = "redis://org-cache-service-not-asked-yet/0"  # the team link's address until the service names one
 
 
 @dataclass(frozen=True)
@@ -89,6 +90,10 @@ class OrgCache:
         self._http: httpx.AsyncClient | None = None
         self._puts_in, self._puts_out = trio.open_memory_channel[tuple[str, str, L0Entry, bool]](MAX_PENDING_PUTS)
         self.last_error: str | None = None
+        # With a team, its link is made now (its address and user come from the service later): the L1-org store
+        # and its actor are built on it before the service has answered, and keep it across renewals.
+        self.team_link = (RedisLink(LinkSettings(UNSET_URL, timeout_s=settings.timeout_s), metrics, "org")
+                          if settings.team is not None else None)
 
     def tenant(self, partition: str) -> str | None:
         """The request's tenant: the configured team, else its caller's key (None: no credential, no org cache)."""
@@ -222,7 +227,10 @@ class OrgCache:
                 self.metrics.inc("org_cache_setups_total", result="refused")
                 self._setup_failed(held, settings)
                 return
-            link, prefix, shared_prefix = settings
+            link_settings, prefix, shared_prefix = settings
+            link = self.team_link if tenant == self.settings.team and self.team_link is not None else \
+                RedisLink(link_settings, self.metrics, "org")
+            link.settings = link_settings
             self.metrics.inc("org_cache_setups_total", result="ok")
             async with link.running():
                 held.link, held.store = link, RedisL0(link, prefix, self.ttl_s)
@@ -238,8 +246,8 @@ class OrgCache:
         held.failed_at = time.monotonic()
         held.done.set()
 
-    async def _credentials(self, tenant: str) -> tuple[RedisLink, str, str | None] | str:
-        """The tenant's link (not yet running), key prefix and shared prefix, or why the service refused."""
+    async def _credentials(self, tenant: str) -> tuple[LinkSettings, str, str | None] | str:
+        """How to reach Redis as the tenant's user, its key prefix and shared prefix, or why the service refused."""
         assert self._http is not None
         response = await self._http.post(self.settings.url + CREDENTIALS_PATH, json={"tenant": tenant},
                                          headers={"authorization": f"Bearer {self.settings.token}"})
@@ -255,4 +263,4 @@ class OrgCache:
             return "the org cache service named an unknown shared prefix"
         settings = LinkSettings(url, str(body["username"]), str(body["password"]), self.settings.tls_ca_file,
                                 self.settings.timeout_s)
-        return RedisLink(settings, self.metrics, "org"), prefix, shared_prefix
+        return settings, prefix, shared_prefix

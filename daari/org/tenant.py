@@ -61,8 +61,9 @@ def acl_rules(tenant: str, password: str, *, shared: bool = False) -> list[str]:
     `reset` first: the rules are exactly these, whatever the user had before."""
     prefix = tenant_prefix(tenant)
     return ["reset", "on", f">{password}", f"~{prefix}*", *([f"%R~{SHARED_PREFIX}*"] if shared else []),
-            f"&{prefix}*", "+@read", "+@write", "+@stream", "+@scripting", "+@connection", "-@dangerous",
-            *KEYLESS_DENIED]
+            f"&{prefix}*", "+@read", "+@write", "+@stream", "+@scripting", "+@connection",
+            "+time",  # the L1 put script seeds its ids from Redis's clock
+            "-@dangerous", *KEYLESS_DENIED]
 
 
 def token_digest(token: str) -> str:

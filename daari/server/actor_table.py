@@ -34,6 +34,7 @@ from daari.metrics import Metrics
 from daari.observe.decision_log import decisions_path
 from daari.observe.decision_row import DecisionRows
 from daari.org.client import OrgCache
+from daari.org.tenant import tenant_prefix
 from daari.pipeline.decision import RoutingDecision
 
 
@@ -77,6 +78,7 @@ def actor_table(config: Config, executors: dict[str, Executor], shared: Shared,
     org = shared.org
     if org is not None:  # not required: daari serves without its org cache
         rows.append(ActorSpec("org_cache", lambda: OrgCacheActor(org), size, policy, required=False))
+    org_link, org_team = (org.team_link, org.settings.team) if org is not None else (None, None)
     rows += [
         ActorSpec("cache", lambda: CacheActor(RedisL0(link, prefix, l0.ttl_s) if link is not None
                                               else data_dir / "l0.sqlite", shared.memory,
@@ -94,6 +96,11 @@ def actor_table(config: Config, executors: dict[str, Executor], shared: Shared,
                 RedisL1(link, prefix, max_entries=l1.max_entries, max_age_s=max_age_s) if link is not None
                 else data_dir, max_entries=l1.max_entries, max_age_s=max_age_s, trees=l1.index_trees,
                 rebuild_after=l1.rebuild_after, stats=shared.index_stats), size, policy),
+            *([ActorSpec("l1_org", lambda: SemanticCacheActor(
+                RedisL1(org_link, tenant_prefix(org_team), max_entries=l1.max_entries, max_age_s=max_age_s),
+                max_entries=l1.max_entries, max_age_s=max_age_s, trees=l1.index_trees, rebuild_after=l1.rebuild_after,
+                stats=IndexStats()), size, policy, required=False)]  # L1-org: the team's org entries
+              if org_link is not None and org_team is not None else []),
             # Built when it starts, from the executor's address (the table made it with the others).
             ActorSpec("verifier", lambda: VerifierActor(l1.verify, model_asker(table.address("executor"))), size,
                       policy),

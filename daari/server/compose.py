@@ -11,7 +11,7 @@ import logging
 import sqlite3
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 
@@ -59,7 +59,7 @@ from daari.pipeline.steps.l0 import L0Step
 from daari.pipeline.steps.l1 import SemanticTier
 from daari.pipeline.steps.l2 import RulesTier
 from daari.pipeline.steps.lt import ToolTier
-from daari.pipeline.steps.org import OrgL0Step, OrgWriteStep
+from daari.pipeline.steps.org import OrgL0Step, OrgSemanticTier, OrgWriteStep
 from daari.pipeline.steps.parse import ParseStep
 from daari.pipeline.steps.privacy import PrivacyGuard
 from daari.pipeline.steps.refine import RefineStep
@@ -218,6 +218,22 @@ def shortcut_tiers(config: Config, table: ActorTable, shared: Shared, bars: Lear
     return tiers
 
 
+def org_semantic_tier(config: Config, table: ActorTable, shared: Shared, local: ShortcutTier | None
+                      ) -> OrgSemanticTier | None:
+    """L1-org (docs/redis.md, "Org cache"): with a team, over its org entries, when the local L1 is on. Its bar is
+    the larger of the local threshold and cache.org.l1_similarity_threshold, without learned bars (they could
+    lower it); the embedder and verifier are the local L1's."""
+    if not isinstance(local, SemanticTier) or shared.org is None or table.get("l1_org") is None:
+        return None
+    l1 = config.cache.l1
+    floor = config.cache.org.l1_similarity_threshold
+    bar = replace(l1, similarity_threshold=max(l1.similarity_threshold, floor if floor is not None else 0.0),
+                  draft_injection=False)
+    inner = SemanticTier(bar, table.address("embedder"), shared.embedder_status, table.address("l1_org"),
+                         table.address("verifier"), shared.metrics, memo_of=local)
+    return OrgSemanticTier(inner, shared.metrics)
+
+
 def upstreams_of(config: Config, executors: Mapping[str, Executor]) -> Upstreams:
     return Upstreams(
         providers={t: provider_id(ex.kind, config.tiers[t].base_url) for t, ex in executors.items()},
@@ -311,6 +327,9 @@ async def compose(config: Config, *, shortcuts: Mapping[str, ShortcutTier] | Non
     routed: list[Step] = [AgentTurnStep(metrics), classify, *[ShortcutStep(tier) for tier in tiers.values()]]
     if org is not None:  # after the local L0 miss, first of the steps that wait on something outside daari
         routed.insert(0, OrgL0Step(org, guard))
+    org_l1 = org_semantic_tier(config, table, shared, tiers.get("L1"))
+    if org_l1 is not None:  # right after the local L1
+        routed.insert(next(i for i, s in enumerate(routed) if s.name == "L1") + 1, ShortcutStep(org_l1))
     if config.routing.slm_classifier and configured:
         routed.append(RefineStep(configured[0], questions))
     sessions = SessionStore()
@@ -339,7 +358,7 @@ async def compose(config: Config, *, shortcuts: Mapping[str, ShortcutTier] | Non
                            request_for=SessionHygiene(sessions, upstreams),
                            guard=privacy)]
     render = RenderStep()
-    indexes = [tier for tier in tiers.values() if isinstance(tier, AnswerIndex)]
+    indexes = [tier for tier in tiers.values() if isinstance(tier, AnswerIndex)] + ([org_l1] if org_l1 else [])
     pipeline = Pipeline(
         local=[HeadersStep(config.cache.l0.enabled, partition_secret),
                L0Step(memory=shared.memory, guard=guard, key_memo=key_memo, hit_requests=hit_requests,

@@ -13,13 +13,18 @@ from __future__ import annotations
 from dataclasses import replace
 
 from daari.cache.l0_store import L0Entry
+from daari.metrics import Metrics
 from daari.org.client import OrgCache
 from daari.pipeline.cache_guard import CacheGuard
+from daari.pipeline.shortcuts import ShortcutQuery, ShortcutResult
 from daari.pipeline.step import Answer
 from daari.pipeline.steps.cache_write import STORABLE_FINISH
+from daari.pipeline.steps.l1 import SemanticTier
 from daari.pipeline.turn import Turn
+from daari.protocol.chat import Completion
 
 LEVEL = "L0-org"
+L1_LEVEL = "L1-org"
 SHARE_HEADER = "x-daari-org-share"  # "true": the caller lets other tenants that opted in reuse this answer
 
 
@@ -74,6 +79,33 @@ class OrgWriteStep:
             completion=completion, tier=answer.tier, agent_turn=meta.agent_turn,
             semantic_ok=not (meta.agent_turn or completion.tool_calls), confidence=answer.confidence,
             task_type=meta.task_type, rule_id=meta.rule_id, ceiling=meta.ceiling))
+
+
+class OrgSemanticTier:
+    """L1-org: a semantic tier over the team's org entries, after the local L1 missed. The same embedder and
+    verifier as the local L1 (a SemanticTier of its own, on the L1-org actor), and a bar that can only be higher than
+    the local one (compose builds it with the larger threshold and no learned bars, which could lower it). It
+    stores, like the local L1, the answers L0 stored."""
+
+    name = L1_LEVEL
+
+    def __init__(self, inner: SemanticTier, metrics: Metrics) -> None:
+        self.inner = inner
+        self.metrics = metrics
+        self.serves_agent_turns = inner.serves_agent_turns
+
+    async def answer(self, query: ShortcutQuery) -> ShortcutResult | None:
+        result = await self.inner.answer(query)
+        if result is not None and result.answered:
+            self.metrics.inc("org_cache_lookups_total", level=L1_LEVEL, result="hit")
+            return replace(result, tier=L1_LEVEL)
+        if query.l0_key:  # it looked (with the cache off for the request, neither L1 reads)
+            self.metrics.inc("org_cache_lookups_total", level=L1_LEVEL, result="miss")
+        # What it found is nested: the local L1's own report (similarity, verdict) stays as it was; no draft.
+        return None if result is None else ShortcutResult(L1_LEVEL, None, details={"l1_org": dict(result.details)})
+
+    async def remember(self, query: ShortcutQuery, completion: Completion, tier: str) -> None:
+        await self.inner.remember(query, completion, tier)
 
 
 def _local_copy(entry: L0Entry) -> L0Entry:
