@@ -1,5 +1,6 @@
 """A daari instance's side of the org cache: each tenant's Redis user (asked of `daari org-cache serve`), its link,
-and L0-org lookups and writes through the ordinary Redis L0 store under the tenant's prefix `t:<tenant>:`.
+and L0-org lookups and writes through the ordinary Redis L0 store under the tenant's prefix `t:<tenant>:`. With a
+team, its link (`team_link`) also carries L1-org: the `l1_org` actor's Redis L1 store is built on it.
 
 Nothing here can widen a tenant: every key is built under the tenant's prefix, and the link authenticates as the
 tenant's ACL user, which Redis confines to that prefix (NOPERM on any other key). The org cache is best effort: a
