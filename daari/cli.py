@@ -1,4 +1,5 @@
-"""The `daari` command: `daari serve`, `daari code`, `daari eval routing|cache|judge`, `daari tail`, `daari report`."""
+"""The `daari` command: `daari serve`, `daari code`, `daari eval routing|cache|judge`, `daari tail`, `daari report`,
+`daari org-cache serve`."""
 
 from __future__ import annotations
 
@@ -45,6 +46,34 @@ def _serve(args: argparse.Namespace) -> int:
             return 1
         if isinstance(cause, OSError):  # e.g. the port is taken
             print(f"daari: cannot start: {cause}", file=sys.stderr)
+            return 1
+        raise
+    return 0
+
+
+def _org_cache(args: argparse.Namespace) -> int:
+    import trio
+
+    from daari.org.service import run_org_service
+    from daari.org.service_config import load_service_config
+
+    try:
+        config = load_service_config(args.config)
+    except ConfigError as exc:
+        print(f"daari: config error: {exc}", file=sys.stderr)
+        return 2
+    if args.host is not None:
+        config.host = args.host
+    if args.port is not None:
+        config.port = args.port
+    try:
+        trio.run(lambda: run_org_service(config, handle_signals=True))
+    except BaseException as exc:
+        cause = _root_cause(exc)
+        if isinstance(cause, KeyboardInterrupt):
+            return 130
+        if isinstance(cause, DaariError | StartupError | OSError):
+            print(f"daari: cannot start the org cache: {cause}", file=sys.stderr)
             return 1
         raise
     return 0
@@ -101,6 +130,12 @@ def build_parser() -> argparse.ArgumentParser:
                                      "(offline, the answer judge on evals/judge), trust (offline, L1's learned bars "
                                      "against cache.l1.error_bound) or draft (offline, draft injection's token "
                                      "saving and agreement)")
+    org = sub.add_parser("org-cache", help="the org cache's token service (docs/redis.md, \"Org cache\")")
+    org_sub = org.add_subparsers(dest="org_command", required=True)
+    org_serve = org_sub.add_parser("serve", help="check instance tokens and hand out tenants' Redis users")
+    org_serve.add_argument("--config", default=None, help="org-cache.yaml path")
+    org_serve.add_argument("--host", default=None, help="listen address (default 127.0.0.1)")
+    org_serve.add_argument("--port", type=int, default=None, help="listen port (default 8790)")
     add_observe_parsers(sub)
     return parser
 
@@ -123,6 +158,10 @@ def main(argv: list[str] | None = None) -> int:
         if rest:
             parser.error(f"unrecognized arguments: {' '.join(rest)}")
         return _serve(args)
+    if args.command == "org-cache":
+        if rest:
+            parser.error(f"unrecognized arguments: {' '.join(rest)}")
+        return _org_cache(args)
     if args.command in ("tail", "report"):
         if rest:
             parser.error(f"unrecognized arguments: {' '.join(rest)}")

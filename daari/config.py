@@ -24,6 +24,7 @@ from pydantic import TypeAdapter, ValidationError
 from daari.datadir import default_data_dir
 from daari.errors import ConfigError
 from daari.models import EMBEDDED_MODELS
+from daari.org.tenant import team_tenant
 from daari.redact import redact_url
 
 TIER_NAMES = ("L3", "L4", "L5", "L6")
@@ -176,6 +177,29 @@ class RedisConfig:
 
 
 @dataclass
+class OrgCacheConfig:
+    """The org cache (docs/redis.md, "Org cache"): after a local L0 miss, the tenant's entries in the org's Redis,
+    reached with the Redis user `daari org-cache serve` hands this daari for the tenant. Off without `url`."""
+
+    url: str | None = None  # the org-cache service, http(s)://host:port
+    token_env: str = "DAARI_ORG_TOKEN"  # the environment variable holding this daari's token for the service
+    # The tenant every request is in: this team id. None: each caller's own, from its API key's credential
+    # partition (then a tier must forward client keys, and instances of one org share the partition secret).
+    team: str | None = None
+    tls_ca_file: str | None = None  # when the service names a rediss:// Redis: the CA that signed its certificate
+    timeout_s: Annotated[float, Gt(0)] = 0.25  # per Redis command and per service call; slower is a miss
+    # L1-org (with a team and cache.l1 on): the similarity an org entry needs. It can only raise the local bar
+    # (cache.l1.similarity_threshold), never lower it; the verifier is the local one. None: the local bar.
+    l1_similarity_threshold: Annotated[float, Ge(0), Le(1)] | None = None
+
+    def __post_init__(self) -> None:
+        if self.url is not None and urlsplit(self.url).scheme not in ("http", "https"):
+            raise ConfigError(f"cache.org.url: expected an http:// or https:// URL, got {redact_url(self.url)!r}")
+        if self.team is not None:
+            team_tenant(self.team)
+
+
+@dataclass
 class CacheConfig:
     l0: L0Config = field(default_factory=L0Config)
     l1: L1Config = field(default_factory=L1Config)
@@ -183,6 +207,7 @@ class CacheConfig:
     # the same Redis and key_prefix; each keeps its own in-memory L0 front and vector index).
     backend: Literal["disk", "redis"] = "disk"
     redis: RedisConfig = field(default_factory=RedisConfig)
+    org: OrgCacheConfig = field(default_factory=OrgCacheConfig)  # L0-org after a local miss (docs/redis.md)
 
 
 def check_redis_url(url: str, where: str) -> None:

@@ -90,6 +90,15 @@ COUNTERS: dict[str, Declared] = {
     "redis_errors_total": Declared(("kind", "link"), "Redis commands that failed or were not sent because Redis was "
                                    "down, by link and kind (cache.backend: redis)."),
     "redis_reconnects_total": Declared(("link",), "Times the link found Redis answering again after it was down."),
+    "org_cache_lookups_total": Declared(("level", "result"), "Org cache lookups after a local miss, by level "
+                                        "(L0-org, L1-org) and result (hit, shared_hit, miss, unavailable).",
+                                        (("L0-org", "hit"), ("L0-org", "miss"))),
+    "org_cache_writes_total": Declared(("result",), "Answers offered to the org cache, by result (stored, kept: "
+                                       "another daari stored it first, unavailable, dropped: too many pending)."),
+    "org_cache_shares_total": Declared(("result",), "Org cache entries marked shareable (X-Daari-Org-Share), by result "
+                                       "(shared, exists, not_opted_in, refused, failed)."),
+    "org_cache_setups_total": Declared(("result",), "Tenant Redis users asked of the org-cache service, by result "
+                                       "(ok, refused, failed)."),
     "privacy_secrets_total": Declared(("action", "kind", "tier"), "Secrets found in requests to remote tiers, by "
                                       "tier, kind and action (on: replaced by placeholders, report: only counted)."),
     "privacy_restored_total": Declared(("tier",), "Placeholders in remote answers turned back into the secrets they "

@@ -228,5 +228,14 @@ class RedisLink:
         return None
 
 
+PIPELINE_ERROR = " of pipeline caused error: "
+
+
 def _first_line(exc: BaseException) -> str:
-    return str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+    """The error's first line, without the command: coredis prefixes an error in a pipeline with the failed
+    command and its arguments ("Command # 1 (SET key value) of pipeline caused error: ..."), which are keys and
+    entries, never to be logged."""
+    text = str(exc)
+    if PIPELINE_ERROR in text:
+        text = text.rpartition(PIPELINE_ERROR)[2]
+    return text.splitlines()[0][:200] if text.strip() else type(exc).__name__

@@ -15,7 +15,7 @@ from typing import Any
 
 from daari.pipeline.decision import outcome
 
-TIER_ORDER = ("L0", "L1", "CCS", "L2", "Lt", "L3", "L4", "L5", "L6")
+TIER_ORDER = ("L0", "L0-org", "L1", "CCS", "L2", "Lt", "L3", "L4", "L5", "L6")
 _SINCE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 

@@ -17,6 +17,7 @@ from actors.embedder import EmbedderActor, EmbedderStatus
 from actors.executor import ExecutorActor
 from actors.faults import FAULTS
 from actors.hub import Hub, HubActor
+from actors.org_cache import OrgCacheActor
 from actors.redis_link import RedisActor
 from actors.runtime import ActorSpec, ActorTable, Address, RestartPolicy
 from actors.semantic_cache import IndexStats, SemanticCacheActor
@@ -32,6 +33,8 @@ from daari.executors.base import Executor
 from daari.metrics import Metrics
 from daari.observe.decision_log import decisions_path
 from daari.observe.decision_row import DecisionRows
+from daari.org.client import OrgCache
+from daari.org.tenant import tenant_prefix
 from daari.pipeline.decision import RoutingDecision
 
 
@@ -48,6 +51,7 @@ class Shared:
     # trust.shadow sampling on: the ShadowActor's dependencies from the table (server/shadow_wiring.py)
     shadow: Callable[[ActorTable], ShadowDeps] | None = None
     redis: RedisLink | None = None  # cache.backend: redis: the link the L0 and L1 stores share
+    org: OrgCache | None = None  # cache.org.url: the org cache's tenant links
 
 
 def _mb(megabytes: float) -> int:
@@ -71,6 +75,10 @@ def actor_table(config: Config, executors: dict[str, Executor], shared: Shared,
     prefix = config.cache.redis.key_prefix
     if link is not None:  # before the stores that use it
         rows.append(ActorSpec("redis", lambda: RedisActor(link), size, policy))
+    org = shared.org
+    if org is not None:  # not required: daari serves without its org cache
+        rows.append(ActorSpec("org_cache", lambda: OrgCacheActor(org), size, policy, required=False))
+    org_link, org_team = (org.team_link, org.settings.team) if org is not None else (None, None)
     rows += [
         ActorSpec("cache", lambda: CacheActor(RedisL0(link, prefix, l0.ttl_s) if link is not None
                                               else data_dir / "l0.sqlite", shared.memory,
@@ -88,6 +96,11 @@ def actor_table(config: Config, executors: dict[str, Executor], shared: Shared,
                 RedisL1(link, prefix, max_entries=l1.max_entries, max_age_s=max_age_s) if link is not None
                 else data_dir, max_entries=l1.max_entries, max_age_s=max_age_s, trees=l1.index_trees,
                 rebuild_after=l1.rebuild_after, stats=shared.index_stats), size, policy),
+            *([ActorSpec("l1_org", lambda: SemanticCacheActor(
+                RedisL1(org_link, tenant_prefix(org_team), max_entries=l1.max_entries, max_age_s=max_age_s),
+                max_entries=l1.max_entries, max_age_s=max_age_s, trees=l1.index_trees, rebuild_after=l1.rebuild_after,
+                stats=IndexStats()), size, policy, required=False)]  # L1-org: the team's org entries
+              if org_link is not None and org_team is not None else []),
             # Built when it starts, from the executor's address (the table made it with the others).
             ActorSpec("verifier", lambda: VerifierActor(l1.verify, model_asker(table.address("executor"))), size,
                       policy),

@@ -11,7 +11,7 @@ import logging
 import sqlite3
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 
@@ -36,6 +36,7 @@ from daari.executors.registry import make_executors
 from daari.local.tool_repair import repairs_tools
 from daari.metrics import Metrics
 from daari.observe.prompt_record import prompt_fields
+from daari.org.client import OrgCache, OrgSettings
 from daari.pipeline.body_work import BodyWork
 from daari.pipeline.cache_guard import CacheGuard
 from daari.pipeline.decision import RoutingDecision
@@ -58,6 +59,7 @@ from daari.pipeline.steps.l0 import L0Step
 from daari.pipeline.steps.l1 import SemanticTier
 from daari.pipeline.steps.l2 import RulesTier
 from daari.pipeline.steps.lt import ToolTier
+from daari.pipeline.steps.org import OrgL0Step, OrgSemanticTier, OrgWriteStep
 from daari.pipeline.steps.parse import ParseStep
 from daari.pipeline.steps.privacy import PrivacyGuard
 from daari.pipeline.steps.refine import RefineStep
@@ -216,6 +218,22 @@ def shortcut_tiers(config: Config, table: ActorTable, shared: Shared, bars: Lear
     return tiers
 
 
+def org_semantic_tier(config: Config, table: ActorTable, shared: Shared, local: ShortcutTier | None
+                      ) -> OrgSemanticTier | None:
+    """L1-org (docs/redis.md, "Org cache"): with a team, over its org entries, when the local L1 is on. Its bar is
+    the larger of the local threshold and cache.org.l1_similarity_threshold, without learned bars (they could
+    lower it); the embedder and verifier are the local L1's."""
+    if not isinstance(local, SemanticTier) or shared.org is None or table.get("l1_org") is None:
+        return None
+    l1 = config.cache.l1
+    floor = config.cache.org.l1_similarity_threshold
+    bar = replace(l1, similarity_threshold=max(l1.similarity_threshold, floor if floor is not None else 0.0),
+                  draft_injection=False)
+    inner = SemanticTier(bar, table.address("embedder"), shared.embedder_status, table.address("l1_org"),
+                         table.address("verifier"), shared.metrics, memo_of=local)
+    return OrgSemanticTier(inner, shared.metrics)
+
+
 def upstreams_of(config: Config, executors: Mapping[str, Executor]) -> Upstreams:
     return Upstreams(
         providers={t: provider_id(ex.kind, config.tiers[t].base_url) for t, ex in executors.items()},
@@ -282,7 +300,9 @@ async def compose(config: Config, *, shortcuts: Mapping[str, ShortcutTier] | Non
         "decision_log_rows_dropped_total", count)) if config.log.decisions else None)
     redis = (RedisLink(LinkSettings.from_config(config.cache.redis), metrics, "cache")
              if config.cache.backend == "redis" else None)
-    shared = Shared(l0_memory(config), metrics, decisions, decision_queue, redis=redis)
+    org = (OrgCache(OrgSettings.from_config(config.cache.org, key_tenants=partition_secret is not None), metrics,
+                    config.cache.l0.ttl_s) if config.cache.org.url and config.cache.l0.enabled else None)
+    shared = Shared(l0_memory(config), metrics, decisions, decision_queue, redis=redis, org=org)
     if trust.sampling:
         shared.shadow = trust.deps(executors, shared, metrics, await _answer_secret(config))
     # Before anything that may send a remote tier content: side questions and token counts are shielded too.
@@ -305,6 +325,11 @@ async def compose(config: Config, *, shortcuts: Mapping[str, ShortcutTier] | Non
     classify = ClassifyStep(partial(is_lt_command, min_confidence=config.tools.min_confidence)
                             if config.tools.enabled else no_lt_probe)
     routed: list[Step] = [AgentTurnStep(metrics), classify, *[ShortcutStep(tier) for tier in tiers.values()]]
+    if org is not None:  # after the local L0 miss, first of the steps that wait on something outside daari
+        routed.insert(0, OrgL0Step(org, guard))
+    org_l1 = org_semantic_tier(config, table, shared, tiers.get("L1"))
+    if org_l1 is not None:  # right after the local L1
+        routed.insert(next(i for i, s in enumerate(routed) if s.name == "L1") + 1, ShortcutStep(org_l1))
     if config.routing.slm_classifier and configured:
         routed.append(RefineStep(configured[0], questions))
     sessions = SessionStore()
@@ -335,7 +360,7 @@ async def compose(config: Config, *, shortcuts: Mapping[str, ShortcutTier] | Non
                            request_for=SessionHygiene(sessions, upstreams),
                            guard=privacy, on_attempt=spend.attempt)]
     render = RenderStep()
-    indexes = [tier for tier in tiers.values() if isinstance(tier, AnswerIndex)]
+    indexes = [tier for tier in tiers.values() if isinstance(tier, AnswerIndex)] + ([org_l1] if org_l1 else [])
     pipeline = Pipeline(
         local=[HeadersStep(config.cache.l0.enabled, partition_secret),
                L0Step(memory=shared.memory, guard=guard, key_memo=key_memo, hit_requests=hit_requests,
@@ -345,6 +370,7 @@ async def compose(config: Config, *, shortcuts: Mapping[str, ShortcutTier] | Non
         # Shadow before render: a routed request's scope is cancelled when its client's connection reports the
         # response done (the client watch), so a step after render may never run; shadow never awaits.
         finish=[CacheWriteStep(guard, indexes, holds_secret if config.privacy.redact != "off" else None),
+                *([OrgWriteStep(org)] if org is not None else []),
                 SessionRecordStep(sessions, upstreams),
                 ShadowStep(table.get("shadow"), trust.budget, trust.diversity, trust.skips, metrics), render],
         fail=render.fail,
@@ -366,7 +392,8 @@ async def compose(config: Config, *, shortcuts: Mapping[str, ShortcutTier] | Non
     status = StatusRoutes(config, health, executor, metrics, started_at,
                           l1.health if isinstance(l1, SemanticTier) else None, lambda: tail.open,
                           partial(model_ids, config, executors),
-                          components={"redis": redis.health} if redis is not None else None,
+                          components={**({"redis": redis.health} if redis is not None else {}),
+                                      **({"org_cache": org.health} if org is not None else {})} or None,
                           gauges=redis.samples if redis is not None else None)
     routes = Routes(
         exact={

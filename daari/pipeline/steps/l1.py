@@ -55,7 +55,7 @@ class SemanticTier:
 
     def __init__(self, config: L1Config, embedder: Address, status: EmbedderStatus, cache: Address,
                  verifier: Address, metrics: Metrics, index_stats: IndexStats | None = None,
-                 bars: LearnedBars | None = None) -> None:
+                 bars: LearnedBars | None = None, memo_of: SemanticTier | None = None) -> None:
         self.config = config
         self.embedder = embedder
         self.status = status
@@ -65,6 +65,8 @@ class SemanticTier:
         self._pending: LRU[str, Probe] = LRU(PENDING)  # each of size 1: bounded in count
         memo_bytes = int(config.embed_memo_mb * 2**20)
         self._memo: LRU[tuple[str, str], Embedding] | None = LRU(memo_bytes) if memo_bytes else None
+        if memo_of is not None:  # another tier over the same embedder (L1-org after L1): one model run a text
+            self._memo = memo_of._memo
         self.index_stats = index_stats  # what the index holds (the SemanticCacheActor updates it), for /healthz
         self.bars = bars  # learned similarity bars per task type (the ShadowActor refits them); None: the threshold
 

@@ -1,0 +1,1 @@
+"""The org cache: `daari org-cache serve` (the token service) and what a daari instance uses to reach it."""
