@@ -8,7 +8,12 @@ would take minutes, and a short-form answer still going at 64 tokens is cut by m
 `finish_reason` "length" is what the judge reads.
 Slow (minutes): run it only when the prompts change, then relabel the changed rows in build_judge_set.py.
 
-    python -m evals.judge.generate_embedded [--only PROMPT_ID ...]
+    python -m evals.judge.generate_embedded [--only PROMPT_ID ...] [--out FILE] [--interleave]
+
+`--out` keeps another model's answers apart (evals/judge/qwen_answers.jsonl holds the default model's,
+Qwen2.5-Coder-0.5B; embedded_answers.jsonl SmolLM2's). The file is rewritten after every answer, so a run
+that is stopped leaves every finished answer usable. `--interleave` answers the prompts one kind at a time in
+turn (a commit message, a title, a summary, ...), so a partial run covers every kind.
 """
 
 from __future__ import annotations
@@ -52,26 +57,38 @@ async def answer(executor: EmbeddedExecutor, prompt: dict[str, Any]) -> dict[str
             "seconds": round(time.monotonic() - started, 1), "model": MODEL_NAME}
 
 
-async def main_async(only: set[str]) -> None:
+def interleaved(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The prompts one of each kind in turn (each kind keeps the set's order)."""
+    by_kind: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        by_kind.setdefault(row["kind"], []).append(row)
+    queues = list(by_kind.values())
+    return [queue[i] for i in range(max(map(len, queues), default=0)) for queue in queues if i < len(queue)]
+
+
+async def main_async(only: set[str], out: Path, interleave: bool) -> None:
     executor = EmbeddedExecutor("L3", TierConfig())
     done: dict[str, dict[str, Any]] = {}
-    if OUT.exists():
-        done = {row["prompt_id"]: row for row in map(json.loads, OUT.read_text().splitlines()) if row}
-    for prompt in prompts():
+    if out.exists():
+        done = {row["prompt_id"]: row for row in map(json.loads, out.read_text().splitlines()) if row}
+    for prompt in interleaved(prompts()) if interleave else prompts():
         if (only and prompt["id"] not in only) or (not only and prompt["id"] in done):
             continue
         row = await answer(executor, prompt)
         done[prompt["id"]] = row
         print(f"{row['prompt_id']:<40} {row['seconds']:>6}s {row['finish_reason']:<7} {row['answer'][:60]!r}",
               flush=True)
-        OUT.write_text("".join(json.dumps(done[p["id"]], ensure_ascii=False) + "\n" for p in prompts()
+        out.write_text("".join(json.dumps(done[p["id"]], ensure_ascii=False) + "\n" for p in prompts()
                                if p["id"] in done))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--only", nargs="*", default=[], help="prompt ids to (re)generate")
-    trio.run(main_async, set(parser.parse_args().only))
+    parser.add_argument("--out", type=Path, default=OUT, help="the answers file (default: %(default)s)")
+    parser.add_argument("--interleave", action="store_true", help="answer one prompt of each kind in turn")
+    args = parser.parse_args()
+    trio.run(main_async, set(args.only), args.out, args.interleave)
 
 
 if __name__ == "__main__":
