@@ -13,7 +13,9 @@ Slow (minutes): run it only when the prompts change, then relabel the changed ro
 `--out` keeps another model's answers apart (evals/judge/qwen_answers.jsonl holds the default model's,
 Qwen2.5-Coder-0.5B; embedded_answers.jsonl SmolLM2's). The file is rewritten after every answer, so a run
 that is stopped leaves every finished answer usable. `--interleave` answers the prompts one kind at a time in
-turn (a commit message, a title, a summary, ...), so a partial run covers every kind.
+turn (a commit message, a title, a summary, ...), so a partial run covers every kind. `--cap N` replaces the caps
+by kind with one: the prompt's own max_tokens up to N (Qwen's answers cut at 64 were regenerated with
+`--cap 200 --only ...`: the routine prompts ask for 160, and L3 gives them that).
 """
 
 from __future__ import annotations
@@ -38,10 +40,10 @@ SHORT_CAP, LONG_CAP = 64, 128
 LONG_KINDS = ("summary", "routine")
 
 
-async def answer(executor: EmbeddedExecutor, prompt: dict[str, Any]) -> dict[str, Any]:
+async def answer(executor: EmbeddedExecutor, prompt: dict[str, Any], one_cap: int | None = None) -> dict[str, Any]:
     request = parse_request(prompt)
     asked = request.max_tokens
-    cap = LONG_CAP if prompt["kind"] in LONG_KINDS else SHORT_CAP
+    cap = one_cap or (LONG_CAP if prompt["kind"] in LONG_KINDS else SHORT_CAP)
     request.sampling["max_tokens"] = min(asked or executor.config.max_tokens, cap)
     events: list[Event] = []
 
@@ -66,7 +68,7 @@ def interleaved(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [queue[i] for i in range(max(map(len, queues), default=0)) for queue in queues if i < len(queue)]
 
 
-async def main_async(only: set[str], out: Path, interleave: bool) -> None:
+async def main_async(only: set[str], out: Path, interleave: bool, cap: int | None) -> None:
     executor = EmbeddedExecutor("L3", TierConfig())
     done: dict[str, dict[str, Any]] = {}
     if out.exists():
@@ -74,7 +76,7 @@ async def main_async(only: set[str], out: Path, interleave: bool) -> None:
     for prompt in interleaved(prompts()) if interleave else prompts():
         if (only and prompt["id"] not in only) or (not only and prompt["id"] in done):
             continue
-        row = await answer(executor, prompt)
+        row = await answer(executor, prompt, cap)
         done[prompt["id"]] = row
         print(f"{row['prompt_id']:<40} {row['seconds']:>6}s {row['finish_reason']:<7} {row['answer'][:60]!r}",
               flush=True)
@@ -87,8 +89,10 @@ def main() -> None:
     parser.add_argument("--only", nargs="*", default=[], help="prompt ids to (re)generate")
     parser.add_argument("--out", type=Path, default=OUT, help="the answers file (default: %(default)s)")
     parser.add_argument("--interleave", action="store_true", help="answer one prompt of each kind in turn")
+    parser.add_argument("--cap", type=int, default=None,
+                        help="one cap for every kind: the prompt's own max_tokens up to this (default: 64/128 by kind)")
     args = parser.parse_args()
-    trio.run(main_async, set(args.only), args.out, args.interleave)
+    trio.run(main_async, set(args.only), args.out, args.interleave, args.cap)
 
 
 if __name__ == "__main__":
