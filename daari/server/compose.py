@@ -78,6 +78,7 @@ from daari.privacy.remote import is_remote
 from daari.protocol.chat import Message
 from daari.responses.store import ResponseArchive
 from daari.routing.classifier import no_lt_probe
+from daari.routing.l3_default import L3_TASK_TYPES
 from daari.server.actor_table import Shared, actor_table
 from daari.server.app import DaariApp, Routes
 from daari.server.budget_route import BudgetRoute
@@ -303,7 +304,8 @@ async def compose(config: Config, *, shortcuts: Mapping[str, ShortcutTier] | Non
     questions = SideQuestions(executor, shield)
     configured = [t for t in config.configured_tiers() if t in executors]
     classify = ClassifyStep(partial(is_lt_command, min_confidence=config.tools.min_confidence)
-                            if config.tools.enabled else no_lt_probe)
+                            if config.tools.enabled else no_lt_probe,
+                            L3_TASK_TYPES if config.routing.l3_task_types is None else config.routing.l3_task_types)
     routed: list[Step] = [AgentTurnStep(metrics), classify, *[ShortcutStep(tier) for tier in tiers.values()]]
     if config.routing.slm_classifier and configured:
         routed.append(RefineStep(configured[0], questions))

@@ -68,11 +68,20 @@ def interleaved(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [queue[i] for i in range(max(map(len, queues), default=0)) for queue in queues if i < len(queue)]
 
 
+def load(out: Path) -> dict[str, dict[str, Any]]:
+    if not out.exists():
+        return {}
+    return {row["prompt_id"]: row for row in map(json.loads, out.read_text().splitlines()) if row}
+
+
+def save(out: Path, done: dict[str, dict[str, Any]]) -> None:
+    """Every finished answer, in the set's order (rewritten after each one: a stopped run keeps them all)."""
+    out.write_text("".join(json.dumps(done[p["id"]], ensure_ascii=False) + "\n" for p in prompts() if p["id"] in done))
+
+
 async def main_async(only: set[str], out: Path, interleave: bool, cap: int | None) -> None:
     executor = EmbeddedExecutor("L3", TierConfig())
-    done: dict[str, dict[str, Any]] = {}
-    if out.exists():
-        done = {row["prompt_id"]: row for row in map(json.loads, out.read_text().splitlines()) if row}
+    done = load(out)
     for prompt in interleaved(prompts()) if interleave else prompts():
         if (only and prompt["id"] not in only) or (not only and prompt["id"] in done):
             continue
@@ -80,8 +89,7 @@ async def main_async(only: set[str], out: Path, interleave: bool, cap: int | Non
         done[prompt["id"]] = row
         print(f"{row['prompt_id']:<40} {row['seconds']:>6}s {row['finish_reason']:<7} {row['answer'][:60]!r}",
               flush=True)
-        out.write_text("".join(json.dumps(done[p["id"]], ensure_ascii=False) + "\n" for p in prompts()
-                               if p["id"] in done))
+        save(out, done)
 
 
 def main() -> None:
