@@ -341,8 +341,8 @@ class RoutingConfig:
     # A session stays on the tier holding its provider prompt cache unless moving saves more than rebuilding the
     # cache costs (docs/routing.md, "Session affinity").
     session_affinity: bool = True
-    # The task types that start at L3 when a tier above it is configured; None: the judge figures' choice
-    # (daari/routing/l3_default.py, docs/routing.md "Which task types start at L3").
+    # The task types that start at L3 when a tier above it is configured; None: the judge figures' choice when L3
+    # is the embedded model, every type when it is an upstream (daari/routing/l3_default.py, docs/routing.md).
     l3_task_types: list[str] | None = None
 
 

@@ -28,11 +28,12 @@ from daari.eval.judge_by_task_type import (
     verdict,
 )
 from daari.eval.judge_eval import judge_all, rule_sets
-from daari.eval.judge_set import DEFAULT_DIR, load_answers, load_prompts
+from daari.eval.judge_set import DEFAULT_DIR, load_answers, load_prompts, parse_request
 from daari.eval.routing_eval import DEFAULT_PROMPTS
 from daari.eval.routing_eval import load_prompts as load_golden
 from daari.routing import task_types as tt
-from daari.routing.l3_default import L3_TASK_TYPES
+from daari.routing.classifier import classify
+from daari.routing.l3_default import L3_TASK_TYPES, l3_default, l3_task_types
 from evals.judge.build_qwen_set import LABELED_BY
 from evals.judge.build_qwen_set import rows as built_rows
 from tests.fakes.ollama_upstream import FakeOllama
@@ -97,37 +98,43 @@ def chat(prompt_id: str, **extra: Any) -> dict[str, Any]:
     return {**PROMPTS[prompt_id]["body"], "model": "daari", **extra}
 
 
-async def test_through_daari_a_commit_message_skips_l3_a_translation_and_a_probe_do_not(tmp_path: Path) -> None:
-    l3, l4 = FakeOpenAI(), FakeOllama()
-    async with serve_app(l3) as u3, serve_app(l4) as u4:
-        tiers = {"L3": upstream_tier("openai", u3 + "/v1", "good"), "L4": upstream_tier("ollama", u4, "good")}
+async def test_through_daari_a_commit_message_skips_the_embedded_l3_and_a_probe_does_not(tmp_path: Path) -> None:
+    l4 = FakeOllama()
+    async with serve_app(l4) as u4:
+        tiers = {"L3": {"executor": "embedded"}, "L4": upstream_tier("ollama", u4, "good")}
         config = make_config(tmp_path, tiers=tiers)
-        async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url, timeout=60) as client:
+        async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url, timeout=120) as client:
             commit = (await client.post("/v1/chat/completions", json=chat("aider-commit-readme-typo"))).json()
-            assert l3.requests == []  # generate_small: the table rules L3 out
-            translate = (await client.post("/v1/chat/completions", json=chat("routine-translate-de"))).json()
             quota = GOLDEN["GP-23"]  # Claude Code's quota probe: max_tokens 1
             probe = await client.post("/v1/messages", json={"model": "daari", "messages": quota["messages"],
                                                             "max_tokens": quota["max_tokens"]})
-    meta = commit["daari_meta"]
-    assert (meta["task_type"], meta["rule_id"], meta["ceiling"], meta["attempts"][0]["tier"]) == (
-        "generate_small", "R-A3", "L4", "L4")
-    meta = translate["daari_meta"]  # transform: too few answers to decide, the rules' L3 stays
-    assert (meta["task_type"], meta["ceiling"], meta["attempts"][0]["tier"]) == ("transform", "L3", "L3")
+    meta = commit["daari_meta"]  # generate_small: the table rules the embedded model out
+    assert (meta["task_type"], meta["rule_id"], meta["ceiling"]) == ("generate_small", "R-A3", "L4")
+    assert [a["tier"] for a in meta["attempts"]] == ["L4"] and len(l4.requests) == 1
     meta = probe.json()["daari_meta"]  # a probe's answer is never read: it stays on the cheapest tier
-    assert (meta["rule_id"], meta["tier"]) == ("R-C1", "L3")
-    assert len(l3.requests) == 2  # the translation and the probe; never the commit message
+    assert probe.status_code == 200 and (meta["rule_id"], meta["tier"]) == ("R-C1", "L3")
 
 
-async def test_routing_l3_task_types_puts_a_type_back_on_l3(tmp_path: Path) -> None:
+async def test_an_upstream_l3_is_not_judged_by_the_embedded_models_figures(tmp_path: Path) -> None:
     l3, l4 = FakeOpenAI(), FakeOllama()
     async with serve_app(l3) as u3, serve_app(l4) as u4:
         tiers = {"L3": upstream_tier("openai", u3 + "/v1", "good"), "L4": upstream_tier("ollama", u4, "good")}
-        config = make_config(tmp_path, tiers=tiers, routing={"l3_task_types": [*sorted(L3_TASK_TYPES),
-                                                                               "generate_small"]})
-        async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url, timeout=60) as client:
+        async with daari_server(make_config(tmp_path, tiers=tiers)) as server, \
+                httpx.AsyncClient(base_url=server.url, timeout=60) as client:
             commit = (await client.post("/v1/chat/completions", json=chat("aider-commit-readme-typo"))).json()
     assert commit["daari_meta"]["ceiling"] == "L3" and commit["daari_meta"]["attempts"][0]["tier"] == "L3"
+
+
+def test_which_types_may_start_at_l3() -> None:
+    assert l3_task_types(None, "embedded") == L3_TASK_TYPES
+    assert l3_task_types(None, "ollama") == set(tt.MODEL_TASK_TYPES) and l3_task_types(None, None) == set(
+        tt.MODEL_TASK_TYPES)
+    assert l3_task_types(["generate_small"], "embedded") == {"generate_small"}  # routing.l3_task_types wins
+    translate = classify(parse_request(PROMPTS["routine-translate-de"]))
+    commit = classify(parse_request(PROMPTS["aider-commit-readme-typo"]))
+    assert (translate.task_type, l3_default(translate).ceiling) == ("transform", "L3")  # too few answers: kept
+    assert (commit.ceiling, l3_default(commit).ceiling) == ("L3", "L4")
+    assert l3_default(commit, l3_task_types(["generate_small"], "embedded")).ceiling == "L3"
 
 
 def test_an_unknown_task_type_in_routing_l3_task_types_is_a_config_error(tmp_path: Path) -> None:

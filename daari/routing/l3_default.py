@@ -1,10 +1,10 @@
-"""Which task types start at L3 (the embedded model) by default: the judge figures per task type decide. A request
-of any other type whose rules say L3 starts at L4, so the embedded model answers it only where nothing above it is
+"""Which task types start at L3 when L3 is the embedded model: the judge figures per task type decide. A request of
+any other type whose rules say L3 starts at L4, so the embedded model answers it only where nothing above it is
 configured (docs/routing.md, "Which task types start at L3")."""
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import replace
 
 from daari.routing import task_types as tt
@@ -16,6 +16,14 @@ from daari.routing.classifier import Classification
 # decide (1, 1 and 5) and keep the spec's L3; agent_turn and generate_large are not in the set: their size rules
 # decide them as before.
 L3_TASK_TYPES: frozenset[str] = frozenset({tt.CLASSIFY, tt.EXTRACT, tt.TRANSFORM, tt.AGENT_TURN, tt.GENERATE_LARGE})
+
+
+def l3_task_types(configured: Sequence[str] | None, l3_executor: str | None) -> frozenset[str]:
+    """`routing.l3_task_types` when set; else the table's choice when L3 is the embedded model (the model the
+    evidence is about), and every task type when L3 is another model (an upstream: nothing measured about it)."""
+    if configured is not None:
+        return frozenset(configured)
+    return L3_TASK_TYPES if l3_executor == "embedded" else frozenset(tt.MODEL_TASK_TYPES)
 
 
 def l3_default(classification: Classification, l3_task_types: Collection[str] = L3_TASK_TYPES) -> Classification:

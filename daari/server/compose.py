@@ -78,7 +78,7 @@ from daari.privacy.remote import is_remote
 from daari.protocol.chat import Message
 from daari.responses.store import ResponseArchive
 from daari.routing.classifier import no_lt_probe
-from daari.routing.l3_default import L3_TASK_TYPES
+from daari.routing.l3_default import l3_task_types
 from daari.server.actor_table import Shared, actor_table
 from daari.server.app import DaariApp, Routes
 from daari.server.budget_route import BudgetRoute
@@ -305,7 +305,8 @@ async def compose(config: Config, *, shortcuts: Mapping[str, ShortcutTier] | Non
     configured = [t for t in config.configured_tiers() if t in executors]
     classify = ClassifyStep(partial(is_lt_command, min_confidence=config.tools.min_confidence)
                             if config.tools.enabled else no_lt_probe,
-                            L3_TASK_TYPES if config.routing.l3_task_types is None else config.routing.l3_task_types)
+                            l3_task_types(config.routing.l3_task_types,
+                                          config.tiers["L3"].executor if "L3" in config.tiers else None))
     routed: list[Step] = [AgentTurnStep(metrics), classify, *[ShortcutStep(tier) for tier in tiers.values()]]
     if config.routing.slm_classifier and configured:
         routed.append(RefineStep(configured[0], questions))
