@@ -3,8 +3,8 @@ labeled by hand. The figures per task type that decide which task types start at
 (`daari eval judge --answers qwen_labeled.jsonl --by-task-type`; docs/routing.md).
 
 The answers are Qwen2.5-Coder-0.5B-Instruct's (llama.cpp, greedy), written by
-`python -m evals.judge.generate_embedded --out evals/judge/qwen_answers.jsonl --interleave`: caps 64/128 by kind;
-the 8 answers cut at 64 were regenerated with `--cap 200 --only ...` (the prompt's own max_tokens, 160, or 200).
+`python -m evals.judge.generate_embedded --interleave` (to qwen_answers.jsonl): caps 64/128 by kind; the 8
+answers cut at 64 were regenerated with `--cap 200 --only ...` (the prompt's own max_tokens, 160, or 200).
 
 Labels follow build_judge_set.py's scheme: `good` means a person would use the answer as it is, which needs it to
 meet every format its prompt stated (`format_ok`) and to be right. They were written by one helper (qwenroute)

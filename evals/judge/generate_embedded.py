@@ -1,4 +1,4 @@
-"""Writes evals/judge/embedded_answers.jsonl: the embedded model's real answers to every prompt of the set.
+"""Writes evals/judge/qwen_answers.jsonl: the default embedded model's real answers to every prompt of the set.
 
 Each prompt is parsed by daari's own wire (OpenAI or Anthropic) and answered by daari's EmbeddedExecutor,
 greedy, exactly as the L3 tier answers it, except that generation stops at a cap of new tokens: 64 for the
@@ -6,16 +6,17 @@ short forms (titles, commit messages, topic checks, JSON, stated formats), 128 f
 questions. The clients ask for 512 to 32,000; at ~14 tokens/s (far less on a shared machine) a runaway answer
 would take minutes, and a short-form answer still going at 64 tokens is cut by max_tokens either way:
 `finish_reason` "length" is what the judge reads.
-Slow (minutes): run it only when the prompts change, then relabel the changed rows in build_judge_set.py.
+Slow (minutes): run it only when the prompts or the model change, then relabel the changed rows in
+build_qwen_set.py (build_judge_set.py holds SmolLM2's labels, for embedded_answers.jsonl).
 
     python -m evals.judge.generate_embedded [--only PROMPT_ID ...] [--out FILE] [--interleave]
 
-`--out` keeps another model's answers apart (evals/judge/qwen_answers.jsonl holds the default model's,
-Qwen2.5-Coder-0.5B; embedded_answers.jsonl SmolLM2's). The file is rewritten after every answer, so a run
-that is stopped leaves every finished answer usable. `--interleave` answers the prompts one kind at a time in
-turn (a commit message, a title, a summary, ...), so a partial run covers every kind. `--cap N` replaces the caps
-by kind with one: the prompt's own max_tokens up to N (Qwen's answers cut at 64 were regenerated with
-`--cap 200 --only ...`: the routine prompts ask for 160, and L3 gives them that).
+`--out` keeps another model's answers apart (the default, qwen_answers.jsonl, holds the default model's,
+Qwen2.5-Coder-0.5B; embedded_answers.jsonl SmolLM2's, written when it was the default). The file is rewritten
+after every answer, so a run that is stopped leaves every finished answer usable. `--interleave` answers the
+prompts one kind at a time in turn (a commit message, a title, a summary, ...), so a partial run covers every
+kind. `--cap N` replaces the caps by kind with one: the prompt's own max_tokens up to N (Qwen's answers cut at 64
+were regenerated with `--cap 200 --only ...`: the routine prompts ask for 160, and L3 gives them that).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from daari.executors.embedded_model import MODEL_NAME
 from daari.protocol.events import Event, assemble
 from evals.judge.judge_prompts import prompts
 
-OUT = Path(__file__).with_name("embedded_answers.jsonl")
+OUT = Path(__file__).with_name("qwen_answers.jsonl")  # the default model's: keep SmolLM2's file as it was
 SHORT_CAP, LONG_CAP = 64, 128
 LONG_KINDS = ("summary", "routine")
 
