@@ -11,13 +11,6 @@ GENERATE_LARGE = "generate_large"  # long reasoning, multi-file, large context
 AGENT_TURN = "agent_turn"  # tools in the request or tool calls/results in the history (ADR-0004)
 MODEL_TASK_TYPES = (CLASSIFY, EXTRACT, TRANSFORM, GENERATE_SMALL, GENERATE_LARGE, AGENT_TURN)
 
-# The task types that start at L3 (the embedded model) by default. The judge figures per task type decide
-# (`daari eval judge --answers qwen_labeled.jsonl --by-task-type`, docs/routing.md "Which task types start at L3"):
-# generate_small failed the rule (30% of Qwen2.5-Coder-0.5B's answers good, 58% of those the judge accepts bad), so
-# it starts at L4 when a tier above L3 is configured; classify, extract and transform have too few labeled answers
-# to decide and keep the spec's L3; agent_turn and generate_large are not in the set (size rules decide them).
-L3_TASK_TYPES = frozenset({CLASSIFY, EXTRACT, TRANSFORM, AGENT_TURN, GENERATE_LARGE})
-
 # Set by the shortcut tiers themselves (ShortcutResult.task_type), never by the classifier.
 CACHE_HIT = "cache_hit"  # L0 / L1
 RULE = "rule"  # L2 deterministic transform
