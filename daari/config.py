@@ -26,6 +26,7 @@ from daari.errors import ConfigError
 from daari.models import EMBEDDED_MODELS
 from daari.org.tenant import team_tenant
 from daari.redact import redact_url
+from daari.routing.task_types import MODEL_TASK_TYPES
 
 TIER_NAMES = ("L3", "L4", "L5", "L6")
 TierName = Literal["L3", "L4", "L5", "L6"]
@@ -368,6 +369,9 @@ class RoutingConfig:
     # A session stays on the tier holding its provider prompt cache unless moving saves more than rebuilding the
     # cache costs (docs/routing.md, "Session affinity").
     session_affinity: bool = True
+    # The task types that start at L3 when a tier above it is configured; None: the judge figures' choice when L3
+    # is the embedded model, every type when it is an upstream (daari/routing/l3_default.py, docs/routing.md).
+    l3_task_types: list[str] | None = None
 
 
 @dataclass
@@ -609,6 +613,10 @@ def config_from_dict(data: dict[str, Any]) -> Config:
         if tier.executor == "embedded" and tier.model is not None and tier.model not in EMBEDDED_MODELS:
             raise ConfigError(f"tiers.{name}.model: unknown embedded model {tier.model!r}; "
                               f"choose one of {', '.join(EMBEDDED_MODELS)}")
+    for task_type in config.routing.l3_task_types or ():
+        if task_type not in MODEL_TASK_TYPES:
+            raise ConfigError(f"unknown task type {task_type!r} in routing.l3_task_types (known: "
+                              f"{', '.join(MODEL_TASK_TYPES)})")
     for call in config.routing.client_calls:
         if call not in CLIENT_CALL_TYPES:
             raise ConfigError(f"unknown call type 'routing.client_calls.{call}' (known: "

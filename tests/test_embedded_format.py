@@ -1,4 +1,4 @@
-"""The real embedded model (SmolLM2 at L3) on aider's commit prompt and Claude Code's title call, with a fake
+"""The real embedded model (L3) on aider's commit prompt and Claude Code's title call, with a fake
 frontier (L6) on loopback: each answer either meets the format its prompt stated or escalates (issue 19)."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from typing import Any
 import httpx
 
 from daari.eval.judge_set import parse_request
+from daari.routing.task_types import MODEL_TASK_TYPES
 from daari.trust.format_check import format_violations
 from daari.trust.stated_format import read_stated_format
 from evals.judge import judge_prompts as jp
@@ -43,8 +44,11 @@ async def test_aider_commit_and_a_claude_code_title_meet_their_format_or_escalat
     commit, title = jp.aider_commit("http-retry"), jp.claude_title(jp.CONVERSATIONS["flaky-test"])
     async with serve_app(l6) as u6:
         # max_tokens: aider sends none, so the tier's default applies; 48 keeps a runaway answer short here.
+        # routing.l3_task_types: by default generate_small skips the embedded L3 (docs/routing.md, "Which task types
+        # start at L3"); a user may put it back, and then the judge below is what keeps a bad answer out.
         config = make_config(tmp_path, tiers={"L3": {"executor": "embedded", "max_tokens": 48},
-                                              "L6": upstream_tier("openai", u6 + "/v1")}, frontier={"enabled": True})
+                                              "L6": upstream_tier("openai", u6 + "/v1")}, frontier={"enabled": True},
+                             routing={"l3_task_types": list(MODEL_TASK_TYPES)})
         async with daari_server(config) as server, \
                 httpx.AsyncClient(base_url=server.url, timeout=httpx.Timeout(600)) as client:
             l6.reply = FRONTIER_COMMIT

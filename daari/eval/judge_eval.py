@@ -8,6 +8,9 @@ through (format or content). The rule sets are those of daari/pipeline/steps/jud
 - L3: gates, then the answer checks (daari/trust), then logprobs (where the answer has them: SmolLM2's);
 - L4/L5: gates and answer checks (their self-evaluation asks a model: not run offline);
 - L6: trusted, every answer served; the answer checks decide only whether it is cached.
+
+`--answers qwen_labeled.jsonl` scores the default embedded model's labeled answers instead of the set's;
+`--by-task-type` prints the L3 figures per task type and which types start at L3 (daari/eval/judge_by_task_type.py).
 """
 
 from __future__ import annotations
@@ -153,8 +156,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dir", type=Path, default=DEFAULT_DIR, help="the set: prompts.jsonl and answers.jsonl")
     parser.add_argument("--config", default=None, help="daari.yaml for the confidence marks (default: built-in)")
     parser.add_argument("--list", action="store_true", help="also list the format-broken answers let through")
+    parser.add_argument("--answers", default="answers.jsonl",
+                        help="the labeled answers file in --dir (qwen_labeled.jsonl: the default embedded model's)")
+    parser.add_argument("--by-task-type", action="store_true",
+                        help="L3's figures per task type and the routing verdict of each (docs/routing.md)")
     args = parser.parse_args(argv)
-    if not (args.dir / "answers.jsonl").exists():
+    if not (args.dir / args.answers).exists():
         print(f"daari: no judge set at {args.dir}", file=sys.stderr)
         return 2
     confidence = ConfidenceConfig()
@@ -162,6 +169,12 @@ def main(argv: list[str] | None = None) -> int:
         from daari.config import load_config
 
         confidence = load_config(args.config).confidence
-    print(f"daari eval judge: {args.dir}")
-    report(judge_all(load_answers(args.dir), confidence), confidence, listing=args.list)
+    print(f"daari eval judge: {args.dir / args.answers}")
+    judged = judge_all(load_answers(args.dir, args.answers), confidence)
+    if args.by_task_type:
+        from daari.eval.judge_by_task_type import report as by_task_type
+
+        by_task_type(judged, rule_sets(confidence)[2].accepts)
+        return 0
+    report(judged, confidence, listing=args.list)
     return 0

@@ -29,7 +29,7 @@ class LabeledAnswer:
     prompt_id: str
     client: str
     kind: str  # commit_message, title, topic, summary, structured, routine_stated, routine
-    source: str  # "embedded" (SmolLM2, generated), "strong" (a strong model's kind of answer, written by hand)
+    source: str  # "embedded" (SmolLM2) or "qwen" (Qwen2.5-Coder-0.5B), generated; "strong" (written by hand)
     split: str  # "tune" (written beside the rules), "embedded", "holdout" (never tuned on)
     answer: str
     finish_reason: str
@@ -49,12 +49,13 @@ def load_prompts(directory: Path = DEFAULT_DIR) -> dict[str, dict[str, Any]]:
     return {row["id"]: row for row in rows}
 
 
-def load_answers(directory: Path = DEFAULT_DIR) -> list[LabeledAnswer]:
-    """Every labeled answer with its prompt's parsed request. A row naming an unknown prompt is an error."""
+def load_answers(directory: Path = DEFAULT_DIR, filename: str = "answers.jsonl") -> list[LabeledAnswer]:
+    """Every labeled answer of `filename` (answers.jsonl: the judge set; qwen_labeled.jsonl: the default embedded
+    model's answers) with its prompt's parsed request. A row naming an unknown prompt is an error."""
     prompts = load_prompts(directory)
     parsed = {pid: parse_request(prompt) for pid, prompt in prompts.items()}
     answers = []
-    for line in (directory / "answers.jsonl").read_text().splitlines():
+    for line in (directory / filename).read_text().splitlines():
         if not line.strip():
             continue
         row = json.loads(line)

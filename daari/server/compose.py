@@ -80,6 +80,7 @@ from daari.privacy.remote import is_remote
 from daari.protocol.chat import Message
 from daari.responses.store import ResponseArchive
 from daari.routing.classifier import no_lt_probe
+from daari.routing.l3_default import l3_task_types
 from daari.server.actor_table import Shared, actor_table
 from daari.server.app import DaariApp, Routes
 from daari.server.budget_route import BudgetRoute
@@ -323,7 +324,9 @@ async def compose(config: Config, *, shortcuts: Mapping[str, ShortcutTier] | Non
     questions = SideQuestions(executor, shield)
     configured = [t for t in config.configured_tiers() if t in executors]
     classify = ClassifyStep(partial(is_lt_command, min_confidence=config.tools.min_confidence)
-                            if config.tools.enabled else no_lt_probe)
+                            if config.tools.enabled else no_lt_probe,
+                            l3_task_types(config.routing.l3_task_types,
+                                          config.tiers["L3"].executor if "L3" in config.tiers else None))
     routed: list[Step] = [AgentTurnStep(metrics), classify, *[ShortcutStep(tier) for tier in tiers.values()]]
     if org is not None:  # after the local L0 miss, first of the steps that wait on something outside daari
         routed.insert(0, OrgL0Step(org, guard))
