@@ -8,7 +8,7 @@ import re
 from daari.protocol.chat import ChatRequest
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
-_SENTENCE = re.compile(r"[^.!?\n]*\?", re.UNICODE)
+_SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+|\n+")  # "cli.py?" is one sentence: a break needs space after
 MIN_KEPT_SHARE = 0.8  # "exact", read with room for a changed pronoun or dropped article; a paraphrase fails
 
 
@@ -22,8 +22,7 @@ def closing_question(request: ChatRequest) -> str | None:
     text = messages[last].text().rstrip()
     if not text.endswith("?"):
         return None
-    questions = _SENTENCE.findall(text)
-    return questions[-1].strip() if questions else None
+    return [s for s in _SENTENCE_BREAK.split(text) if s.strip()][-1].strip()
 
 
 def words(text: str) -> list[str]:

@@ -289,13 +289,15 @@ def parse_instructions(text: str, source: Literal["system", "user"] = "user") ->
         code_talk = bounded and re.search(rf"\b{CODE_NOUN}s?\b", sentence, _I) is not None \
             and re.search(rf"\b{OUTPUT_NOUN}\b", sentence, _I) is None
         question = ("json" in low or "in " in low) and QUESTION.match(sentence) is not None
-        if "line" in low and (m := PER_LINE.search(sentence)):
+        per_line = "line" in low and (m := PER_LINE.search(sentence)) is not None
+        if per_line and m:
             changes["per_line"] = True
             note("per_line", m)
             if count := ITEM_COUNT.search(sentence):
                 changes["min_lines"] = _int(count.group(1))
         if "line" in low and not code_talk:
-            if m := ONE_LINE.search(sentence):
+            # "a one-line summary of each file, one per line": the one line is each item's, not the answer's
+            if not per_line and (m := ONE_LINE.search(sentence)):
                 changes["one_line"] = True
                 note("one_line", m)
             if m := LINES_MAX.search(sentence):
