@@ -57,7 +57,8 @@ def test_pinned_figures_of_the_qwen_set() -> None:
     # English-word-ending rules were written after seeing its 3 accepted format-broken rows (docs/routing.md).
     judged = judge_all(load_answers(filename="qwen_labeled.jsonl"), ConfidenceConfig())
     _, _, l3, l45, _ = (figures(judged, rules.accepts) for rules in rule_sets(ConfidenceConfig()))
-    # (accepted, format-broken accepted, good rejected, bad accepted); before those rules: (54, 3, 8, 29), (58, 3, 5, 30)
+    # (accepted, format-broken accepted, good rejected, bad accepted); before those rules: (54, 3, 8, 29) at L3,
+    # (58, 3, 5, 30) at L4/L5
     assert (l3.accepted, l3.format_broken_accepted, l3.good_rejected, l3.bad_accepted) == (51, 0, 8, 26)
     assert (l45.accepted, l45.format_broken_accepted, l45.good_rejected, l45.bad_accepted) == (55, 0, 5, 27)
 

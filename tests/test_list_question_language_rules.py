@@ -113,6 +113,8 @@ def test_no_closing_question_nothing_to_keep() -> None:
     assert not question_kept("We should ship it today.", "Should we ship it today?")  # no longer asked
 
 
+PORTUGUESE = "Preciso fazer a migração das tabelas do banco no Django, como faço isso?"
+FRENCH = "Comment est-ce que je peux améliorer la sécurité de mon API avec Express ?"
 TITLE = read_stated_format(parse_request(jp.opencode_title("x")))  # "the same language as the user message"
 
 
@@ -123,10 +125,10 @@ TITLE = read_stated_format(parse_request(jp.opencode_title("x")))  # "the same l
     ("¿Cómo configuro la paginación en mi endpoint de Flask?", "Paginación endpoint Flask", ()),
     ("Come posso gestire le dipendenze del mio progetto Python?", "Python Dependency Management", ("language",)),
     ("Come posso gestire le dipendenze del mio progetto Python?", "Gestione dipendenze progetto Python", ()),
-    ("Preciso fazer a migração das tabelas do banco no Django, como faço isso?", "Django Database Migration", ("language",)),
-    ("Preciso fazer a migração das tabelas do banco no Django, como faço isso?", "Migração banco dados Django", ()),
-    ("Comment est-ce que je peux améliorer la sécurité de mon API avec Express ?", "Express API Security Hardening", ("language",)),
-    ("Comment est-ce que je peux améliorer la sécurité de mon API avec Express ?", "Sécurité API Express", ()),
+    (PORTUGUESE, "Django Database Migration", ("language",)),
+    (PORTUGUESE, "Migração banco dados Django", ()),
+    (FRENCH, "Express API Security Hardening", ("language",)),
+    (FRENCH, "Sécurité API Express", ()),
     ("Wie kann ich die Performance meiner Datenbank verbessern?", "Datenbank Performance Optimierung", ()),
 ])
 def test_a_title_in_english_where_a_romance_language_was_asked(user: str, answer: str,
