@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -31,10 +32,10 @@ def test_an_lt_match_makes_it_unambiguous() -> None:
     assert classify(request).ambiguous is True
 
 
-async def ask(tmp_path: Path, fake: FakeOpenAI, enabled: bool, content: str = NOTES) -> dict:
+async def ask(tmp_path: Path, fake: FakeOpenAI, enabled: bool, content: str = NOTES, **routing: Any) -> dict:
     async with serve_app(fake) as upstream:
         tiers = {"L3": upstream_tier("openai", upstream + "/v1"), "L4": upstream_tier("openai", upstream + "/v1")}
-        config = make_config(tmp_path, tiers=tiers, routing={"slm_classifier": enabled})
+        config = make_config(tmp_path, tiers=tiers, routing={"slm_classifier": enabled, **routing})
         async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url) as client:
             response = await client.post("/v1/chat/completions", json={
                 "model": "good", "messages": [{"role": "user", "content": content}]})
@@ -62,3 +63,17 @@ async def test_disabled_or_unambiguous_never_asks(tmp_path: Path) -> None:
     assert meta["classifier"] == "heuristic" and len(fake.requests) == 1
     short = await ask(tmp_path / "short", fake, enabled=True, content="hi there!")
     assert short["classifier"] == "heuristic" and len(fake.requests) == 2
+
+
+async def test_a_verdict_of_l3_obeys_which_task_types_start_at_l3(tmp_path: Path) -> None:
+    # routing.l3_task_types as the evidence table sets it for an embedded L3: generate_small is not among them, so
+    # a verdict that puts it at L3 is raised to L4 like the heuristic's classification (routing/l3_default.py).
+    fake = FakeOpenAI()
+    fake.classification = '{"task_type": "generate_small", "suggested_tier": "L3", "confidence": 0.9}'
+    l3_types = ["classify", "extract", "transform", "agent_turn", "generate_large"]
+    meta = await ask(tmp_path / "small", fake, enabled=True, l3_task_types=l3_types)
+    assert meta["classifier"] == "slm" and meta["rule_id"] == "R-B1" and meta["task_type"] == "generate_small"
+    assert meta["ceiling"] == "L4" and [a["tier"] for a in meta["attempts"]] == ["L4"]
+    fake.classification = '{"task_type": "transform", "suggested_tier": "L3", "confidence": 0.9}'
+    meta = await ask(tmp_path / "transform", fake, enabled=True, l3_task_types=l3_types)
+    assert (meta["task_type"], meta["ceiling"], meta["attempts"][0]["tier"]) == ("transform", "L3", "L3")

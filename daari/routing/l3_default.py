@@ -11,7 +11,7 @@ from daari.routing import task_types as tt
 from daari.routing.classifier import Classification
 
 # From `daari eval judge --answers qwen_labeled.jsonl --by-task-type` (Qwen2.5-Coder-0.5B, 99 hand-labeled answers)
-# and the rule in daari/eval/judge_by_task_type.py: generate_small failed it (28 of 92 answers good; 28 of the 48
+# and the rule in daari/eval/judge_by_task_type.py: generate_small failed it (28 of 92 answers good; 25 of the 45
 # the judge accepts are bad), so it is left out. classify, extract and transform have too few labeled answers to
 # decide (1, 1 and 5) and keep the spec's L3; agent_turn and generate_large are not in the set: their size rules
 # decide them as before.

@@ -334,7 +334,7 @@ async def compose(config: Config, *, shortcuts: Mapping[str, ShortcutTier] | Non
     if org_l1 is not None:  # right after the local L1
         routed.insert(next(i for i, s in enumerate(routed) if s.name == "L1") + 1, ShortcutStep(org_l1))
     if config.routing.slm_classifier and configured:
-        routed.append(RefineStep(configured[0], questions))
+        routed.append(RefineStep(configured[0], questions, classify.l3_task_types))
     sessions = SessionStore()
     upstreams = upstreams_of(config, executors)
     # Local models' tool calls (made real from text by local/tool_repair.py) must match the tool's schema.

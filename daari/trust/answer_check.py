@@ -10,6 +10,7 @@ from daari.protocol.chat import ChatRequest, Completion
 from daari.routing import task_types
 from daari.routing.classifier import last_user_text
 from daari.routing.client_shapes import is_probe
+from daari.trust.closing_question import closing_question
 from daari.trust.degenerate import mostly_echo, runaway_repetition
 from daari.trust.format_check import format_violations
 from daari.trust.stated_format import StatedFormat, read_stated_format
@@ -37,7 +38,8 @@ def answer_violations(request: ChatRequest, completion: Completion, task_type: s
     if not text.strip() or is_probe(request):
         return ()
     stated = read_stated_format(request) if fmt is None else fmt
-    found = list(format_violations(text, stated, last_user_text(request)))
+    question = closing_question(request) if stated.keeps_question else None
+    found = list(format_violations(text, stated, last_user_text(request), question))
     short = short_form(stated, task_type, rule_id)
     if completion.finish_reason == "length" and short:
         found.append("truncated")

@@ -2,7 +2,7 @@
 
 Violation names (docs/routing.md, "The stated format"): one_line, max_lines, word_count, char_count,
 sentence_count, extra_text, quoted, json, json_keys, prefix, imperative, sentence_case, starts_with, language,
-code_fence_missing, code_fence_forbidden, name_case.
+code_fence_missing, code_fence_forbidden, name_case, per_line, question_dropped.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import json
 import re
 from typing import Any
 
+from daari.trust.closing_question import question_kept
 from daari.trust.language import ENGLISH_ONLY, LANGUAGE_SCRIPT, breaks_language, same_language_broken
 from daari.trust.stated_format import JsonKey, StatedFormat
 
@@ -161,8 +162,10 @@ def title_cased(text: str) -> bool:
     return sum(1 for w in words if w[0].isupper()) / len(words) >= 0.8
 
 
-def format_violations(answer: str, fmt: StatedFormat, user_text: str = "") -> tuple[str, ...]:
-    """The stated constraints `answer` breaks, in a fixed order; () when it meets them all (or none was stated)."""
+def format_violations(answer: str, fmt: StatedFormat, user_text: str = "",
+                      closing_question: str | None = None) -> tuple[str, ...]:
+    """The stated constraints `answer` breaks, in a fixed order; () when it meets them all (or none was stated).
+    `closing_question` is the question the conversation ends on (closing_question.py), for `keeps_question`."""
     text = answer.strip()
     if not text or not fmt.stated:
         return ()
@@ -178,6 +181,8 @@ def format_violations(answer: str, fmt: StatedFormat, user_text: str = "") -> tu
         out.extend(_shape(subject, fmt))
     if fmt.max_lines is not None and sum(1 for line in text.splitlines() if line.strip()) > fmt.max_lines:
         out.append("max_lines")
+    if fmt.per_line and _items_not_per_line(text, fmt.min_lines):
+        out.append("per_line")
     if fmt.max_sentences is not None and fmt.json != "bare" and count_sentences(text) > fmt.max_sentences:
         out.append("sentence_count")
     if fmt.only and _extra_text(text, fmt):
@@ -188,11 +193,21 @@ def format_violations(answer: str, fmt: StatedFormat, user_text: str = "") -> tu
         out.append("name_case")
     if fmt.language is not None and _wrong_language(text, value, fmt.language, user_text):
         out.append("language")
+    if fmt.keeps_question and closing_question and not question_kept(text, closing_question):
+        out.append("question_dropped")
     if fmt.fence == "required" and not FENCE.search(text):
         out.append("code_fence_missing")
     elif fmt.fence == "forbidden" and FENCE.search(text):
         out.append("code_fence_forbidden")
     return tuple(out)
+
+
+def _items_not_per_line(text: str, min_lines: int | None) -> bool:
+    """"One per line": fewer lines than the items asked for, or (no count stated) one line listing several."""
+    lines = [line for line in text.splitlines() if line.strip() and not FENCE.match(line.strip())]
+    if min_lines is not None:
+        return len(lines) < min_lines
+    return len(lines) == 1 and len([item for item in re.split(r"[,;]", lines[0]) if item.strip()]) >= 2
 
 
 def _shape(subject: str, fmt: StatedFormat) -> list[str]:

@@ -111,6 +111,24 @@ def _hits(text: str, words: frozenset[str]) -> int:
     return sum(1 for w in _WORD.findall(_FENCE.sub(" ", text)) if w.lower() in words)
 
 
+# Word endings that are English and never the language's own: Spanish writes -ción/-mento/-idad, Italian
+# -zione/-mento/-ità, Portuguese -ção/-mento/-idade ("Authentication": autenticación, autenticazione, autenticação).
+# French and German share -tion and -ment with English, so only -ity/-ness tell there. A title has few function
+# words ("Remove: the, this, my, a, an"), so an English title is often told only by its nouns.
+_ROMANCE_ENGLISH = ("tion", "tions", "ment", "ments", "ity", "ities", "ness")
+ENGLISH_ENDINGS: dict[str, tuple[str, ...]] = {
+    "spanish": _ROMANCE_ENGLISH, "italian": _ROMANCE_ENGLISH, "portuguese": _ROMANCE_ENGLISH,
+    "french": ("ity", "ities", "ness"), "german": ("ity", "ities", "ness"), "dutch": ("ity", "ities", "ness"),
+}
+MIN_ENDING_WORD = 6  # "mention" is a word; "ment" alone or "city" too short to say anything
+
+
+def _english_endings(text: str, required: str) -> int:
+    endings = ENGLISH_ENDINGS.get(required, ())
+    return sum(1 for w in _WORD.findall(_FENCE.sub(" ", text))
+               if len(w) >= MIN_ENDING_WORD and w.lower().endswith(endings))
+
+
 def breaks_language(answer: str, required: str) -> bool:
     """The answer is plainly not in `required` (a name of LANGUAGE_SCRIPT, or a script name)."""
     script = LANGUAGE_SCRIPT.get(required, required)
@@ -127,10 +145,10 @@ def breaks_language(answer: str, required: str) -> bool:
     if required not in STOPWORDS:
         return False
     if required != "english":
-        # A few words are all a title has: an English function word and none of the required language's says
-        # English; no function word at all says nothing.
-        return _hits(answer, ENGLISH_ONLY) >= 1 and _hits(answer, STOPWORDS[required]) == 0 \
-            and len(_WORD.findall(answer)) >= 3
+        # A few words are all a title has: an English function word or an English-only word ending, and none of
+        # the required language's function words, says English; neither says nothing.
+        english = _hits(answer, ENGLISH_ONLY) + _english_endings(answer, required)
+        return english >= 1 and _hits(answer, STOPWORDS[required]) == 0 and len(_WORD.findall(answer)) >= 3
     found = latin_language(answer)
     return found is not None and found != required
 

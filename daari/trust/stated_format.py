@@ -39,6 +39,8 @@ class StatedFormat:
 
     one_line: bool = False
     max_lines: int | None = None
+    per_line: bool = False  # "one per line": a list's items each on a line of their own
+    min_lines: int | None = None  # "list three ..., one per line": at least as many lines as items asked
     min_words: int | None = None
     max_words: int | None = None
     max_chars: int | None = None
@@ -50,6 +52,7 @@ class StatedFormat:
     prefixes: tuple[str, ...] = ()  # allowed `<type>:` values; with `prefix_shape` and none: any word
     prefix_shape: bool = False  # the answer starts `<type>[(scope)][!]: <description>`
     starts_with: str | None = None  # 'Start the summary with "I asked you..."'
+    keeps_question: bool = False  # "if the conversation ends with a question, preserve that exact question"
     language: str | None = None  # a name of language.LANGUAGES, or "same" (as the user's message)
     fence: Fence | None = None
     imperative: bool = False  # "imperative mood": the description starts with a verb's base form
@@ -80,13 +83,15 @@ class StatedFormat:
         json_need: JsonNeed | None = "bare" if "bare" in (self.json, other.json) else (self.json or other.json)
         return StatedFormat(
             one_line=self.one_line or other.one_line, max_lines=low(self.max_lines, other.max_lines),
+            per_line=self.per_line or other.per_line, min_lines=high(self.min_lines, other.min_lines),
             min_words=high(self.min_words, other.min_words), max_words=low(self.max_words, other.max_words),
             max_chars=low(self.max_chars, other.max_chars),
             max_sentences=low(self.max_sentences, other.max_sentences), only=self.only or other.only,
             json=json_need, json_keys=_merge_keys(self.json_keys, other.json_keys),
             json_exact_keys=self.json_exact_keys or other.json_exact_keys,
             prefixes=self.prefixes or other.prefixes, prefix_shape=self.prefix_shape or other.prefix_shape,
-            starts_with=self.starts_with or other.starts_with, language=self.language or other.language,
+            starts_with=self.starts_with or other.starts_with,
+            keeps_question=self.keeps_question or other.keeps_question, language=self.language or other.language,
             fence=self.fence or other.fence, imperative=self.imperative or other.imperative,
             sentence_case=self.sentence_case or other.sentence_case, no_quotes=self.no_quotes or other.no_quotes,
             name_case=self.name_case or other.name_case,
@@ -133,6 +138,12 @@ CHAR_MAX = re.compile(rf"(?:{UPPER})\s*(\d{{1,4}})\s*(?:characters?|chars?)\b"
                       r"|≤\s*(\d{1,4})\s*(?:characters?|chars?)", _I)
 ONE_LINE = re.compile(rf"\b(?:one|single|1)[\s-]line\b(?!\s*{CODE_NOUN})(?!r)"
                       rf"|\b(?:on|in)\s+(?:one|a\s+single)\s+line\b|\bsingle\s+line\b(?!\s*{CODE_NOUN})", _I)
+# "one per line", "each on its own line", "on separate lines"; the item count from "list three ...", "name 5 ...".
+PER_LINE = re.compile(r"\b(?:one|each)\s+(?:\w+\s+)?per\s+line\b|\beach\s+(?:\w+\s+)?on\s+(?:a\s+|its\s+own\s+)"
+                      r"(?:separate\s+|new\s+)?line\b|\bon\s+(?:separate|individual|their\s+own)\s+lines\b", _I)
+ITEM_COUNT = re.compile(r"\b(?:list|name|give|write|suggest|provide|return|output|print|generate|show|propose"
+                        r"|enumerate)\s+(?:me\s+)?(?:the\s+)?(?:top\s+|first\s+)?"
+                        rf"{NUM}\s+(?!per\b|of\s+(?:these|them|the)\b)[a-z]", _I)
 LINES_MAX = re.compile(rf"(?:{UPPER})\s*{NUM}\s+lines?\b|\b{NUM}\s+lines?\s+or\s+(?:less|fewer)\b", _I)
 SENTENCES = re.compile(rf"\b{NUM}{DASH}{NUM}\s+sentences?\b|(?:{UPPER})\s*{NUM}\s+sentences?\b"
                        rf"|\b(?:in\s+)?(?:one|a\s+single|single)\s+sentence\b|\b{NUM}\s+sentences?\s+or\s+(?:less|fewer)\b",
@@ -173,6 +184,10 @@ STARTS_WITH = re.compile(
 LANGUAGE = re.compile(
     r"\b(?:is\s+written|written|write|writes|reply|respond|answer|output|generate|use)\w*\s+(?:\w+\s+){0,4}?in\s+"
     rf"({'|'.join(LANGUAGES)})\b|\breply\s+in\s+({'|'.join(LANGUAGES)})\b", _I)
+# "If the conversation ends with an unanswered question to the user, preserve that exact question" (opencode's
+# summary prompt): the conversation's closing question belongs in the answer.
+KEEP_QUESTION = re.compile(r"\b(?:preserve|keep|include|retain|repeat|quote)s?\s+(?:that|the|this|any|its|such\s+a)?\s*"
+                           r"(?:(?:exact|same|final|last|open|unanswered|closing|pending|verbatim)\s+)*question\b", _I)
 # "Translate to German": the translation is the answer, so German is its language.
 TRANSLATE_TO = re.compile(rf"\btranslat\w*\b[^.\n]{{0,60}}?\b(?:in)?to\s+({'|'.join(LANGUAGES)})\b", _I)
 NAME_CASE = re.compile(r"\b(kebab|snake|camel|pascal)[\s_-]?case\b", _I)
@@ -274,8 +289,15 @@ def parse_instructions(text: str, source: Literal["system", "user"] = "user") ->
         code_talk = bounded and re.search(rf"\b{CODE_NOUN}s?\b", sentence, _I) is not None \
             and re.search(rf"\b{OUTPUT_NOUN}\b", sentence, _I) is None
         question = ("json" in low or "in " in low) and QUESTION.match(sentence) is not None
+        per_line = "line" in low and (m := PER_LINE.search(sentence)) is not None
+        if per_line and m:
+            changes["per_line"] = True
+            note("per_line", m)
+            if count := ITEM_COUNT.search(sentence):
+                changes["min_lines"] = _int(count.group(1))
         if "line" in low and not code_talk:
-            if m := ONE_LINE.search(sentence):
+            # "a one-line summary of each file, one per line": the one line is each item's, not the answer's
+            if not per_line and (m := ONE_LINE.search(sentence)):
                 changes["one_line"] = True
                 note("one_line", m)
             if m := LINES_MAX.search(sentence):
@@ -306,6 +328,9 @@ def parse_instructions(text: str, source: Literal["system", "user"] = "user") ->
                 found.append(f"json_keys: {', '.join(k.name for k in keys)}")
             if JSON_SINGLE.search(sentence):
                 changes["json_exact_keys"] = True
+        if "question" in low and (m := KEEP_QUESTION.search(sentence)):
+            changes["keeps_question"] = True
+            note("keeps_question", m)
         if ("start" in low or "begin" in low) and (m := STARTS_WITH.search(sentence)):
             changes["starts_with"] = m.group(1).rstrip(".… ").strip()
             note("starts_with", m)
