@@ -137,6 +137,32 @@ async def test_a_shadow_call_to_a_priced_tier_is_spend(tmp_path: Path) -> None:
     assert state["spent_usd"]["day"]["client"]["curl"] == pytest.approx(cost("L3", answer) + cost("L3", shadow))
 
 
+async def test_a_tier_shadow_eval_at_a_priced_tier_is_spend(tmp_path: Path) -> None:
+    """An unpriced L3's answer is asked again of the priced L4 (a tier shadow eval): only that call costs."""
+    repo = tmp_path / "app"
+    repo.mkdir()
+    l3, l4 = FakeOpenAI(), FakeOpenAI()
+    async with serve_app(l3) as u3, serve_app(l4) as u4:
+        config = make_config(tmp_path, tiers={"L3": upstream_tier("openai", u3 + "/v1", "good"),
+                                              "L4": upstream_tier("openai", u4 + "/v1", "good")},
+                             pricing={"tiers": {"L4": PRICES["tiers"]["L4"]}}, routing={"models": {"gpt-small": "L3"}},
+                             trust={"shadow": {"rate": 0.0, "tier_rate": 1.0, "max_per_minute": 1000,
+                                               "daily_tokens": 1_000_000}})
+        async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url, timeout=30) as client:
+            meta = await post(client, repo, "gpt-small", "Write a Python function that sorts a list")
+            with trio.fail_after(60):
+                while server.parts.metrics.value("shadow_drawn_total", kind="tier") < 1:
+                    await trio.sleep(0.01)
+                recorded = await server.parts.table.address("shadow").call(ShadowIdle())
+            assert recorded == 1
+    assert meta["tier"] == "L3" and len(l3.usages) == 1
+    [shadow] = l4.usages
+    found = rows(tmp_path / "data")
+    assert {key: row[5:] for key, row in found.items()} == {("shadow", "L4"): (pytest.approx(cost("L4", shadow)), 1)}
+    [(project, client, _session)] = {row[2:5] for row in found.values()}
+    assert project.endswith("app") and client == "curl"
+
+
 def test_an_older_spend_file_is_read_and_upgraded(tmp_path: Path) -> None:
     """A spend.sqlite from before `purpose`: the report reads its rows as answers without touching it; opening it
     for writing rebuilds the table, rows kept, so a side call gets a row of its own beside the answer's."""
