@@ -24,6 +24,7 @@ from tests.fakes.openai_upstream import FakeOpenAI
 from tests.fakes.serving import serve_app
 from tests.support import daari_server, make_config, upstream_tier
 from tests.test_hybrid_classifier import NOTES
+from tests.test_l1_server import ORIGINAL, PARAPHRASE, ready, settle
 
 PRICES = {"tiers": {"L3": {"input_per_mtok": 50.0, "output_per_mtok": 300.0},
                     "L4": {"input_per_mtok": 100.0, "output_per_mtok": 700.0},
@@ -161,6 +162,30 @@ async def test_a_tier_shadow_eval_at_a_priced_tier_is_spend(tmp_path: Path) -> N
     assert {key: row[5:] for key, row in found.items()} == {("shadow", "L4"): (pytest.approx(cost("L4", shadow)), 1)}
     [(project, client, _session)] = {row[2:5] for row in found.values()}
     assert project.endswith("app") and client == "curl"
+
+
+async def test_the_l1_verifiers_question_to_a_priced_tier_is_daaris_spend(tmp_path: Path) -> None:
+    """cache.l1.verify: model asks the first tier, a priced L3, whether a paraphrase is the same question: the
+    question is billed and, asked for a lookup with no request's payer at hand, counted to daari's own client."""
+    repo = tmp_path / "app"
+    repo.mkdir()
+    fake = FakeOpenAI()  # answers the verifier with a sentence: malformed, so the lookup is rejected
+    async with serve_app(fake) as upstream:
+        config = make_config(tmp_path, tiers={"L3": upstream_tier("openai", upstream + "/v1")}, pricing=PRICES,
+                             cache={"l1": {"verify": "model"}})
+        async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url, timeout=30) as client:
+            tier = await ready(server)
+            await post(client, repo, "good", ORIGINAL)
+            await settle(server, tier, 1)
+            meta = await post(client, repo, "good", PARAPHRASE)
+    assert meta["tier"] == "L3" and meta["verified_by"] == "model"
+    first, question, second = fake.usages
+    assert "Request A:" in json.dumps(fake.requests[1].body)
+    with sqlite3.connect(tmp_path / "data" / "spend.sqlite") as conn:  # two answers: two sessions, one project
+        found = {row[0]: row[1:] for row in conn.execute(
+            "SELECT purpose, tier, client, project, SUM(usd), SUM(requests) FROM spend GROUP BY purpose")}
+    assert found == {"answer": ("L3", "curl", str(repo), pytest.approx(cost("L3", first) + cost("L3", second)), 2),
+                     "verify": ("L3", "daari", "", pytest.approx(cost("L3", question)), 1)}
 
 
 def test_an_older_spend_file_is_read_and_upgraded(tmp_path: Path) -> None:
