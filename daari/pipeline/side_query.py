@@ -26,7 +26,7 @@ class SideQuestions:
         self.spend = spend
 
     async def ask(self, tier: str, messages: list[Message], model: str, max_tokens: int, *,
-                  purpose: str = "self_check", payer: Payer | None = None) -> str | None:
+                  purpose: str, payer: Payer | None = None) -> str | None:
         """The tier's greedy answer to `messages`, or None when the tier failed: a side question never fails the
         request it serves. Its cost is counted as `purpose` to `payer` (None: daari's own)."""
         probe = ChatRequest(messages=messages, model=model, temperature=0.0, sampling={"max_tokens": max_tokens})
