@@ -7,6 +7,9 @@ for and gives the slot back to the first client that queues. A sample holds its 
 budget before it starts. The comparison (daari/trust/compare.py) is recorded in the outcome store; an L1 entry
 whose fresh answer disagrees is demoted; L1's learned bars are refit from the decided L1 samples.
 
+A shadow call at a priced tier is billed: it is counted in the budget's spend (`spend`, purpose "shadow") to the
+sampled request's project, client and session, once it ended, however it ended (docs/budget.md, "Side calls").
+
 Work is bounded: `queue` samples wait at most (past it they are dropped and counted), one runs at a time (a
 worker task), and each waits at most `wait_s` for its tier. Nothing here is on a request's path: the step only `tell`s.
 """
@@ -28,9 +31,11 @@ from actors.embedder import Embed, EmbedderStatus
 from actors.executor import OpenGeneration, Preempted
 from actors.runtime import Actor, Address, Call, handles
 from actors.semantic_cache import L1Demote
+from daari.budget.project import project_of
 from daari.config import ShadowConfig
 from daari.errors import DaariError
 from daari.metrics import Metrics
+from daari.pipeline.payer import Payer, SideSpend
 from daari.protocol.chat import ChatRequest, Completion
 from daari.protocol.events import Event, assemble
 from daari.protocol.native_only import native_only_reason
@@ -64,6 +69,8 @@ class ShadowSample(Call[None]):
     entry_id: int | None = None  # the L1 entry served
     similarity: float | None = None  # its lookup similarity
     override: str | None = None  # X-Daari-Tier-Override: the tier that would have answered is that one
+    payer: Payer | None = None  # whose spend the shadow call is (the sampled request's project, client, session)
+    directory: str | None = None  # the request's directory when its project was not looked up yet (a cache hit)
 
 
 @dataclass(frozen=True)
@@ -91,6 +98,7 @@ class ShadowDeps:
     keep_texts: bool = False  # log.prompts: full
     keep_days: float = 30.0  # log.retention_days: older outcomes are pruned
     secret: bytes | None = None  # keys the answers' hashes
+    spend: SideSpend | None = None  # counts a shadow call's cost in the budget (SpendRecorder.side)
     l1_samples: dict[str, deque[Sample]] = field(default_factory=dict)
 
 
@@ -200,7 +208,7 @@ class ShadowActor(Actor):
             return
         spent = 0
         try:
-            fresh, spent = await self._ask(planned.tier, request, prompt_estimate)
+            fresh, spent = await self._ask(planned.tier, request, prompt_estimate, sample)
         finally:
             deps.budget.settle(reserved, spent)  # no await here: a cancelled call still gives its tokens back
         if spent:
@@ -216,9 +224,19 @@ class ShadowActor(Actor):
             comparison = Comparison("undecided", "truncated", comparison.similarity)  # cut at max_answer_tokens
         await self._record(sample, planned.tier, fresh, comparison, spent)
 
-    async def _ask(self, tier: str, request: ChatRequest, prompt_estimate: int) -> tuple[Completion | None, int]:
+    async def _ask(self, tier: str, request: ChatRequest, prompt_estimate: int, sample: ShadowSample
+                   ) -> tuple[Completion | None, int]:
         """The fresh answer and the tokens it spent (None and what a cut-short call may have cost)."""
         events: list[Event] = []
+        try:
+            return await self._call(tier, request, prompt_estimate, events)
+        finally:
+            if self.deps.spend is not None and events:  # the upstream started answering: it billed the call
+                with trio.CancelScope(shield=True):
+                    await self.deps.spend("shadow", await _payer(sample), tier, request, events)
+
+    async def _call(self, tier: str, request: ChatRequest, prompt_estimate: int, events: list[Event]
+                    ) -> tuple[Completion | None, int]:
         with trio.move_on_after(self.deps.config.wait_s) as waited:
             try:
                 async with self.deps.executor.stream(OpenGeneration(tier, request, background=True)) as stream:
@@ -296,6 +314,17 @@ class ShadowActor(Actor):
     def _bar_sample(self, task: str, sample: Sample) -> None:
         samples = self.deps.l1_samples.setdefault(task, deque(maxlen=BAR_SAMPLES))
         samples.append(sample)
+
+
+async def _payer(sample: ShadowSample) -> Payer | None:
+    """The sampled request's payer, with its project looked up now when the hit came before the project step."""
+    payer = sample.payer
+    if payer is None or payer.project or not sample.directory:
+        return payer
+    with trio.move_on_after(1.0):  # a hung file system costs the shadow call its project, not the worker
+        project = await trio.to_thread.run_sync(project_of, sample.directory, abandon_on_cancel=True)
+        return replace(payer, project=project)
+    return payer
 
 
 def _save(store: ShadowStore, skips: dict[str, int], rows: list[Diversity], keep_s: float) -> None:

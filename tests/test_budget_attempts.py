@@ -142,7 +142,9 @@ async def test_an_answer_without_reported_usage_is_estimated(tmp_path: Path, str
                              frontier={"enabled": True}, pricing=PRICES, routing={"models": {"gpt-big": "L6"}})
         async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url, timeout=30) as client:
             meta = await ask(client, "gpt-big", stream)
+            metrics = (await client.get("/metrics")).text
     assert meta["tier"] == "L6" and l6.usages == []
+    assert 'daari_budget_unreported_usage_total{purpose="answer",tier="L6"} 1.0' in metrics
     # "Here is a careful answer about your request: what does a git rebase do?": about 18 tokens at ~4 characters
     # each, and a prompt of a few; the bounds leave the estimates room either way.
     [(tier, usd, calls)] = spend_rows(tmp_path / "data")

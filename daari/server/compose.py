@@ -41,6 +41,7 @@ from daari.pipeline.body_work import BodyWork
 from daari.pipeline.cache_guard import CacheGuard
 from daari.pipeline.decision import RoutingDecision
 from daari.pipeline.hosted_tools import policies
+from daari.pipeline.payer import SideSpend
 from daari.pipeline.record import PromptDescriber
 from daari.pipeline.shortcuts import SHORTCUT_ORDER, ShortcutTier
 from daari.pipeline.side_query import Shield, SideQuestions
@@ -150,9 +151,10 @@ def l0_memory(config: Config) -> L0Memory:
     return L0Memory(_mb(l0.memory_mb), _mb(l0.max_pending_mb), l0.ttl_s)
 
 
-def model_asker(config: Config, shield: Shield | None = None) -> Callable[[Address], AskModel]:
+def model_asker(config: Config, shield: Shield | None = None, spend: SideSpend | None = None
+                ) -> Callable[[Address], AskModel]:
     """How the verifier asks a model (cache.l1.verify: model): the configured verify tier, else the first tier;
-    with none configured, model verdicts reject."""
+    with none configured, model verdicts reject. A priced tier's verdicts are spend (purpose "verify", daari's)."""
     l1 = config.cache.l1
     tiers = config.configured_tiers()
     verify_tier = l1.verify_tier or (tiers[0] if tiers else None)
@@ -160,13 +162,13 @@ def model_asker(config: Config, shield: Shield | None = None) -> Callable[[Addre
         verify_tier = None
 
     def asker(executor: Address) -> AskModel:
-        questions = SideQuestions(executor, shield)
+        questions = SideQuestions(executor, shield, spend)
 
         async def ask_model(messages: list[Message]) -> str | None:
             if verify_tier is None:
                 return None
             return await questions.ask(verify_tier, messages, config.tiers[verify_tier].model or "daari-verifier",
-                                       max_tokens=3)
+                                       max_tokens=3, purpose="verify")
 
         return ask_model
 
@@ -304,12 +306,17 @@ async def compose(config: Config, *, shortcuts: Mapping[str, ShortcutTier] | Non
     org = (OrgCache(OrgSettings.from_config(config.cache.org, key_tenants=partition_secret is not None), metrics,
                     config.cache.l0.ttl_s) if config.cache.org.url and config.cache.l0.enabled else None)
     shared = Shared(l0_memory(config), metrics, decisions, decision_queue, redis=redis, org=org)
+    # Before anything that calls a tier: the answers, and the side calls (self-checks, the classifier's and the
+    # verifier's questions, shadow calls) are all counted (docs/budget.md).
+    ledger, spend_store = await spend_ledger(config, time.time())
+    spend = SpendRecorder(ledger, spend_store, config.pricing, metrics, time.time,
+                          {t: config.tiers[t].model for t in executors})
     if trust.sampling:
-        shared.shadow = trust.deps(executors, shared, metrics, await _answer_secret(config))
+        shared.shadow = trust.deps(executors, shared, metrics, await _answer_secret(config), spend.side)
     # Before anything that may send a remote tier content: side questions and token counts are shielded too.
     privacy = await privacy_guard(config, [t for t in config.configured_tiers() if t in executors], metrics)
     shield = privacy.shield if privacy is not None else None
-    table = actor_table(config, executors, shared, model_asker(config, shield))
+    table = actor_table(config, executors, shared, model_asker(config, shield, spend.side))
     executor = table.address("executor")
 
     tiers = shortcut_tiers(config, table, shared, trust.bars)
@@ -321,7 +328,7 @@ async def compose(config: Config, *, shortcuts: Mapping[str, ShortcutTier] | Non
     key_memo, hit_requests = L0KeyMemo(), HitRequests()
     guard = CacheGuard(table.address("cache"), metrics)
     parse = ParseStep(body_work)
-    questions = SideQuestions(executor, shield)
+    questions = SideQuestions(executor, shield, spend.side)
     configured = [t for t in config.configured_tiers() if t in executors]
     classify = ClassifyStep(partial(is_lt_command, min_confidence=config.tools.min_confidence)
                             if config.tools.enabled else no_lt_probe,
@@ -333,8 +340,9 @@ async def compose(config: Config, *, shortcuts: Mapping[str, ShortcutTier] | Non
     org_l1 = org_semantic_tier(config, table, shared, tiers.get("L1"))
     if org_l1 is not None:  # right after the local L1
         routed.insert(next(i for i, s in enumerate(routed) if s.name == "L1") + 1, ShortcutStep(org_l1))
-    if config.routing.slm_classifier and configured:
-        routed.append(RefineStep(configured[0], questions, classify.l3_task_types))
+    project = ProjectStep()
+    if config.routing.slm_classifier and configured:  # the project first: the classifier's question is its spend
+        routed += [project, RefineStep(configured[0], questions, classify.l3_task_types)]
     sessions = SessionStore()
     upstreams = upstreams_of(config, executors)
     # Local models' tool calls (made real from text by local/tool_repair.py) must match the tool's schema.
@@ -350,14 +358,13 @@ async def compose(config: Config, *, shortcuts: Mapping[str, ShortcutTier] | Non
     ]
     if config.routing.session_affinity:
         planners.append(SessionAffinity(sessions, upstreams))
-    ledger, spend_store = await spend_ledger(config, time.time())
-    spend = SpendRecorder(ledger, spend_store, config.pricing, metrics, time.time,
-                          {t: config.tiers[t].model for t in executors})
     caps = caps_of(config.budget)
     if caps:  # last: it sees the chain the other planners made and leaves out what would cross a cap
         planners.append(BudgetPlanner(config.budget, caps, ledger, config.pricing,
                                       {t: config.tiers[t].model for t in executors}, plan, metrics, time.time))
-    routed += [ProjectStep(), ClientCallStep(config.routing.client_calls, config.routing.models), SessionStep(sessions),
+    if project not in routed:
+        routed.append(project)
+    routed += [ClientCallStep(config.routing.client_calls, config.routing.models), SessionStep(sessions),
                ExecuteStep(executor, plan, Judge(config.confidence, questions, schema_checked), metrics,
                            planners=planners,
                            request_for=SessionHygiene(sessions, upstreams),

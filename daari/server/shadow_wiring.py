@@ -14,6 +14,7 @@ from actors.shadow import ShadowDeps
 from daari.config import Config
 from daari.executors.base import Executor
 from daari.metrics import Metrics
+from daari.pipeline.payer import SideSpend
 from daari.server.actor_table import Shared
 from daari.server.asgi_io import send_json
 from daari.server.http_request import HttpRequest
@@ -39,8 +40,8 @@ class Trust:
         shadow = self.config.trust.shadow
         return (shadow.rate > 0 or shadow.tier_rate > 0) and shadow.daily_tokens > 0
 
-    def deps(self, executors: dict[str, Executor], shared: Shared, metrics: Metrics, secret: bytes | None
-             ) -> Callable[[ActorTable], ShadowDeps]:
+    def deps(self, executors: dict[str, Executor], shared: Shared, metrics: Metrics, secret: bytes | None,
+             spend: SideSpend | None = None) -> Callable[[ActorTable], ShadowDeps]:
         """The ShadowActor's dependencies, from the table's addresses once it exists."""
         config = self.config
         facts = {t: TierFacts(ex.kind, config.tiers[t].forward_client_key) for t, ex in executors.items()}
@@ -54,7 +55,7 @@ class Trust:
                               embedder=table.address("embedder") if l1_on else None,
                               embedder_status=shared.embedder_status if l1_on else None,
                               keep_texts=config.log.prompts == "full", keep_days=config.log.retention_days,
-                              secret=secret)
+                              secret=secret, spend=spend)
 
         return make
 

@@ -8,7 +8,8 @@
 - `SpendRecorder` (the execute step's `on_attempt` hook): each attempt at a tier, once it ended, counted in the
   ledger and written to <data_dir>/spend.sqlite at the price table's price: the served answer, an answer judged
   too weak and escalated past, and one cut off mid-way (the client left, the upstream broke off), each from the
-  usage its upstream reported, else from daari's estimates.
+  usage its upstream reported, else from daari's estimates; and, the same way, each side call at a tier (`side`:
+  self-check, Phase B classifier question, L1 verifier question, shadow call), with its purpose.
 """
 
 from __future__ import annotations
@@ -20,18 +21,20 @@ import trio
 
 from daari.budget.abandoned import usage_so_far
 from daari.budget.caps import Cap, Caps, judge, periods, seconds_to_reset
-from daari.budget.ledger import Ledger, Spend, SpendStore
-from daari.budget.project import NO_PROJECT, project_of, stated_directory
+from daari.budget.ledger import SIDE_CLIENT, Ledger, Spend, SpendStore
+from daari.budget.project import project_of, stated_directory
 from daari.config import BudgetConfig, PricingConfig
 from daari.errors import DaariError
 from daari.metrics import Metrics
-from daari.pipeline.decision import client_family
 from daari.pipeline.meta import Attempt
+from daari.pipeline.payer import Payer, payer_of
 from daari.pipeline.step import Answer
 from daari.pipeline.steps.execute import Tiers
 from daari.pipeline.turn import Turn
 from daari.pricing import estimate_cost, usage_cost
+from daari.protocol.chat import ChatRequest
 from daari.protocol.events import Event, Finish
+from daari.protocol.tokens import estimate_request_tokens
 from daari.routing.agent_turn import needs_tool_calls
 
 log = logging.getLogger("daari.budget")
@@ -46,14 +49,6 @@ class BudgetExceeded(DaariError):
     openai_type = "insufficient_quota"
     anthropic_type = "rate_limit_error"
     code = "budget_exceeded"
-
-
-def _project(turn: Turn) -> str:
-    return str(turn.meta.details.get("project") or NO_PROJECT)
-
-
-def _client(turn: Turn) -> str:
-    return client_family(turn.headers.get("user-agent"))
 
 
 class ProjectStep:
@@ -95,7 +90,8 @@ class BudgetPlanner:
         return estimate_cost(self.pricing, tier, model, prompt, self.config.output_tokens)
 
     def __call__(self, turn: Turn, chain: list[str]) -> list[str]:
-        now, project, client = self.clock(), _project(turn), _client(turn)
+        payer = payer_of(turn)
+        now, project, client = self.clock(), payer.project, payer.client
 
         def spent_of(cap: Cap) -> float:
             return self.ledger.spent(cap, now, project, client)
@@ -177,15 +173,28 @@ class SpendRecorder:
         answering, so it billed the prompt and what it generated: its own usage where it reported one (the final
         count of an answer that completed), else daari's estimates."""
         prompt = turn.classification.tokens if turn.classification is not None else 0
+        await self._priced("answer", payer_of(turn), tier, turn.request.model, prompt, events)
+
+    async def side(self, purpose: str, payer: Payer | None, tier: str, request: ChatRequest,
+                   events: list[Event]) -> None:
+        """A side call at `tier` (`purpose`: self_check, classifier, verify, shadow) ended after `events`: counted
+        like an attempt, to the request it was made for (`payer`), else to daari's own client."""
+        await self._priced(purpose, payer or Payer("", SIDE_CLIENT), tier, request.model,
+                           estimate_request_tokens(request), events)
+
+    async def _priced(self, purpose: str, payer: Payer, tier: str, client_model: str, prompt: int,
+                      events: list[Event]) -> None:
         usage, source, model = usage_so_far(events, prompt)
-        cost = usage_cost(self.pricing, tier, model or self.models.get(tier) or turn.request.model, usage)
+        cost = usage_cost(self.pricing, tier, model or self.models.get(tier) or client_model, usage)
         if cost <= 0:
             return
         if not any(isinstance(event, Finish) for event in events):
-            self.metrics.inc("budget_cut_off_total", source=source, tier=tier)
+            if purpose == "answer":
+                self.metrics.inc("budget_cut_off_total", source=source, tier=tier)
+        elif source != "reported":  # it finished without saying what it used: estimated, not free
+            self.metrics.inc("budget_unreported_usage_total", purpose=purpose, tier=tier)
         with trio.move_on_after(SPEND_WRITE_S):
-            await self._count(Spend(self.clock(), _project(turn), _client(turn), turn.meta.session or "", tier,
-                                    cost))
+            await self._count(Spend(self.clock(), payer.project, payer.client, payer.session, tier, cost, purpose))
 
     async def _count(self, spend: Spend) -> None:
         self.ledger.add(spend)

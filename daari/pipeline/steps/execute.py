@@ -28,6 +28,7 @@ from daari.metrics import Metrics
 from daari.pipeline.hosted_tools import DropLog, settle_dropped
 from daari.pipeline.meta import Attempt
 from daari.pipeline.native_only import native_tiers
+from daari.pipeline.payer import payer_of
 from daari.pipeline.step import Answer
 from daari.pipeline.steps.judge import Judge, Judgement
 from daari.pipeline.steps.render import open_stream, settle
@@ -156,7 +157,7 @@ class ExecuteStep:
                 continue
             # A self-evaluation costs a second call: run it only where its verdict can still change the route.
             verdict = await self.judge(tier, request, completion, allow_self_eval=not (live or final),
-                                       task_type=meta.task_type, rule_id=meta.rule_id)
+                                       task_type=meta.task_type, rule_id=meta.rule_id, payer=payer_of(turn))
             if verdict.passed or final or sink.stream_opened:
                 meta.attempts.append(Attempt(tier, "accepted" if verdict.passed else "low_confidence",
                                              verdict.score, violations=verdict.reasons, started=began,

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from daari.config import ConfidenceConfig
 from daari.local.tool_schema import call_problem
+from daari.pipeline.payer import Payer
 from daari.pipeline.side_query import SideQuestions
 from daari.protocol.chat import ChatRequest, Completion
 from daari.routing import task_types
@@ -94,7 +95,8 @@ class Judge:
         self.schema_checked = frozenset(schema_checked)  # tiers whose tool-call arguments must match the schema
 
     async def __call__(self, tier: str, request: ChatRequest, completion: Completion, *, allow_self_eval: bool,
-                       task_type: str | None = None, rule_id: str | None = None) -> Judgement:
+                       task_type: str | None = None, rule_id: str | None = None,
+                       payer: Payer | None = None) -> Judgement:
         def verdict(score: float, method: str, why: str | None = None) -> Judgement:
             return Judgement(round(score, 4), method, score >= passing_score(tier, method, self.config), why)
 
@@ -117,11 +119,12 @@ class Judge:
             return verdict(logprob_confidence(completion.mean_logprob, self.config.logprob_floor), "logprob")
         if tier == "L3" or not allow_self_eval:
             return verdict(1.0, "heuristic")
-        return verdict(await self._self_eval(tier, request, completion), "self_eval")
+        return verdict(await self._self_eval(tier, request, completion, payer), "self_eval")
 
-    async def _self_eval(self, tier: str, request: ChatRequest, completion: Completion) -> float:
+    async def _self_eval(self, tier: str, request: ChatRequest, completion: Completion, payer: Payer | None) -> float:
+        """The tier rates its own answer; a priced tier bills the question, counted to the request's `payer`."""
         question = last_user_text(request)  # the task, not a tool result that may close an agent turn
         reply = await self.questions.ask(tier, self_eval_messages(question, completion.text), request.model,
-                                         max_tokens=4)
+                                         max_tokens=4, purpose="self_check", payer=payer)
         rating = parse_self_eval(reply) if reply is not None else None
         return (rating or 0) / 5.0

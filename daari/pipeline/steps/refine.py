@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Collection
 
 from daari.config import TIER_NAMES
+from daari.pipeline.payer import payer_of
 from daari.pipeline.side_query import SideQuestions
 from daari.pipeline.step import Answer
 from daari.pipeline.steps.classify import classified
@@ -30,7 +31,8 @@ class RefineStep:
         if heuristic is None or not heuristic.ambiguous or turn.controls.tier_override is not None:
             return None
         request = turn.request
-        reply = await self.questions.ask(self.tier, classifier_messages(request), request.model, max_tokens=64)
+        reply = await self.questions.ask(self.tier, classifier_messages(request), request.model, max_tokens=64,
+                                         purpose="classifier", payer=payer_of(turn))
         verdict = parse_verdict(reply) if reply is not None else None
         if verdict is not None and verdict.suggested_tier not in TIER_NAMES:
             verdict = None

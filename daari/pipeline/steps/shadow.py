@@ -19,8 +19,10 @@ from collections import Counter
 
 from actors.runtime import Address
 from actors.shadow import ShadowSample
+from daari.budget.project import stated_directory
 from daari.metrics import Metrics
 from daari.pipeline.decision import client_family
+from daari.pipeline.payer import payer_of
 from daari.pipeline.step import Answer
 from daari.pipeline.turn import Turn
 from daari.trust.diversity import DiversityTracker, answer_fingerprint
@@ -80,7 +82,9 @@ class ShadowStep:
                             client_family(turn.headers.get("user-agent")),
                             int(entry_id) if isinstance(entry_id, int) else None,
                             float(similarity) if isinstance(similarity, int | float) else None,
-                            turn.controls.tier_override)
+                            turn.controls.tier_override, payer_of(turn),
+                            None if turn.meta.details.get("project") else (
+                                turn.headers.get("x-daari-repo") or stated_directory(turn.request)))
 
     def _note_diversity(self, turn: Turn, answer: Answer, tier: str) -> None:
         key = turn.key
