@@ -583,16 +583,19 @@ def _check_range(hint: Any, value: Any, path: str) -> None:
         raise ConfigError(f"{path}: {message[:1].lower()}{message[1:]} (got {value!r})") from None
 
 
+def read_yaml(path: str | Path) -> Any:
+    """A YAML config file's data ({} when empty), or a ConfigError that names the file."""
+    try:
+        return yaml.safe_load(Path(path).read_text()) or {}
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"config file {path} is not valid YAML: {exc}") from None
+
+
 def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None = None) -> Config:
     """Read daari.yaml (if any), apply dotted `overrides` (CLI flags), and validate the whole."""
-    data: dict[str, Any] = {}
-    if path is not None:
-        try:
-            data = yaml.safe_load(Path(path).read_text()) or {}
-        except OSError as exc:
-            raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"config file {path} is not valid YAML: {exc}") from None
+    data: dict[str, Any] = read_yaml(path) if path is not None else {}
     for dotted, value in (overrides or {}).items():
         node = data
         *parents, leaf = dotted.split(".")

@@ -41,6 +41,7 @@ from daari.org.tenant import (
     token_digest,
     valid_tenant,
 )
+from daari.server.asgi_io import answer_lifespan
 from daari.server.guard import LOOPBACK_HOSTS, WILDCARD_BINDS, GuardPolicy, check_host, check_origin, host_name
 
 log = logging.getLogger("daari.org")
@@ -110,7 +111,7 @@ class OrgService:
 
     async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
-            await _lifespan(receive, send)
+            await answer_lifespan(receive, send)
             return
         if scope["type"] != "http":
             return
@@ -167,16 +168,6 @@ class OrgService:
             raise Unavailable(str(exc)) from None
         return Credentials(tenant, username, password, tenant_prefix(tenant), self.url,
                            SHARED_PREFIX if shared else None)
-
-
-async def _lifespan(receive: Receive, send: Send) -> None:
-    while True:
-        message = await receive()
-        if message["type"] == "lifespan.startup":
-            await send({"type": "lifespan.startup.complete"})
-        elif message["type"] == "lifespan.shutdown":
-            await send({"type": "lifespan.shutdown.complete"})
-            return
 
 
 async def _json_body(receive: Receive) -> dict[str, Any]:

@@ -12,10 +12,9 @@ from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import urlsplit, urlunsplit
 
-import yaml
 from annotated_types import Ge, Le
 
-from daari.config import RedisConfig, _build, check_redis_url
+from daari.config import RedisConfig, _build, check_redis_url, read_yaml
 from daari.datadir import default_data_dir
 from daari.errors import ConfigError
 from daari.org.tenant import valid_tenant
@@ -73,14 +72,7 @@ class OrgServiceConfig:
 
 
 def load_service_config(path: str | Path | None) -> OrgServiceConfig:
-    data: Any = {}
-    if path is not None:
-        try:
-            data = yaml.safe_load(Path(path).read_text()) or {}
-        except OSError as exc:
-            raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"config file {path} is not valid YAML: {exc}") from None
+    data: Any = read_yaml(path) if path is not None else {}
     config: OrgServiceConfig = _build(OrgServiceConfig, data, "")
     config.data_dir = os.path.expanduser(config.data_dir)
     return config
