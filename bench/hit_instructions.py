@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import subprocess
 import sys
@@ -78,7 +79,7 @@ def _app(server: Any) -> Any:
 def instructions(tree: Path | None, calls: int) -> int:
     with tempfile.TemporaryDirectory(prefix="daari-cg-") as tmp:
         out = Path(tmp) / "cg.out"
-        env = {"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(tree or ROOT)}
+        env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(tree or ROOT)}
         subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable,
                         str(Path(__file__).resolve()), "--child", str(calls)],
                        cwd=tree or ROOT, env=env, check=True, capture_output=True)
