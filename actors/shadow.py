@@ -31,11 +31,11 @@ from actors.embedder import Embed, EmbedderStatus
 from actors.executor import OpenGeneration, Preempted
 from actors.runtime import Actor, Address, Call, handles
 from actors.semantic_cache import L1Demote
+from daari.budget.payer import Payer, SideSpend
 from daari.budget.project import project_of
 from daari.config import ShadowConfig
 from daari.errors import DaariError
 from daari.metrics import Metrics
-from daari.pipeline.payer import Payer, SideSpend
 from daari.protocol.chat import ChatRequest, Completion
 from daari.protocol.events import Event, assemble
 from daari.protocol.native_only import native_only_reason

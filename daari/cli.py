@@ -54,8 +54,8 @@ def _serve(args: argparse.Namespace) -> int:
 def _org_cache(args: argparse.Namespace) -> int:
     import trio
 
-    from daari.org.service import run_org_service
-    from daari.org.service_config import load_service_config
+    from daari.org_service.config import load_service_config
+    from daari.org_service.service import run_org_service
 
     try:
         config = load_service_config(args.config)

@@ -24,9 +24,9 @@ from pydantic import TypeAdapter, ValidationError
 from daari.datadir import default_data_dir
 from daari.errors import ConfigError
 from daari.models import EMBEDDED_MODELS
-from daari.org.tenant import team_tenant
 from daari.redact import redact_url
-from daari.routing.task_types import MODEL_TASK_TYPES
+from daari.task_types import MODEL_TASK_TYPES
+from daari.tenant import team_tenant
 
 TIER_NAMES = ("L3", "L4", "L5", "L6")
 TierName = Literal["L3", "L4", "L5", "L6"]

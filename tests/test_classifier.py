@@ -11,7 +11,7 @@ import pytest
 from daari.eval.requests import to_request
 from daari.protocol.chat import ChatRequest, Message, Tool, ToolCall
 from daari.routing.classifier import RULE_ORDER, RULE_OUTCOME, classify, last_user_text
-from daari.routing.task_types import MODEL_TASK_TYPES
+from daari.task_types import MODEL_TASK_TYPES
 
 EVALS = Path(__file__).resolve().parents[1] / "evals/routing"
 

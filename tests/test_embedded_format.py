@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 
 from daari.eval.judge_set import parse_request
-from daari.routing.task_types import MODEL_TASK_TYPES
+from daari.task_types import MODEL_TASK_TYPES
 from daari.trust.format_check import format_violations
 from daari.trust.stated_format import read_stated_format
 from evals.judge import judge_prompts as jp

@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
+from daari import task_types as tt
 from daari.config import ConfidenceConfig, config_from_dict
 from daari.errors import ConfigError
 from daari.eval.judge_by_task_type import (
@@ -31,7 +32,6 @@ from daari.eval.judge_eval import judge_all, rule_sets
 from daari.eval.judge_set import DEFAULT_DIR, load_answers, load_prompts, parse_request
 from daari.eval.routing_eval import DEFAULT_PROMPTS
 from daari.eval.routing_eval import load_prompts as load_golden
-from daari.routing import task_types as tt
 from daari.routing.classifier import classify
 from daari.routing.l3_default import L3_TASK_TYPES, l3_default, l3_task_types
 from evals.judge.build_qwen_set import LABELED_BY

@@ -27,8 +27,9 @@ from daari.cache.store import StoreUnavailable
 from daari.config import RedisConfig
 from daari.datadir import SECRET_FILE, load_secret, private_dir
 from daari.errors import StartupError
-from daari.org.service import CREDENTIALS_PATH, RunningService, run_org_service
-from daari.org.service_config import OrgServiceConfig, OrgToken
+from daari.org.api import CREDENTIALS_PATH
+from daari.org_service.config import OrgServiceConfig, OrgToken
+from daari.org_service.service import RunningService, run_org_service
 from daari.pipeline.steps.l1 import SemanticTier
 from daari.protocol.chat import Completion
 from daari.server.compose import compose

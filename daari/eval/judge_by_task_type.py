@@ -1,5 +1,5 @@
 """Judge figures per task type (`daari eval judge --by-task-type`) and the rule that decides from them which task
-types start at L3 by default (daari/routing/task_types.py L3_TASK_TYPES; docs/routing.md shows the table).
+types start at L3 by default (daari/routing/l3_default.py L3_TASK_TYPES; docs/routing.md shows the table).
 
 For the answers of one model, grouped by the task type daari's classifier gives their prompt: how many are good,
 how many the L3 judge accepts, how many of those it accepts are bad (each with its Wilson 95% interval).
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from daari.eval.judge_eval import Judged
+from daari.eval.judged import Judged
 from daari.routing.classifier import classify
 from daari.trust.wilson import Rate, rate
 

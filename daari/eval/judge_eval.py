@@ -24,38 +24,13 @@ from pathlib import Path
 
 from daari.config import ConfidenceConfig
 from daari.eval.judge_set import DEFAULT_DIR, LabeledAnswer, load_answers
-from daari.pipeline.steps.judge import gate
-from daari.routing.classifier import classify
-from daari.routing.confidence import heuristic_confidence, logprob_confidence, passing_score
-from daari.trust.answer_check import answer_violations
-from daari.trust.stated_format import read_stated_format
+from daari.eval.judged import Judged, judge_all
+from daari.routing.confidence import heuristic_confidence, passing_score
 from daari.trust.wilson import wilson
 
 GOAL = 0.02  # at most this share of accepted answers may break their prompt's stated format
 
 
-@dataclass(frozen=True)
-class Judged:
-    """One answer and what every rule looks at: the gate, the violations, the logprob score."""
-
-    answer: LabeledAnswer
-    gate: str | None
-    violations: tuple[str, ...]
-    logprob_score: float | None
-
-
-def judge_all(answers: Sequence[LabeledAnswer], confidence: ConfidenceConfig) -> list[Judged]:
-    judged = []
-    for row in answers:
-        classification = classify(row.request)
-        completion = row.completion()
-        stated = read_stated_format(row.request)
-        gated = gate(row.request, completion, classification.task_type, stated)
-        violations = () if gated is not None else answer_violations(
-            row.request, completion, classification.task_type, classification.rule_id, stated)
-        score = None if row.mean_logprob is None else logprob_confidence(row.mean_logprob, confidence.logprob_floor)
-        judged.append(Judged(row, gated, violations, score))
-    return judged
 
 
 @dataclass(frozen=True)

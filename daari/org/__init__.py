@@ -1,1 +1,2 @@
-"""The org cache: `daari org-cache serve` (the token service) and what a daari instance uses to reach it."""
+"""The org cache as a daari instance uses it: tenants, the service's paths, the client (the service itself is
+daari/org_service/)."""

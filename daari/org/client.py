@@ -30,9 +30,9 @@ from daari.cache.store import StoreUnavailable
 from daari.config import OrgCacheConfig, check_redis_url
 from daari.errors import ConfigError, StartupError
 from daari.metrics import Metrics
-from daari.org.service import CREDENTIALS_PATH, SHARE_PATH
-from daari.org.tenant import SHARED_PREFIX, key_tenant, tenant_prefix, valid_tenant
+from daari.org.api import CREDENTIALS_PATH, SHARE_PATH
 from daari.redact import redact_url
+from daari.tenant import SHARED_PREFIX, key_tenant, tenant_prefix, valid_tenant
 
 log = logging.getLogger("daari.org")
 

@@ -10,8 +10,8 @@ import trio
 
 from actors.executor import OpenGeneration
 from actors.runtime import Address
+from daari.budget.payer import Payer, SideSpend
 from daari.errors import DaariError
-from daari.pipeline.payer import Payer, SideSpend
 from daari.protocol.chat import ChatRequest, Message
 from daari.protocol.events import Event, assemble
 

@@ -10,9 +10,9 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from daari import task_types as tt
 from daari.protocol.chat import ChatRequest
 from daari.protocol.tokens import estimate_request_tokens
-from daari.routing import task_types as tt
 from daari.routing.agent_turn import uses_tool_api
 from daari.routing.client_shapes import is_probe, recognise
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import replace
 
-from daari.routing import task_types as tt
+from daari import task_types as tt
 from daari.routing.classifier import Classification
 
 # From `daari eval judge --answers qwen_labeled.jsonl --by-task-type` (Qwen2.5-Coder-0.5B, 99 hand-labeled answers)

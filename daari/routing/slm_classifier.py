@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from daari.config import TIER_NAMES
 from daari.protocol.chat import ChatRequest, Message
 from daari.routing.classifier import Classification, last_user_text
-from daari.routing.task_types import AGENT_TURN, MODEL_TASK_TYPES
+from daari.task_types import AGENT_TURN, MODEL_TASK_TYPES
 
 TASK_TYPES = tuple(t for t in MODEL_TASK_TYPES if t != AGENT_TURN)  # agent turns are never ambiguous
 MIN_VERDICT_CONFIDENCE = 0.6

@@ -34,8 +34,8 @@ from daari.metrics import Metrics
 from daari.observe.decision_log import decisions_path
 from daari.observe.decision_row import DecisionRows
 from daari.org.client import OrgCache
-from daari.org.tenant import tenant_prefix
 from daari.pipeline.decision import RoutingDecision
+from daari.tenant import tenant_prefix
 
 
 @dataclass

@@ -23,6 +23,7 @@ from actors.runtime import ActorTable, Address, Health
 from actors.verifier import AskModel
 from daari.budget.caps import caps_of, periods
 from daari.budget.ledger import SPEND_FILE, Ledger, SpendStore
+from daari.budget.payer import SideSpend
 from daari.cache.hit_requests import HitRequests
 from daari.cache.key_memo import L0KeyMemo
 from daari.cache.l0_memory import L0Memory
@@ -41,7 +42,6 @@ from daari.pipeline.body_work import BodyWork
 from daari.pipeline.cache_guard import CacheGuard
 from daari.pipeline.decision import RoutingDecision
 from daari.pipeline.hosted_tools import policies
-from daari.pipeline.payer import SideSpend
 from daari.pipeline.record import PromptDescriber
 from daari.pipeline.shortcuts import SHORTCUT_ORDER, ShortcutTier
 from daari.pipeline.side_query import Shield, SideQuestions

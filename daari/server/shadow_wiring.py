@@ -11,10 +11,10 @@ from typing import Any
 
 from actors.runtime import ActorTable
 from actors.shadow import ShadowDeps
+from daari.budget.payer import SideSpend
 from daari.config import Config
 from daari.executors.base import Executor
 from daari.metrics import Metrics
-from daari.pipeline.payer import SideSpend
 from daari.server.actor_table import Shared
 from daari.server.asgi_io import send_json
 from daari.server.http_request import HttpRequest

@@ -6,8 +6,8 @@ answer cut by max_tokens, runaway repetition, a short answer that copies the pro
 
 from __future__ import annotations
 
+from daari import task_types
 from daari.protocol.chat import ChatRequest, Completion
-from daari.routing import task_types
 from daari.routing.classifier import last_user_text
 from daari.routing.client_shapes import is_probe
 from daari.trust.closing_question import closing_question

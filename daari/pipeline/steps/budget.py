@@ -22,12 +22,13 @@ import trio
 from daari.budget.abandoned import usage_so_far
 from daari.budget.caps import Cap, Caps, judge, periods, seconds_to_reset
 from daari.budget.ledger import SIDE_CLIENT, Ledger, Spend, SpendStore
+from daari.budget.payer import Payer
 from daari.budget.project import project_of, stated_directory
 from daari.config import BudgetConfig, PricingConfig
 from daari.errors import DaariError
 from daari.metrics import Metrics
 from daari.pipeline.meta import Attempt
-from daari.pipeline.payer import Payer, payer_of
+from daari.pipeline.payer import payer_of
 from daari.pipeline.step import Answer
 from daari.pipeline.steps.execute import Tiers
 from daari.pipeline.turn import Turn

@@ -16,12 +16,12 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass
 
+from daari import task_types
+from daari.budget.payer import Payer
 from daari.config import ConfidenceConfig
 from daari.local.tool_schema import call_problem
-from daari.pipeline.payer import Payer
 from daari.pipeline.side_query import SideQuestions
 from daari.protocol.chat import ChatRequest, Completion
-from daari.routing import task_types
 from daari.routing.classifier import last_user_text
 from daari.routing.client_shapes import PROBE_MAX_TOKENS
 from daari.routing.confidence import (

@@ -30,8 +30,11 @@ from daari.cache.store import StoreUnavailable
 from daari.datadir import load_secret
 from daari.errors import DaariError, Forbidden, InvalidRequest, NotFound, PayloadTooLarge, Unauthorized
 from daari.metrics import Metrics
-from daari.org.service_config import OrgServiceConfig, OrgToken
-from daari.org.tenant import (
+from daari.org.api import CREDENTIALS_PATH, SHARE_PATH
+from daari.org_service.config import OrgServiceConfig, OrgToken
+from daari.server.asgi_io import answer_lifespan
+from daari.server.guard import LOOPBACK_HOSTS, WILDCARD_BINDS, GuardPolicy, check_host, check_origin, host_name
+from daari.tenant import (
     L0_KEY,
     SHARED_PREFIX,
     acl_rules,
@@ -41,14 +44,10 @@ from daari.org.tenant import (
     token_digest,
     valid_tenant,
 )
-from daari.server.asgi_io import answer_lifespan
-from daari.server.guard import LOOPBACK_HOSTS, WILDCARD_BINDS, GuardPolicy, check_host, check_origin, host_name
 
 log = logging.getLogger("daari.org")
 
 MAX_BODY = 4096
-CREDENTIALS_PATH = "/v1/org/credentials"
-SHARE_PATH = "/v1/org/share"
 
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]

@@ -17,7 +17,7 @@ from annotated_types import Ge, Le
 from daari.config import RedisConfig, _build, check_redis_url, read_yaml
 from daari.datadir import default_data_dir
 from daari.errors import ConfigError
-from daari.org.tenant import valid_tenant
+from daari.tenant import valid_tenant
 
 
 @dataclass
