@@ -116,7 +116,7 @@ COUNTERS: dict[str, Declared] = {
                                      "(reported, reported_input, estimated)."),
     "budget_unreported_usage_total": Declared(("purpose", "tier"), "Priced calls that finished without reporting "
                                               "their usage, counted from daari's estimates, by purpose (answer, "
-                                              "self_check, classifier, verify, shadow) and tier."),
+                                              "self_check, classifier, verify, shadow, compact) and tier."),
     "otel_spans_exported_total": Declared((), "Decisions exported as OpenTelemetry traces (otel.enabled)."),
     "otel_spans_dropped_total": Declared((), "Decisions not exported because the OTLP queue was full."),
     "otel_export_failures_total": Declared((), "OTLP export requests that failed (their traces are dropped)."),

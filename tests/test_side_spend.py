@@ -21,10 +21,12 @@ from daari.pricing import usage_cost
 from daari.protocol.chat import Usage
 from daari.routing.confidence import SELF_EVAL_INSTRUCTION
 from tests.fakes.openai_upstream import FakeOpenAI
+from tests.fakes.responses_upstream import FakeResponses
 from tests.fakes.serving import serve_app
 from tests.support import daari_server, make_config, upstream_tier
 from tests.test_hybrid_classifier import NOTES
 from tests.test_l1_server import ORIGINAL, PARAPHRASE, ready, settle
+from tests.test_responses_endpoints import CONVERSATION as COMPACTED
 
 PRICES = {"tiers": {"L3": {"input_per_mtok": 50.0, "output_per_mtok": 300.0},
                     "L4": {"input_per_mtok": 100.0, "output_per_mtok": 700.0},
@@ -213,3 +215,30 @@ def test_an_older_spend_file_is_read_and_upgraded(tmp_path: Path) -> None:
     summary = spend_summary(read_spend(str(tmp_path), "2026-12-01"))
     assert summary["by_purpose"] == {"answer": {"usd": 0.75, "calls": 3}, "self_check": {"usd": 0.25, "calls": 1}}
     assert "purpose  self_check" in render_spend(summary)
+
+
+async def test_a_compaction_at_a_priced_responses_tier_is_spend(tmp_path: Path) -> None:
+    """POST /v1/responses/compact forwarded to a priced Responses tier: the provider bills the compaction, so its
+    reported usage is a `compact` row, counted to the caller (Codex compacts long sessions there)."""
+    repo = tmp_path / "app"
+    repo.mkdir()
+    fake = FakeResponses()
+    async with serve_app(fake) as upstream:
+        config = make_config(tmp_path, tiers={"L3": upstream_tier("openai", upstream + "/v1", wire_api="responses")},
+                             pricing=PRICES)
+        async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url, timeout=30) as client:
+            reply = await client.post("/v1/responses/compact", json=COMPACTED, headers={
+                "user-agent": "codex_cli_rs/0.171.0", "x-daari-repo": str(repo), "session_id": "s-compact"})
+            assert reply.status_code == 200 and reply.content == fake.sent
+            for _ in range(100):  # counted once the answer is handed over: it may land just after the client has it
+                state = (await client.get("/v1/daari/budget")).json()
+                if "codex" in state["spent_usd"]["day"]["client"]:
+                    break
+                await trio.sleep(0.05)
+    usage = json.loads(fake.sent)["usage"]
+    expected = cost("L3", {"prompt_tokens": usage["input_tokens"], "completion_tokens": usage["output_tokens"]})
+    found = rows(tmp_path / "data")
+    _purpose, _tier, project, client, session, usd, calls = found[("compact", "L3")]
+    assert usd == pytest.approx(expected) and calls == 1 and expected > 0
+    assert project.endswith(repo.name) and client == "codex" and session
+    assert state["spent_usd"]["day"]["client"]["codex"] == pytest.approx(expected)

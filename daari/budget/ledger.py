@@ -23,7 +23,7 @@ from daari.datadir import private_file
 SPEND_FILE = "spend.sqlite"
 # answer: an attempt of the execute step (served or not); the side calls: the judge's self-check, the Phase B
 # classifier question, the L1 model verifier's question, a shadow call (cache verification or tier eval).
-PURPOSES = ("answer", "self_check", "classifier", "verify", "shadow")
+PURPOSES = ("answer", "self_check", "classifier", "verify", "shadow", "compact")
 SIDE_CLIENT = "daari"  # the client a side call with no request behind it is counted to (the L1 verifier's)
 SpendRow = tuple[str, str, str, str, str, float, int, str]  # day, project, client, session, tier, usd, calls, purpose
 _COLUMNS = ("day TEXT, project TEXT, client TEXT, session TEXT, tier TEXT, usd REAL, requests INTEGER, "

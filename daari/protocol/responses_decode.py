@@ -58,7 +58,8 @@ def _failure(error: object, fallback: str) -> UpstreamError:
     return UpstreamError(text)
 
 
-def _usage(response: dict[str, Any]) -> Usage:
+def response_usage(response: dict[str, Any]) -> Usage:
+    """A Response object's (or a compaction's) `usage` as daari's Usage (zeros when it has none)."""
     usage = response.get("usage")
     if not isinstance(usage, dict):
         return Usage()
@@ -81,7 +82,7 @@ def _reason(response: dict[str, Any], has_calls: bool) -> FinishReason:
 
 def _finish(response: dict[str, Any], has_calls: bool) -> Finish:
     model = response.get("model")
-    return Finish(reason=_reason(response, has_calls), usage=_usage(response),
+    return Finish(reason=_reason(response, has_calls), usage=response_usage(response),
                   model=model if isinstance(model, str) else "")
 
 

@@ -394,7 +394,7 @@ async def compose(config: Config, *, shortcuts: Mapping[str, ShortcutTier] | Non
     limits = RequestLimits.from_config(config.server)
     chat = ChatRoute(pipeline, decisions, describe_prompt, limits)
     responses = ResponsesRoutes(chat, archive, partition_secret)
-    endpoints = ResponsesEndpoints(config, executor, archive, partition_secret)
+    endpoints = ResponsesEndpoints(config, executor, archive, partition_secret, spend.side)
     count_tokens = CountTokensRoute(config, executor, body_work, sessions, dict(upstreams.providers), shield)
     observe = ObserveRoutes(config.data_dir, metrics, trust.figures)
     tail = TailRoute(decisions, config.tail, stopping, metrics)

@@ -11,19 +11,29 @@ answer reaches the client byte for byte, status included. Without such a tier:
 - input_tokens is daari's estimate (about 4 characters a token) in OpenAI's shape, with the response header
   `x-daari-estimate: true`, as for Anthropic's count_tokens.
 A body without `model` is a 400 for compact (the API requires it); a malformed body a 400 naming the field.
+A compaction is a billed model call: its usage is spend (purpose `compact`, docs/budget.md), counted to the
+caller's project, client and session once the answer is handed over, whatever happens to the client.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import trio
+
 from actors.executor import ForwardResponses
 from actors.runtime import Address
+from daari.budget.payer import Payer, SideSpend
+from daari.budget.project import NO_PROJECT, project_of
 from daari.cache.partition import cache_partition
 from daari.config import Config
 from daari.errors import InvalidRequest, UpstreamUnavailable
+from daari.jsonio import loads
 from daari.pipeline.body_work import decode_json
+from daari.pipeline.client_family import client_family
 from daari.protocol.chat import ChatRequest
+from daari.protocol.events import Event, Finish
+from daari.protocol.responses_decode import response_usage
 from daari.protocol.responses_wire import parse_responses_request
 from daari.protocol.tokens import estimate_request_tokens
 from daari.responses.history import previous_not_found, with_history
@@ -31,6 +41,7 @@ from daari.responses.store import ResponseArchive
 from daari.server.asgi_io import read_body, send_json
 from daari.server.http_request import HttpRequest
 from daari.server.limits import RequestLimits
+from daari.sessions.identity import session_key
 
 ESTIMATE_HEADER = "x-daari-estimate"
 
@@ -48,10 +59,33 @@ async def _send_raw(req: HttpRequest, status: int, body: bytes, headers: dict[st
     await req.send({"type": "http.response.body", "body": body, "more_body": False})
 
 
+def compaction_events(answer: bytes) -> list[Event]:
+    """A compaction answer as the events spend is counted from: its reported usage (none: estimated)."""
+    try:
+        body = loads(answer)
+    except ValueError:
+        body = None
+    if not isinstance(body, dict):
+        return [Finish("stop")]
+    try:
+        usage = response_usage(body)
+    except Exception:  # malformed counts: estimated like an answer without usage
+        return [Finish("stop")]
+    model = body.get("model")
+    return [Finish("stop", usage, model=model if isinstance(model, str) else "")]
+
+
+async def _payer(req: HttpRequest, request: ChatRequest) -> Payer:
+    header = req.headers.get("x-daari-repo")
+    project = await trio.to_thread.run_sync(project_of, header) if header else NO_PROJECT
+    return Payer(project, client_family(req.headers.get("user-agent")), session_key(request, req.headers))
+
+
 class ResponsesEndpoints:
     def __init__(self, config: Config, executor: Address, archive: ResponseArchive | None,
-                 partition_secret: bytes | None) -> None:
+                 partition_secret: bytes | None, spend: SideSpend | None = None) -> None:
         self.tier = responses_tier(config)
+        self.spend = spend  # a compaction is billed: SpendRecorder.side
         self.executor = executor
         self.archive = archive
         self.partition_secret = partition_secret
@@ -78,8 +112,14 @@ class ResponsesEndpoints:
                 "POST /v1/responses/compact needs an upstream speaking the OpenAI Responses API (a tier with "
                 "executor: openai and wire_api: responses), and none is configured: compact the conversation "
                 "locally (send a summarizing turn to /v1/responses).", code="unsupported_by_upstream")
-        status, answer = await self.executor.call(ForwardResponses(self.tier, "/responses/compact", request))
-        await _send_raw(req, status, answer)
+        tier = self.tier
+        status, answer = await self.executor.call(ForwardResponses(tier, "/responses/compact", request))
+        try:
+            await _send_raw(req, status, answer)
+        finally:
+            if self.spend is not None and 200 <= status < 300:
+                with trio.CancelScope(shield=True):  # billed whether or not the client stayed for the answer
+                    await self.spend("compact", await _payer(req, request), tier, request, compaction_events(answer))
 
     async def input_tokens(self, req: HttpRequest) -> None:
         request = await self._request(req, require_model=False)

@@ -178,8 +178,8 @@ class SpendRecorder:
 
     async def side(self, purpose: str, payer: Payer | None, tier: str, request: ChatRequest,
                    events: list[Event]) -> None:
-        """A side call at `tier` (`purpose`: self_check, classifier, verify, shadow) ended after `events`: counted
-        like an attempt, to the request it was made for (`payer`), else to daari's own client."""
+        """A side call at `tier` (`purpose`: self_check, classifier, verify, shadow, compact) ended after `events`:
+        counted like an attempt, to the request it was made for (`payer`), else to daari's own client."""
         await self._priced(purpose, payer or Payer("", SIDE_CLIENT), tier, request.model,
                            estimate_request_tokens(request), events)
 
