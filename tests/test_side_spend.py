@@ -242,3 +242,27 @@ async def test_a_compaction_at_a_priced_responses_tier_is_spend(tmp_path: Path) 
     assert usd == pytest.approx(expected) and calls == 1 and expected > 0
     assert project.endswith(repo.name) and client == "codex" and session
     assert state["spent_usd"]["day"]["client"]["codex"] == pytest.approx(expected)
+
+
+async def test_no_shadow_call_once_a_cap_nears_its_mark(tmp_path: Path) -> None:
+    """A shadow call is daari's own spend: with the overall cap past its soft mark (the first answer's cost), an L0
+    hit that would be sampled is skipped with reason budget_cap, and L3's upstream hears nothing more."""
+    repo = tmp_path / "app"
+    repo.mkdir()
+    fake = FakeOpenAI()
+    async with serve_app(fake) as upstream:
+        config = make_config(tmp_path, tiers={"L3": upstream_tier("openai", upstream + "/v1")}, pricing=PRICES,
+                             budget={"daily_usd": 1.0, "soft_ratio": 0.000001},
+                             trust={"shadow": {"rate": 1.0, "tier_rate": 0.0, "max_per_minute": 1000,
+                                               "daily_tokens": 1_000_000}})
+        async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url, timeout=30) as client:
+            first = await post(client, repo, "good", "Write a Python function that sorts a list")
+            hit = await post(client, repo, "good", "Write a Python function that sorts a list")
+            metrics = server.parts.metrics
+            with trio.fail_after(60):
+                while metrics.value("shadow_skipped_total", reason="budget_cap") < 1:
+                    await trio.sleep(0.01)
+            assert await server.parts.table.address("shadow").call(ShadowIdle()) == 0
+    assert first["tier"] == "L3" and hit["tier"] == "L0"
+    assert len(fake.usages) == 1  # the answer only: no shadow call reached the priced tier
+    assert set(rows(tmp_path / "data")) == {("answer", "L3")}

@@ -359,9 +359,11 @@ async def compose(config: Config, *, shortcuts: Mapping[str, ShortcutTier] | Non
     if config.routing.session_affinity:
         planners.append(SessionAffinity(sessions, upstreams))
     caps = caps_of(config.budget)
+    budget_planner: BudgetPlanner | None = None
     if caps:  # last: it sees the chain the other planners made and leaves out what would cross a cap
-        planners.append(BudgetPlanner(config.budget, caps, ledger, config.pricing,
-                                      {t: config.tiers[t].model for t in executors}, plan, metrics, time.time))
+        budget_planner = BudgetPlanner(config.budget, caps, ledger, config.pricing,
+                                       {t: config.tiers[t].model for t in executors}, plan, metrics, time.time)
+        planners.append(budget_planner)
     if project not in routed:
         routed.append(project)
     routed += [ClientCallStep(config.routing.client_calls, config.routing.models), SessionStep(sessions),
@@ -382,7 +384,8 @@ async def compose(config: Config, *, shortcuts: Mapping[str, ShortcutTier] | Non
         finish=[CacheWriteStep(guard, indexes, holds_secret if config.privacy.redact != "off" else None),
                 *([OrgWriteStep(org)] if org is not None else []),
                 SessionRecordStep(sessions, upstreams),
-                ShadowStep(table.get("shadow"), trust.budget, trust.diversity, trust.skips, metrics), render],
+                ShadowStep(table.get("shadow"), trust.budget, trust.diversity, trust.skips, metrics,
+                           budget_planner.under_soft_caps if budget_planner is not None else None), render],
         fail=render.fail,
     )
 

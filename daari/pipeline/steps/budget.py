@@ -85,6 +85,14 @@ class BudgetPlanner:
         self.clock = clock
         self._warned: set[tuple[str, Cap, str]] = set()  # (period key, cap, scope key): one warning each
 
+    def under_soft_caps(self, payer: Payer) -> bool:
+        """Whether daari may spend on its own behalf for `payer` (a shadow sample): only while every cap that
+        applies stays under its soft mark, so a budget nearly used is left to the user's own requests."""
+        now = self.clock()
+        caps = self.caps.for_request(payer.project, payer.client)
+        return judge(caps, lambda cap: self.ledger.spent(cap, now, payer.project, payer.client), 0.0,
+                     self.config.soft_ratio).state == "ok"
+
     def estimate(self, turn: Turn, tier: str) -> float:
         prompt = turn.classification.tokens if turn.classification is not None else 0
         model = self.models.get(tier) or turn.request.model

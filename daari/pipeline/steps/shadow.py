@@ -16,9 +16,11 @@ mailbox drops it, counted. Planning the shadow call, the call and the comparison
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 
 from actors.runtime import Address
 from actors.shadow import ShadowSample
+from daari.budget.payer import Payer
 from daari.budget.project import stated_directory
 from daari.metrics import Metrics
 from daari.pipeline.decision import client_family
@@ -36,9 +38,10 @@ class ShadowStep:
     name = "shadow"
 
     def __init__(self, shadow: Address | None, budget: ShadowBudget, diversity: DiversityTracker,
-                 skips: Counter[str], metrics: Metrics) -> None:
+                 skips: Counter[str], metrics: Metrics, spend_allowed: Callable[[Payer], bool] | None = None) -> None:
         self.shadow = shadow  # None: no ShadowActor (both rates 0): only diversity is noted
         self.budget = budget
+        self.spend_allowed = spend_allowed  # the budget caps (BudgetPlanner.under_soft_caps); None: no caps
         self.diversity = diversity
         self.skips = skips
         # Held, not looked up per call: this step runs on every hit (metrics.py, "per-request callers").
@@ -60,6 +63,9 @@ class ShadowStep:
         self._drawn.inc((kind,))
         if answer.completion.tool_calls:  # an agent turn's tool calls are never asked again
             self._skip("tool_calls")
+            return
+        if self.spend_allowed is not None and not self.spend_allowed(payer_of(turn)):
+            self._skip("budget_cap")  # a shadow call is daari's own spend: never once a cap nears its mark
             return
         why_not = self.budget.admit()
         if why_not is not None:
