@@ -141,13 +141,16 @@ async def test_a_follower_sees_entries_other_daari_store_after_it_started(redis:
                 async def follow() -> None:
                     async for rows in reader.follow(""):
                         seen.extend(rows.rows.row_ids.tolist())
-                        if len(seen) == 2:
-                            nursery.cancel_scope.cancel()
 
                 nursery.start_soon(follow)
                 while not seen:
                     await trio.sleep(0.01)
+                # The follower may read the new record before the writer has its reply: it only collects, and the
+                # walk ends here, once both the put returned and the follower saw two records.
                 second = await writer.put(NewL1Entry(CONTEXT, "after", unit(4), Completion(text="y"), "L3"))
+                while len(seen) < 2:
+                    await trio.sleep(0.01)
+                nursery.cancel_scope.cancel()
     assert seen == [first, second]
 
 
@@ -217,11 +220,9 @@ async def test_after_redis_restarts_empty_ids_stay_new_and_a_follower_picks_the_
             after: list[int] = []
             with trio.fail_after(30):
                 async with trio.open_nursery() as nursery:
-                    async def follow() -> None:
+                    async def follow() -> None:  # collects only: it may see the record before the put returns
                         async for rows in reader.follow(""):
                             seen.extend(rows.rows.row_ids.tolist())
-                            if after and after[0] in seen:
-                                nursery.cancel_scope.cancel()
 
                     nursery.start_soon(follow)
                     while not seen:
@@ -235,6 +236,9 @@ async def test_after_redis_restarts_empty_ids_stay_new_and_a_follower_picks_the_
                             break
                         except StoreUnavailable:
                             await trio.sleep(0.05)
+                    while after[0] not in seen:
+                        await trio.sleep(0.01)
+                    nursery.cancel_scope.cancel()
     finally:
         server.stop()
     assert after[0] > before
