@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 from collections import Counter, deque
 from typing import Any
 
@@ -114,28 +115,53 @@ def loop_tasks(token: trio.lowlevel.TrioToken) -> Counter[str]:
 
 
 def open_fds(upstream_port: int | None = None) -> int:
-    """This process's open files, less the TCP sockets with an end on `upstream_port`, a fake upstream served
-    in this process: both its server-side sockets (it closes those whose client left on its keep-alive timer)
-    and daari's kept-alive connections to it, which `upstream_connections` bounds instead."""
-    fds = _fd_targets()
+    """This process's open files, less the sockets of a fake upstream served in this process on `upstream_port`:
+    its server-side sockets (it closes those whose client left on its keep-alive timer; one its client reset has
+    left the TCP table, so its own address is asked too) and daari's kept-alive connections to it, which
+    `upstream_connections` bounds instead."""
     on_port = _tcp_inodes(upstream_port)[0] if upstream_port is not None else set()
-    return sum(1 for target in fds if target.removeprefix("socket:[").removesuffix("]") not in on_port)
+
+    def upstreams(fd: int, target: str) -> bool:
+        return upstream_port is not None and (
+            target.removeprefix("socket:[").removesuffix("]") in on_port
+            or (target.startswith("socket:") and _local_port(fd) == upstream_port))
+
+    return sum(1 for fd, target in _fd_targets().items() if not upstreams(fd, target))
 
 
 def upstream_connections(upstream_port: int) -> int:
     """Open connections from this process to `upstream_port` (daari's upstream pools' kept-alive connections)."""
     outgoing = _tcp_inodes(upstream_port)[1]
-    return sum(1 for target in _fd_targets() if target.removeprefix("socket:[").removesuffix("]") in outgoing)
+    return sum(1 for target in _fd_targets().values() if target.removeprefix("socket:[").removesuffix("]") in outgoing)
 
 
-def _fd_targets() -> list[str]:
-    targets = []
+def _fd_targets() -> dict[int, str]:
+    targets = {}
     for fd in os.listdir("/proc/self/fd"):
         try:
-            targets.append(os.readlink(f"/proc/self/fd/{fd}"))
+            targets[int(fd)] = os.readlink(f"/proc/self/fd/{fd}")
         except OSError:  # the listing's own descriptor, closed since
             continue
     return targets
+
+
+def _local_port(fd: int) -> int | None:
+    """The local port of the internet socket `fd`, else None (a Unix socket, closed since)."""
+    try:
+        copy = os.dup(fd)
+    except OSError:
+        return None
+    try:
+        sock = socket.socket(fileno=copy)
+    except OSError:
+        os.close(copy)
+        return None
+    with sock:
+        try:
+            name = sock.getsockname()
+        except OSError:
+            return None
+    return name[1] if isinstance(name, tuple) else None
 
 
 def _tcp_inodes(port: int | None) -> tuple[set[str], set[str]]:

@@ -18,8 +18,10 @@ from hypothesis import strategies as st
 from daari.errors import DaariError
 from daari.jsonio import dumps
 from daari.protocol.anthropic_render import AnthropicEventDecoder
+from daari.protocol.events import Event, NativeEvent
 from daari.protocol.openai_render import ChunkDecoder
 from daari.protocol.responses_decode import ResponsesEventDecoder
+from daari.protocol.responses_render import RESPONSES, capture_native
 from daari.protocol.sse import SSEDecoder, SSEError, SSEEvent
 from daari.server.serve import RunningServer
 from tests.fakes.serving import serve_app_in_thread
@@ -135,6 +137,21 @@ def test_responses_event_decoder_takes_any_json_or_says_malformed(events: list[t
                 decoder.feed(name, data)
     except DaariError:
         pass
+
+
+def test_a_content_block_index_that_is_no_number_is_a_malformed_stream() -> None:
+    # found by the property test above: int("") was a ValueError, a 500 in the middle of a stream
+    decoder = AnthropicEventDecoder()
+    with pytest.raises(DaariError, match="malformed|content_block_start"):
+        decoder.feed("content_block_start", {"index": "", "content_block": {"type": "text", "text": ""}})
+
+
+def test_a_responses_output_index_that_is_no_integer_takes_the_next_place() -> None:
+    item = {"type": "message", "id": "m", "role": "assistant", "content": []}
+    events: list[Event] = [
+        NativeEvent(RESPONSES, "response.output_item.done", {"output_index": "x", "item": item}),
+        NativeEvent(RESPONSES, "response.completed", {"response": {"id": "r", "output": []}})]
+    assert capture_native(events) == {"id": "r", "output": [item]}
 
 
 def test_a_responses_item_whose_type_is_an_object_is_no_tool_call() -> None:

@@ -437,7 +437,7 @@ class AnthropicEventDecoder:
         kind = name or data.get("type")
         try:
             return self._feed(kind, data)
-        except (KeyError, TypeError, AttributeError) as exc:
+        except (KeyError, TypeError, AttributeError, ValueError, OverflowError) as exc:  # int('') too
             raise _malformed(f"{kind} event: {exc!r}") from None
 
     def _feed(self, kind: str | None, data: dict[str, Any]) -> list[Event]:

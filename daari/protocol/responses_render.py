@@ -207,7 +207,7 @@ def capture_native(events: list[Event]) -> dict[str, Any] | None:
         if not isinstance(event, NativeEvent) or event.protocol != RESPONSES:
             continue
         if event.name == "response.output_item.done" and isinstance(event.data.get("item"), dict):
-            done[int(event.data.get("output_index", len(done)))] = event.data["item"]
+            done[output_index(event.data, len(done))] = event.data["item"]
         elif event.name in TERMINAL and isinstance(event.data.get("response"), dict):
             final = event.data["response"]
     if final is None:
@@ -215,6 +215,12 @@ def capture_native(events: list[Event]) -> dict[str, Any] | None:
     if not final.get("output"):
         final = {**final, "output": [done[i] for i in sorted(done)]}
     return final
+
+
+def output_index(data: dict[str, Any], default: int) -> int:
+    """An output item event's `output_index`; `default` (the next place) where an upstream sent none or no integer."""
+    index = data.get("output_index")
+    return index if isinstance(index, int) and not isinstance(index, bool) else default
 
 
 def replay(completion: Completion, stream: bool) -> list[Event]:

@@ -33,6 +33,7 @@ from daari.protocol.responses_render import (
     message_item,
     new_id,
     now,
+    output_index,
     response_object,
     shaped_item,
     usage_json,
@@ -206,7 +207,7 @@ class ResponsesStreamRenderer:
                 self._terminal_seq = ev.data["sequence_number"]
             return out
         if ev.name == "response.output_item.done" and isinstance(ev.data.get("item"), dict):
-            self._native_done[int(ev.data.get("output_index", len(self._native_done)))] = ev.data["item"]
+            self._native_done[output_index(ev.data, len(self._native_done))] = ev.data["item"]
         return [*out, self._pass(ev)]
 
     def _adopt(self, snapshot: dict[str, Any]) -> None:
