@@ -42,7 +42,8 @@ async def measure(extra: dict[str, Any], no_subscribers: bool, calls: int) -> li
                 server.parts.decisions.close()
             scope = {"type": "http", "method": "POST", "path": "/v1/chat/completions", "query_string": b"",
                      "headers": [(b"host", server.url.removeprefix("http://").encode()),
-                                 (b"content-type", b"application/json")]}
+                                 (b"content-type", b"application/json"),
+                                 (b"content-length", str(len(BODY)).encode())]}
             sent: list[dict[str, Any]] = []
 
             async def send(message: dict[str, Any]) -> None:
@@ -52,7 +53,9 @@ async def measure(extra: dict[str, Any], no_subscribers: bool, calls: int) -> li
                 # As Hypercorn calls an app: `receive` is a Trio memory channel's, the body already in it (a
                 # small request arrives with its head), and the client stays (no disconnect).
                 to_app, receive = trio.open_memory_channel[dict[str, Any]](10)
-                to_app.send_nowait({"type": "http.request", "body": BODY, "more_body": False})
+                # Hypercorn's two messages: the body with more_body set, then an empty one that ends it.
+                to_app.send_nowait({"type": "http.request", "body": BODY, "more_body": True})
+                to_app.send_nowait({"type": "http.request", "body": b"", "more_body": False})
                 sent.clear()
                 await app(dict(scope), receive.receive, send)
 

@@ -69,3 +69,23 @@ async def test_a_part_that_arrives_later_is_waited_for(autojump_clock: trio.test
     async with trio.open_nursery() as nursery:
         nursery.start_soon(rest)
         assert await read_body(receive, {}, LIMITS) == b"[1,2]"
+
+
+async def test_a_body_with_all_its_declared_bytes_is_whole_before_its_end_message(
+        autojump_clock: trio.testing.MockClock) -> None:
+    """Hypercorn sends the body with `more_body` set and its (empty) end a scheduling round later: a body that
+    already holds its Content-Length is answered at once, not after waiting for the end."""
+    send, receive = channel({"type": "http.request", "body": b'{"a": 1}', "more_body": True})
+    start = trio.current_time()
+    assert await read_body(receive, {"content-length": "8"}, LIMITS) == b'{"a": 1}'
+    assert trio.current_time() == start  # no wait: the end message never came, and was not needed
+    await send.aclose()
+
+
+@pytest.mark.parametrize("declared", ["9", "x", None])
+async def test_a_body_short_of_its_declared_length_is_still_waited_for(
+        declared: str | None, autojump_clock: trio.testing.MockClock) -> None:
+    send, receive = channel({"type": "http.request", "body": b'{"a": 1}', "more_body": True})
+    with pytest.raises(RequestTimeout):
+        await read_body(receive, {"content-length": declared} if declared else {}, LIMITS)
+    await send.aclose()
