@@ -51,7 +51,7 @@ class TenantPut(Call[int | None]):
 
 @dataclass(frozen=True)
 class TenantCount(Call[int | None]):
-    """Entries in `tenant`'s index; None when the actor holds none for it."""
+    """Entries in `tenant`'s index; None when the actor holds none for it, or it is still loading."""
 
     tenant: str
 
@@ -143,7 +143,7 @@ class OrgL1Actor(Actor):
     @handles(TenantCount)
     async def tenant_count(self, request: TenantCount) -> int | None:
         held = self._held.get(request.tenant)
-        return len(held.index) if held is not None else None
+        return len(held.index) if held is not None and held.index.loaded.is_set() else None
 
     @handles(L1Count)
     async def count(self, request: L1Count) -> int:
