@@ -17,7 +17,6 @@ mid-run (every request is bypassed to the upstream) vs the cache turned off.
 from __future__ import annotations
 
 import argparse
-import random
 import shutil
 import statistics
 import time
@@ -26,13 +25,13 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
-import httpx
 import numpy as np
 import trio
 
 from bench.l0_hit import HEADERS, PATH, REQUEST, WARMUP_S, proxy_config, warm_hit
 from bench.load import Measured, measure, tool_name
 from bench.report import Table, fmt, print_tables, ratio
+from bench.round_robin import drive, shuffled_work
 from bench.servers import (
     Server,
     client_cores,
@@ -167,30 +166,10 @@ def shared_vs_isolated(tmp: Path, upstream_url: str, redis_url: str, *, prompts:
     """The same workload (each of `prompts` distinct requests `repeats` times, shuffled, spread round-robin over
     the instances, `workers` at a time) against 1 daari, 3 daari each with its own disk cache, and 3 daari on one
     Redis: hits, upstream calls and req/s."""
-    rng = random.Random(7)
-    work = [i for i in range(prompts) for _ in range(repeats)]
-    rng.shuffle(work)
+    work = shuffled_work(prompts, repeats, seed=7)
 
     def body(i: int) -> bytes:
         return dumps({**REQUEST, "messages": [{"role": "user", "content": f"What does git command number {i} do?"}]})
-
-    async def drive(urls: list[str]) -> tuple[int, float]:
-        hits = 0
-        queue = list(enumerate(work))
-        async with httpx.AsyncClient(timeout=60) as client:
-            async def worker() -> None:
-                nonlocal hits
-                while queue:
-                    j, i = queue.pop(0)
-                    response = await client.post(urls[j % len(urls)] + PATH, content=body(i), headers=HEADERS)
-                    response.raise_for_status()
-                    hits += response.headers.get("x-daari-cache") == "hit"
-
-            started_at = time.perf_counter()
-            async with trio.open_nursery() as nursery:
-                for _ in range(workers):
-                    nursery.start_soon(worker)
-            return hits, len(work) / (time.perf_counter() - started_at)
 
     table = Table(f"Several daari, one workload ({prompts} distinct requests x {repeats}, shuffled, round-robin, "
                   f"{workers} at a time; the upstream takes ~5 ms a token)",
@@ -205,7 +184,7 @@ def shared_vs_isolated(tmp: Path, upstream_url: str, redis_url: str, *, prompts:
                 if backend == "redis":
                     cfg["cache"]["redis"]["key_prefix"] = prefix
             urls = [stack.enter_context(started(cfg, tmp)).url for cfg in cfgs]
-            hits, rps = trio.run(drive, urls)
+            hits, rps = drive(urls, work, body, workers)
         table.add(name, count, len(work), hits, len(work) - hits, f"{hits / len(work):.0%}", rps)
     table.notes.append(f"at best {len(work) - prompts} hits ({(len(work) - prompts) / len(work):.0%}): each distinct "
                        "request misses once; two instances that miss the same request at the same moment both call "

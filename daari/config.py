@@ -189,9 +189,12 @@ class OrgCacheConfig:
     team: str | None = None
     tls_ca_file: str | None = None  # when the service names a rediss:// Redis: the CA that signed its certificate
     timeout_s: Annotated[float, Gt(0)] = 0.25  # per Redis command and per service call; slower is a miss
-    # L1-org (with a team and cache.l1 on): the similarity an org entry needs. It can only raise the local bar
+    # L1-org (cache.l1 on): the similarity an org entry needs. It can only raise the local bar
     # (cache.l1.similarity_threshold), never lower it; the verifier is the local one. None: the local bar.
     l1_similarity_threshold: Annotated[float, Ge(0), Le(1)] | None = None
+    # L1-org without a team (each caller's key its own tenant): the indexes of this many most recently active key
+    # tenants are held, each up to cache.l1.max_entries; the least recent is dropped. 0: no L1-org for key tenants.
+    l1_key_tenants: Annotated[int, Ge(0)] = 4
 
     def __post_init__(self) -> None:
         if self.url is not None and urlsplit(self.url).scheme not in ("http", "https"):

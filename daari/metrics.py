@@ -91,12 +91,16 @@ COUNTERS: dict[str, Declared] = {
                                    "down, by link and kind (cache.backend: redis)."),
     "redis_reconnects_total": Declared(("link",), "Times the link found Redis answering again after it was down."),
     "org_cache_lookups_total": Declared(("level", "result"), "Org cache lookups after a local miss, by level "
-                                        "(L0-org, L1-org) and result (hit, shared_hit, miss, unavailable).",
+                                        "(L0-org, L1-org) and result (hit, shared_hit, miss, unavailable; L1-org: "
+                                        "loading, the tenant's index was not ready and the request did not wait).",
                                         (("L0-org", "hit"), ("L0-org", "miss"))),
     "org_cache_writes_total": Declared(("result",), "Answers offered to the org cache, by result (stored, kept: "
                                        "another daari stored it first, unavailable, dropped: too many pending)."),
     "org_cache_shares_total": Declared(("result",), "Org cache entries marked shareable (X-Daari-Org-Share), by result "
                                        "(shared, exists, not_opted_in, refused, failed)."),
+    "org_cache_l1_indexes_total": Declared(("event",), "L1-org tenant indexes opened (a tenant's first lookup or "
+                                           "write, or its link set up afresh) and dropped (the least recently active "
+                                           "past cache.org.l1_key_tenants)."),
     "org_cache_setups_total": Declared(("result",), "Tenant Redis users asked of the org-cache service, by result "
                                        "(ok, refused, failed)."),
     "privacy_secrets_total": Declared(("action", "kind", "tier"), "Secrets found in requests to remote tiers, by "

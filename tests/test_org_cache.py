@@ -19,9 +19,11 @@ import httpx
 import pytest
 import trio
 
+from actors.org_l1 import TenantCount
 from actors.semantic_cache import L1Count
 from daari.cache.l0_redis import RedisL0
 from daari.cache.l0_store import L0Entry
+from daari.cache.partition import cache_partition
 from daari.cache.redis_link import LinkSettings, RedisLink
 from daari.cache.store import StoreUnavailable
 from daari.config import RedisConfig
@@ -34,6 +36,7 @@ from daari.pipeline.steps.l1 import SemanticTier
 from daari.protocol.chat import Completion
 from daari.server.compose import compose
 from daari.server.serve import RunningServer
+from daari.tenant import key_tenant
 from tests.fakes.anthropic_upstream import FakeAnthropic
 from tests.fakes.serving import serve_app
 from tests.redis_server import RedisServer, free_port, needs_redis
@@ -388,3 +391,112 @@ async def test_l1_org_serves_a_paraphrase_another_instance_of_the_team_stored_an
         assert content(missed).endswith("[up2]") and missed["daari_meta"]["tier"] == "L3"
         assert "l1_org" not in missed["daari_meta"]  # not even a candidate to reject: team-a's entry is not there
         assert redis.cli("XLEN", "t:team-a:l1:log") == "1"  # one entry: the paraphrase was a hit, the miss is b's
+
+
+def key_tenant_of(data_dir: Path, key: str) -> str:
+    """The org tenant of a caller's key, as a daari with this data dir's partition secret names it."""
+    tenant = key_tenant(cache_partition(load_secret(data_dir), {"authorization": f"Bearer {key}"}))
+    assert tenant is not None
+    return tenant
+
+
+async def test_l1_org_for_key_tenants_holds_each_recent_tenants_index_and_never_crosses_tenants(
+        tmp_path: Path, redis: RedisServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without a team, each caller's key is its own tenant with its own L1-org index: key A's paraphrase is an
+    L1-org hit on another daari; key B, with identical and near-identical prompts, never gets key A's entries. A
+    tenant whose index is still loading is a miss at once; with cache.org.l1_key_tenants: 1 the least recent
+    tenant's index is dropped when another is opened."""
+    secret = load_secret(tmp_path / "d0" / "data")
+    (private_dir(tmp_path / "d1" / "data") / SECRET_FILE).write_bytes(secret)
+    tenant_a, tenant_b = (key_tenant_of(tmp_path / "d0" / "data", key) for key in (KEY_A, KEY_B))
+    monkeypatch.setenv("ORG_TOKEN_GATEWAY", GATEWAY_TOKEN)
+    async with AsyncExitStack() as stack, httpx.AsyncClient(timeout=60) as client:
+        service = await stack.enter_async_context(org_service(tmp_path, redis))
+        fakes = [Labeled(f"up{i}") for i in range(2)]
+        servers = []
+        for i, fake in enumerate(fakes):
+            url = await stack.enter_async_context(serve_app(fake))
+            config = make_config(tmp_path / f"d{i}", tiers={"L3": upstream_tier("openai", url + "/v1",
+                                                                                forward_client_key=True)},
+                                 cache={"l1": {"enabled": True},
+                                        "org": {"url": service.url, "token_env": "ORG_TOKEN_GATEWAY", "timeout_s": 2.0,
+                                                "l1_similarity_threshold": 0.5, "l1_key_tenants": 1}})
+            servers.append(await stack.enter_async_context(daari_server(config)))
+        one, two = servers
+        for server in servers:
+            tier = server.parts.shortcuts["L1"]
+            assert isinstance(tier, SemanticTier)
+            with trio.fail_after(120):
+                await tier.status.started.wait()
+        l1_org = two.parts.table.address("l1_org")
+
+        async def ask_as(server: RunningServer, key: str, text: str) -> dict[str, Any]:
+            response = await client.post(server.url + "/v1/chat/completions", json=chat(text),
+                                         headers={"authorization": f"Bearer {key}"})
+            assert response.status_code == 200, response.text
+            body: dict[str, Any] = response.json()
+            return body
+
+        async def loaded(tenant: str) -> int:
+            with trio.fail_after(30):
+                while (count := await l1_org.call(TenantCount(tenant))) is None:
+                    await trio.sleep(0.02)
+            return count
+
+        first = await ask_as(one, KEY_A, "How do I list Docker containers?")
+        assert first["daari_meta"]["tier"] == "L3" and content(first).endswith("[up0]")
+        with trio.fail_after(30):  # one's L1-org write, in key A's tenant
+            while redis.cli("XLEN", f"t:{tenant_a}:l1:log") != "1":
+                await trio.sleep(0.02)
+
+        # two has never seen key A: its index opens on the first lookup, which does not wait for it.
+        warm = await ask_as(two, KEY_A, "what is the capital of France?")
+        assert warm["daari_meta"]["l1_org"] == "index_loading", warm["daari_meta"]
+        assert await loaded(tenant_a) >= 1
+        hit = await ask_as(two, KEY_A, "Show me the command to list docker containers")
+        assert hit["daari_meta"]["tier"] == "L1-org" and content(hit) == content(first), hit["daari_meta"]
+        assert hit["daari_meta"]["verdict"] == "accepted"
+
+        # Key B's index opens; key A's, the least recent, is dropped (l1_key_tenants: 1).
+        await ask_as(two, KEY_B, "what is the capital of Spain?")
+        await loaded(tenant_b)
+        assert await l1_org.call(TenantCount(tenant_a)) is None
+        for text in ("How do I list Docker containers?", "how do I list docker containers?",
+                     "Show me the command to list docker containers", "How do I list Docker containers"):
+            answer = await ask_as(two, KEY_B, text)
+            assert answer["daari_meta"]["tier"] not in ("L0-org", "L1-org"), answer["daari_meta"]
+            assert content(answer).endswith("[up1]")
+        page = (await client.get(two.url + "/metrics")).text
+        assert 'daari_org_cache_lookups_total{level="L1-org",result="hit"} 1.0' in page
+        assert 'daari_org_cache_lookups_total{level="L1-org",result="loading"}' in page
+        assert 'daari_org_cache_l1_indexes_total{event="dropped"} 1.0' in page
+        assert fakes[1].requests[-1].headers["authorization"] == f"Bearer {KEY_B}"
+        stored = await trio.to_thread.run_sync(redis.cli, "--scan", "--pattern", f"t:{tenant_b}:l1:e:*")
+        for key in stored.splitlines():  # key B's entries hold key B's prompts only
+            assert "capital of France" not in redis.cli("HGET", key, "embed")
+
+
+async def test_a_tier_override_looks_up_l0_org_like_l0_and_an_l0_override_misses_only_when_both_do(
+        tmp_path: Path, redis: RedisServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    async with org_service(tmp_path, redis) as service, \
+            instances(tmp_path, service.url, ["team-a", "team-a"], monkeypatch) as ((one, two), fakes), \
+            httpx.AsyncClient() as client:
+
+        async def post(server: RunningServer, text: str, override: str) -> httpx.Response:
+            return await client.post(server.url + "/v1/chat/completions", json=chat(text),
+                                     headers={"x-daari-tier-override": override})
+
+        first = await ask(client, one.url, "what does git rebase do?")
+        pinned = (await post(one, "what does git stash do?", "L3")).json()
+        assert pinned["daari_meta"]["tier"] == "L3"
+        await org_entries(redis, "team-a", 2)
+
+        from_org = await post(two, "what does git rebase do?", "L0")  # two's own L0 is empty
+        assert from_org.status_code == 200, from_org.text
+        assert from_org.json()["daari_meta"]["tier"] == "L0-org" and content(from_org.json()) == content(first)
+        missing = await post(two, "what does git bisect do?", "L0")
+        assert missing.status_code == 404 and missing.json()["error"]["code"] == "l0_miss"
+        again = (await post(two, "what does git stash do?", "L3")).json()  # the same override: the same key
+        assert again["daari_meta"]["tier"] == "L0-org" and content(again) == content(pinned)
+        assert (await post(two, "what does git stash do?", "L0")).status_code == 404  # L3's answer is kept apart
+        assert upstream_calls(fakes) == 2 and len(fakes[1].requests) == 0

@@ -43,6 +43,12 @@ def _message_json(message: Message) -> dict[str, Any]:
     }
 
 
+def keyed_override(tier_override: str | None) -> str | None:
+    """The tier override as the L0 key holds it. A model tier's keeps its answers apart from the ordinary ones;
+    `L0` asks for the answer an ordinary request stored (it never stores one itself), so it is keyed as none."""
+    return None if tier_override == "L0" else tier_override
+
+
 def l0_key(request: ChatRequest, tier_override: str | None = None, partition: str = "") -> L0Key:
     """`partition` (daari/cache/partition.py) keeps answers paid with one credential from every other."""
     payload = {

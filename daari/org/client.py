@@ -1,6 +1,7 @@
 """A daari instance's side of the org cache: each tenant's Redis user (asked of `daari org-cache serve`), its link,
-and L0-org lookups and writes through the ordinary Redis L0 store under the tenant's prefix `t:<tenant>:`. With a
-team, its link (`team_link`) also carries L1-org: the `l1_org` actor's Redis L1 store is built on it.
+and L0-org lookups and writes through the ordinary Redis L0 store under the tenant's prefix `t:<tenant>:`. A tenant's
+link also carries its L1-org index (actors/org_l1.py, through `link_now`); the team's link (`team_link`) is made
+before the service answers and kept across renewals.
 
 Nothing here can widen a tenant: every key is built under the tenant's prefix, and the link authenticates as the
 tenant's ACL user, which Redis confines to that prefix (NOPERM on any other key). The org cache is best effort: a
@@ -136,6 +137,22 @@ class OrgCache:
                 result = "unavailable"
         self.metrics.inc("org_cache_lookups_total", level="L0-org", result=result)
         return found
+
+    def link_now(self, tenant: str) -> RedisLink | None:
+        """The tenant's link as it is now, without waiting (L1-org builds a tenant's index on it); None while it is
+        being set up (this starts it) or could not be. The team's link is always the same object (renewals keep it);
+        a key tenant's is new after each set-up, so an index built on an older one is stale."""
+        if tenant == self.settings.team and self.team_link is not None:
+            return self.team_link
+        held = self._tenants.get(tenant)
+        if held is not None and self._stale(held, time.monotonic()):
+            self._forget(tenant)
+            held = None
+        if held is None:
+            self._set_up_soon(tenant)
+            return None
+        self._tenants.move_to_end(tenant)
+        return held.link if held.store is not None else None
 
     def put_soon(self, tenant: str, key: str, entry: L0Entry, *, share: bool = False) -> None:
         """Store `entry` in the background (the answer is not held up by the org's Redis); dropped when too many

@@ -17,7 +17,9 @@ from actors.embedder import EmbedderActor, EmbedderStatus
 from actors.executor import ExecutorActor
 from actors.faults import FAULTS
 from actors.hub import Hub, HubActor
+from actors.l1_index import L1Index
 from actors.org_cache import OrgCacheActor
+from actors.org_l1 import OrgL1Actor
 from actors.redis_link import RedisActor
 from actors.runtime import ActorSpec, ActorTable, Address, RestartPolicy
 from actors.semantic_cache import IndexStats, SemanticCacheActor
@@ -35,7 +37,6 @@ from daari.observe.decision_log import decisions_path
 from daari.observe.decision_row import DecisionRows
 from daari.org.client import OrgCache
 from daari.pipeline.decision import RoutingDecision
-from daari.tenant import tenant_prefix
 
 
 @dataclass
@@ -78,7 +79,6 @@ def actor_table(config: Config, executors: dict[str, Executor], shared: Shared,
     org = shared.org
     if org is not None:  # not required: daari serves without its org cache
         rows.append(ActorSpec("org_cache", lambda: OrgCacheActor(org), size, policy, required=False))
-    org_link, org_team = (org.team_link, org.settings.team) if org is not None else (None, None)
     rows += [
         ActorSpec("cache", lambda: CacheActor(RedisL0(link, prefix, l0.ttl_s) if link is not None
                                               else data_dir / "l0.sqlite", shared.memory,
@@ -96,11 +96,13 @@ def actor_table(config: Config, executors: dict[str, Executor], shared: Shared,
                 RedisL1(link, prefix, max_entries=l1.max_entries, max_age_s=max_age_s) if link is not None
                 else data_dir, max_entries=l1.max_entries, max_age_s=max_age_s, trees=l1.index_trees,
                 rebuild_after=l1.rebuild_after, stats=shared.index_stats), size, policy),
-            *([ActorSpec("l1_org", lambda: SemanticCacheActor(
-                RedisL1(org_link, tenant_prefix(org_team), max_entries=l1.max_entries, max_age_s=max_age_s),
-                max_entries=l1.max_entries, max_age_s=max_age_s, trees=l1.index_trees, rebuild_after=l1.rebuild_after,
-                stats=IndexStats()), size, policy, required=False)]  # L1-org: the team's org entries
-              if org_link is not None and org_team is not None else []),
+            *([ActorSpec("l1_org", lambda: OrgL1Actor(  # L1-org: the team's index, or the recent key tenants'
+                org.link_now, lambda store: L1Index(store, max_entries=l1.max_entries, max_age_s=max_age_s,
+                                                    trees=l1.index_trees, rebuild_after=l1.rebuild_after),
+                shared.metrics, capacity=config.cache.org.l1_key_tenants, max_entries=l1.max_entries,
+                max_age_s=max_age_s, team=org.settings.team), size, policy, required=False)]
+              if org is not None and (org.settings.team is not None or config.cache.org.l1_key_tenants > 0)
+              else []),
             # Built when it starts, from the executor's address (the table made it with the others).
             ActorSpec("verifier", lambda: VerifierActor(l1.verify, model_asker(table.address("executor"))), size,
                       policy),

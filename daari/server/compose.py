@@ -60,7 +60,7 @@ from daari.pipeline.steps.l0 import L0Step
 from daari.pipeline.steps.l1 import SemanticTier
 from daari.pipeline.steps.l2 import RulesTier
 from daari.pipeline.steps.lt import ToolTier
-from daari.pipeline.steps.org import OrgL0Step, OrgSemanticTier, OrgWriteStep
+from daari.pipeline.steps.org import OrgL0Step, OrgSemanticTier, OrgWriteStep, TenantSemanticTier
 from daari.pipeline.steps.parse import ParseStep
 from daari.pipeline.steps.privacy import PrivacyGuard
 from daari.pipeline.steps.refine import RefineStep
@@ -223,7 +223,7 @@ def shortcut_tiers(config: Config, table: ActorTable, shared: Shared, bars: Lear
 
 def org_semantic_tier(config: Config, table: ActorTable, shared: Shared, local: ShortcutTier | None
                       ) -> OrgSemanticTier | None:
-    """L1-org (docs/redis.md, "Org cache"): with a team, over its org entries, when the local L1 is on. Its bar is
+    """L1-org (docs/redis.md, "Org cache"): over the request's tenant's org entries, when the local L1 is on. Its bar is
     the larger of the local threshold and cache.org.l1_similarity_threshold, without learned bars (they could
     lower it); the embedder and verifier are the local L1's."""
     if not isinstance(local, SemanticTier) or shared.org is None or table.get("l1_org") is None:
@@ -232,8 +232,8 @@ def org_semantic_tier(config: Config, table: ActorTable, shared: Shared, local: 
     floor = config.cache.org.l1_similarity_threshold
     bar = replace(l1, similarity_threshold=max(l1.similarity_threshold, floor if floor is not None else 0.0),
                   draft_injection=False)
-    inner = SemanticTier(bar, table.address("embedder"), shared.embedder_status, table.address("l1_org"),
-                         table.address("verifier"), shared.metrics, memo_of=local)
+    inner = TenantSemanticTier(shared.org.tenant, bar, table.address("embedder"), shared.embedder_status,
+                               table.address("l1_org"), table.address("verifier"), shared.metrics, memo_of=local)
     return OrgSemanticTier(inner, shared.metrics)
 
 
@@ -376,7 +376,7 @@ async def compose(config: Config, *, shortcuts: Mapping[str, ShortcutTier] | Non
     pipeline = Pipeline(
         local=[HeadersStep(config.cache.l0.enabled, partition_secret),
                L0Step(memory=shared.memory, guard=guard, key_memo=key_memo, hit_requests=hit_requests,
-                      body_work=body_work, parse=parse),
+                      body_work=body_work, parse=parse, org_after=org is not None),
                parse],
         routed=routed,
         # Shadow before render: a routed request's scope is cancelled when its client's connection reports the

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from daari.cache.hit_requests import HitRequests
 from daari.cache.key_memo import L0KeyMemo, MemoKey, memo_key
-from daari.cache.l0_key import l0_key
+from daari.cache.l0_key import keyed_override, l0_key
 from daari.cache.l0_memory import L0Memory
 from daari.cache.l0_store import L0Entry
 from daari.errors import NotFound
@@ -29,23 +29,25 @@ class L0Step:
     name = "L0"
 
     def __init__(self, *, memory: L0Memory, guard: CacheGuard, key_memo: L0KeyMemo, hit_requests: HitRequests,
-                 body_work: BodyWork, parse: ParseStep) -> None:
+                 body_work: BodyWork, parse: ParseStep, org_after: bool = False) -> None:
         self.memory = memory  # peeked synchronously: the CacheActor is its only writer
         self.guard = guard
         self.key_memo = key_memo
         self.hit_requests = hit_requests
         self.body_work = body_work
         self.parse = parse
+        # The org cache's L0-org follows (steps/org.py): an `X-Daari-Tier-Override: L0` miss here is its to refuse.
+        self.org_after = org_after
 
     async def __call__(self, turn: Turn) -> Answer | None:
         if not turn.cache_on:
             if turn.controls.tier_override == "L0":
                 await self.parse(turn)  # a bad body is refused first, as on every other path
-                _override_missed(turn)
+                override_missed(turn)
             return None
         found_by: MemoKey | None = None  # the body's memo key, when the bytes as received are the request
         if turn.prepare is None and not self.body_work.heavy(turn.request_bytes):
-            found_by = memo_key(turn.raw, turn.wire.name, turn.controls.tier_override, turn.partition)
+            found_by = memo_key(turn.raw, turn.wire.name, keyed_override(turn.controls.tier_override), turn.partition)
             answer = self._lane(turn, found_by)
             if answer is not None:
                 return answer
@@ -59,7 +61,8 @@ class L0Step:
         entry = await self.guard.read(turn.key, turn.meta)
         if entry is not None:
             return _hit(turn, entry)
-        _override_missed(turn)
+        if not self.org_after:
+            override_missed(turn)
         return None
 
     def _lane(self, turn: Turn, found_by: MemoKey) -> Answer | None:
@@ -81,8 +84,8 @@ class L0Step:
         work = self.body_work
         heavy = work.heavy(turn.request_bytes)
         if found_by is None and heavy and turn.prepare is None:
-            found_by = await work.run(memo_key, turn.raw, turn.wire.name, turn.controls.tier_override,
-                                      turn.partition)
+            found_by = await work.run(memo_key, turn.raw, turn.wire.name,
+                                      keyed_override(turn.controls.tier_override), turn.partition)
         if found_by is None:  # the body was rewritten before parsing: its bytes are not the request
             return await work.run(_digest, turn.request, turn) if heavy else _digest(turn.request, turn)
         key = self.key_memo.get(found_by)
@@ -94,7 +97,7 @@ class L0Step:
 
 def _digest(request: ChatRequest, turn: Turn) -> str:
     """The L0 key (normalize + canonical JSON + SHA-256): pure, so it may run on a worker thread."""
-    return l0_key(request, turn.controls.tier_override, turn.partition).digest
+    return l0_key(request, keyed_override(turn.controls.tier_override), turn.partition).digest
 
 
 def _hit(turn: Turn, entry: L0Entry) -> Answer:
@@ -107,7 +110,8 @@ def _hit(turn: Turn, entry: L0Entry) -> Answer:
     return Answer("L0", "cache", completion, turn.wire.replay(completion, turn.request.stream), entry.confidence)
 
 
-def _override_missed(turn: Turn) -> None:
+def override_missed(turn: Turn) -> None:
+    """`X-Daari-Tier-Override: L0` with no entry for the request is a 404, not a routed request."""
     if turn.controls.tier_override == "L0":
         raise NotFound("X-Daari-Tier-Override: L0 was asked for and there is no L0 entry for this request",
                        code="l0_miss")

@@ -115,7 +115,9 @@ class SemanticTier:
             self._remember_probe(query.l0_key, probe)
             threshold = (self.bars.threshold(query.task_type) if self.bars is not None
                          else self.config.similarity_threshold)
-            matches: list[Match] = await self.cache.call(L1Lookup(probe.vector, probe.context, threshold))
+            matches = await self._search(query, L1Lookup(probe.vector, probe.context, threshold))
+            if matches is None:  # the index is not ready for this request: a miss, never a wait
+                return ShortcutResult("L1", None, details={"l1": "index_loading"})
             rejected: list[tuple[Match, Verdict]] = []
             for match in matches:
                 verdict: Verdict = await self.verifier.call(Verify(probe.text, match.entry.embed_text,
@@ -136,6 +138,16 @@ class SemanticTier:
             "l1": "rejected", "verdict": "rejected", "similarity": round(best.similarity, 4), "l1_rejected": [
             {"entry_id": m.entry.id, "similarity": round(m.similarity, 4), "rule": v.rule} for m, v in rejected],
             "verified_by": self.config.verify, **({"draft_from": best.entry.id} if draft is not None else {})})
+
+    async def _search(self, query: ShortcutQuery, lookup: L1Lookup) -> list[Match] | None:
+        """The index's candidates (None: its index cannot answer this request yet). One index here; L1-org's
+        tier (steps/org.py) asks the index of the request's tenant."""
+        matches: list[Match] = await self.cache.call(lookup)
+        return matches
+
+    def _store(self, query: ShortcutQuery, put: L1Put) -> bool:
+        """Tell the index to store `put`; False when its mailbox is full."""
+        return self.cache.tell(put)
 
     def _draft(self, best: Match) -> str | None:
         """With cache.l1.draft_injection: the nearest rejected candidate's answer, shown to the model as a draft."""
@@ -166,5 +178,5 @@ class SemanticTier:
         probe = self._pending.pop(query.l0_key) if query.l0_key else None
         if probe is None or completion.tool_calls or completion.finish_reason not in STORABLE:
             return
-        if not self.cache.tell(L1Put(probe.context, probe.text, probe.vector, completion, tier)):
+        if not self._store(query, L1Put(probe.context, probe.text, probe.vector, completion, tier)):
             log.warning("L1 write dropped: the l1 actor's mailbox is full")
