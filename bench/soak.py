@@ -243,13 +243,14 @@ class HeapProbe:
     """With `--trace`, daari runs under bench/heap_probe.py: `report(label)` has it write a report and a
     tracemalloc snapshot, `trim()` has it call malloc_trim(0); the reports are diffed and printed."""
 
-    def __init__(self, out: Path) -> None:
+    def __init__(self, out: Path, frames: int = 6) -> None:
         self.out = out
+        self.frames = frames  # 0: no tracemalloc (--heap), the allocators' figures without tracing's own cost
         self.reports: list[str] = []
         self.trims = 0
 
     def launcher(self) -> list[str]:
-        return [PYTHON, "-m", "bench.heap_probe", "--out", str(self.out)]
+        return [PYTHON, "-m", "bench.heap_probe", "--out", str(self.out), "--frames", str(self.frames)]
 
     def _wait(self, path: Path) -> dict[str, Any]:
         deadline = time.monotonic() + 120
@@ -265,7 +266,8 @@ class HeapProbe:
         server.process.send_signal(signal.SIGUSR1)
         body = self._wait(self.out / f"report-{len(self.reports)}.json")
         print(f"  heap probe, {label}: RSS {body['rss_mib']} MiB, traced by Python {body['traced_mib']} MiB, "
-              f"glibc {body['malloc_mib']}, {body['gc_objects']:,} objects; bounded caches:")
+              f"glibc {body['malloc_mib']}, CPython's arenas {body['pymalloc_mib']}, {body['gc_objects']:,} objects; "
+              f"bounded caches:")
         for cache in body["caches"]:
             print(f"    {cache}")
         return body
@@ -278,6 +280,8 @@ class HeapProbe:
         return body
 
     def diff(self, older: str, newer: str, top: int = 25) -> None:
+        if not self.frames:
+            return
         first = tracemalloc.Snapshot.load(str(self.out / f"snapshot-{self.reports.index(older) + 1}.tracemalloc"))
         second = tracemalloc.Snapshot.load(str(self.out / f"snapshot-{self.reports.index(newer) + 1}.tracemalloc"))
         print(f"  Python allocations, {older} -> {newer}, by line:")
@@ -290,19 +294,20 @@ class HeapProbe:
                 print(f"      {line}")
 
 
-def run(minutes: float, clients: int, held: int, seed: int = 1, trace: bool = False) -> bool:
+def run(minutes: float, clients: int, held: int, seed: int = 1, trace: bool = False, bursts: int = 1,
+        heap: bool = False) -> bool:
     with workdir() as tmp, fake_upstream("openai", tmp) as upstream:
-        probe = HeapProbe(tmp / "heap") if trace else None
+        probe = HeapProbe(tmp / "heap", 6 if trace else 0) if trace or heap else None
         settings = config(upstream.url, held)
         if probe:  # the probe trims when told, to measure what a trim gives
             settings["server"]["idle_trim_s"] = 0
         with daari(settings, tmp, launcher=probe.launcher() if probe else None,
                    ready_timeout_s=240 if probe else 60) as server:
-            return soak(server, upstream, minutes, clients, held, seed, probe)
+            return soak(server, upstream, minutes, clients, held, seed, probe, bursts)
 
 
 def soak(server: Server, upstream: Server, minutes: float, clients: int, held: int, seed: int,
-         probe: HeapProbe | None) -> bool:
+         probe: HeapProbe | None, bursts: int = 1) -> bool:
     UPSTREAM_PORT[0] = int(upstream.url.rsplit(":", 1)[1])
     rng = random.Random(seed)
     with httpx.Client(base_url=server.url, timeout=60) as client:  # warm-up: pools and stores open
@@ -338,34 +343,51 @@ def soak(server: Server, upstream: Server, minutes: float, clients: int, held: i
     if probe:
         reports["after traffic"] = probe.report(server, "after traffic")
         probe.diff("baseline", "after traffic")
-    opened, while_held = trio.run(hold_streams, server, held, 5.0)
-    print(f"{opened} streams held at once: {while_held}")
-    after_held = settled(server, baseline)
-    print(f"settled after release: {after_held}")
+    # the held phase, `bursts` times: RSS after each release shows whether a later burst reuses the memory the
+    # first left with the allocators (flat) or adds to it (a leak)
+    opened_all, upstream_min = True, held
+    after_bursts: list[Snapshot] = []
+    previous = "after traffic"
+    for burst in range(1, bursts + 1):
+        opened, while_held = trio.run(hold_streams, server, held, 5.0)
+        opened_all = opened_all and opened == held
+        upstream_min = min(upstream_min, while_held.upstream)
+        print(f"burst {burst}: {opened} streams held at once: {while_held}")
+        after_held = settled(server, baseline)
+        after_bursts.append(after_held)
+        print(f"burst {burst}: settled after release: {after_held}")
+        if probe:
+            label = f"after release {burst}"
+            reports[label] = probe.report(server, label)
+            probe.diff(previous, label)
+            previous = label
     if probe:
-        reports["after release"] = probe.report(server, "after release")
-        probe.diff("after traffic", "after release")
         probe.trim(server)
         probe.report(server, "after release and malloc_trim")
     # Memory (docs/performance.md, "Soak"): RSS is reported, not judged. It counts memory the allocators keep
     # free for reuse (glibc's heap, CPython's arenas) after a peak, which the idle trim returns only in part.
-    # What must come back is what daari's objects hold: with --trace, Python's live allocations after the
+    # What must come back is what daari's objects hold: with --trace, Python's live allocations after each
     # release within PY_SLACK_MIB of after the traffic (the bounded caches fill during the traffic).
     print(f"RSS: {baseline.rss_mib:.0f} MiB at the baseline, {after_mix.rss_mib:.0f} after the traffic, "
-          f"{while_held.rss_mib:.0f} while {held} streams were held, {after_held.rss_mib:.0f} after their release "
-          f"and the idle trim")
+          f"{while_held.rss_mib:.0f} while {held} streams were held, after each release and the idle trim: "
+          + ", ".join(f"{s.rss_mib:.0f}" for s in after_bursts))
     memory_ok = True
-    if probe:
-        grown = reports["after release"]["traced_mib"] - reports["after traffic"]["traced_mib"]
-        memory_ok = grown <= PY_SLACK_MIB
-        print(f"Python's live allocations after the release: {grown:+.1f} MiB against after the traffic "
-              f"(bound {PY_SLACK_MIB} MiB): " + ("back" if memory_ok else "NOT back"))
-    every_stream_upstream = while_held.upstream >= held
-    print(f"held streams with their upstream connection open at the snapshot: {while_held.upstream} of {held}")
-    escalated_any = sum(v for k, v in escalated.items() if k.startswith("daari_escalations_by_path_total")) > 0
-    ok = (errors_500 == 0 and back(after_mix, baseline) and back(after_held, baseline) and opened == held
+    if probe and probe.frames:
+        for burst in range(1, bursts + 1):
+            grown = reports[f"after release {burst}"]["traced_mib"] - reports["after traffic"]["traced_mib"]
+            memory_ok = memory_ok and grown <= PY_SLACK_MIB
+            print(f"Python's live allocations after release {burst}: {grown:+.1f} MiB against after the traffic "
+                  f"(bound {PY_SLACK_MIB} MiB): " + ("back" if grown <= PY_SLACK_MIB else "NOT back"))
+    every_stream_upstream = upstream_min >= held
+    print(f"held streams with their upstream connection open at the snapshot (fewest of the bursts): "
+          f"{upstream_min} of {held}")
+    # with --minutes 0 (the held phase alone) there is no traffic to escalate
+    escalated_any = minutes == 0 or sum(
+        v for k, v in escalated.items() if k.startswith("daari_escalations_by_path_total")) > 0
+    ok = (errors_500 == 0 and back(after_mix, baseline) and all(back(s, baseline) for s in after_bursts) and opened_all
           and every_stream_upstream and memory_ok and escalated_any)
-    print("soak: " + ("files, threads and tasks back to their baseline" + (", Python's heap too" if probe else "")
+    traced = probe is not None and probe.frames > 0
+    print("soak: " + ("files, threads and tasks back to their baseline" + (", Python's heap too" if traced else "")
                       + "; every held stream had its upstream connection; L6 escalations; no 500"
                       if ok else "FAILED"))
     return ok
@@ -377,10 +399,15 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--held", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--heap", action="store_true",
+                        help="as --trace without tracemalloc: the allocators' figures (glibc, CPython's arenas) only")
+    parser.add_argument("--bursts", type=int, default=1,
+                        help="hold and release the --held streams this many times, RSS after each (reuse or growth)")
     parser.add_argument("--trace", action="store_true",
                         help="run daari under bench/heap_probe.py (tracemalloc: slower) and print what holds memory")
     args = parser.parse_args()
-    raise SystemExit(0 if run(args.minutes, args.clients, args.held, args.seed, args.trace) else 1)
+    ok = run(args.minutes, args.clients, args.held, args.seed, args.trace, args.bursts, args.heap)
+    raise SystemExit(0 if ok else 1)
 
 
 if __name__ == "__main__":
