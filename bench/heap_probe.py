@@ -102,6 +102,14 @@ def deep_size(root: Any, limit: int = 2_000_000) -> int:
     return total
 
 
+def _owner(referrer: Any) -> Any:
+    """The instance whose `__dict__` `referrer` is, else `referrer`: once an instance's attribute dict exists
+    as an object (deep_size's walk makes it so), it, not the instance, is what refers to the cache."""
+    if isinstance(referrer, dict):
+        return next((o for o in gc.get_referrers(referrer) if getattr(o, "__dict__", None) is referrer), referrer)
+    return referrer
+
+
 def bounded_caches() -> list[dict[str, Any]]:
     """Every live `LRU` (L0's memory front, the key memo, the hit lane's requests, L1's probes...) and what
     holds it, with its declared size and the bytes it reaches."""
@@ -110,7 +118,7 @@ def bounded_caches() -> list[dict[str, Any]]:
     found = []
     for obj in gc.get_objects():
         if isinstance(obj, LRU):
-            owners = [type(o).__qualname__ for o in gc.get_referrers(obj)
+            owners = [type(o).__qualname__ for o in map(_owner, gc.get_referrers(obj))
                       if hasattr(o, "__dict__") and not isinstance(o, _SHARED)]
             holder = owners[0] if owners else "?"
             found.append({"holder": holder, "entries": len(obj._items), "declared_mib": round(obj.bytes / MIB, 2),

@@ -1,4 +1,4 @@
-"""`python -m bench.soak [--minutes M] [--clients C] [--held 1000] [--trace]`: a bounded soak of a daari process.
+"""`python -m bench.soak [--minutes M] [--clients C] [--held 1000] [--bursts N] [--trace | --heap]`: a bounded soak.
 
 daari (`daari serve`, its own process) in front of the fake OpenAI upstream (its own process; the request's
 model picks its behaviour: tests/fakes/openai_upstream.py), as L3 and, with `frontier.enabled`, as L6 (its good
@@ -10,7 +10,10 @@ mid-stream. Phase 2: `--held` streams opened at once and held (the upstream send
 each with its own upstream connection, then released. After each phase, once traffic stops: daari's open
 files, threads, event-loop tasks (/metrics) and resident memory against the baseline taken after a warm-up,
 RSS again after daari's idle trim (server.idle_trim_s). `--trace` runs daari under bench/heap_probe.py and
-prints what holds memory (tracemalloc diffs, glibc's heap, the bounded caches) and what malloc_trim gives back.
+prints what holds memory (tracemalloc diffs, glibc's heap, CPython's arenas, the bounded caches) and what
+malloc_trim gives back; `--heap` does the same without tracemalloc (whose own cost changes the figures).
+`--bursts N` holds and releases the streams N times, RSS after each: flat means the allocators reuse what the
+first burst left them, growth would be a leak.
 Prints the figures (docs/performance.md, "Soak"); exit status 1 when a 500 was answered, files, threads or tasks
 did not come back to their baseline, a held stream had no upstream connection, nothing escalated, or (with
 `--trace`) Python's live heap did not come back.
@@ -205,8 +208,10 @@ def mixed_traffic(server: Server, seconds: float, clients: int, seed: int) -> Co
     return statuses
 
 
-async def hold_streams(server: Server, count: int, hold_s: float) -> tuple[int, Snapshot]:
-    """Open `count` streams at once, each past its first chunk; hold them `hold_s`; the snapshot while held."""
+async def hold_streams(server: Server, count: int, hold_s: float, one_prompt: bool = False
+                       ) -> tuple[int, Snapshot]:
+    """Open `count` streams at once, each past its first chunk; hold them `hold_s`; the snapshot while held.
+    Each stream has its own prompt, so its own session in daari's session store, unless `one_prompt`."""
     opened = 0
     # at most 50 connecting at once: a burst of 1,000 connects overflows the listen backlog (Hypercorn's 100),
     # which is the kernel's queue, not what is measured here
@@ -218,7 +223,7 @@ async def hold_streams(server: Server, count: int, hold_s: float) -> tuple[int, 
 
         async def one_stream(i: int) -> None:
             nonlocal opened
-            body = chat(f"held stream {i}", model="hang_stream", stream=True)
+            body = chat("held stream" if one_prompt else f"held stream {i}", model="hang_stream", stream=True)
             await connecting.acquire()
             async with client.stream("POST", "/v1/chat/completions", json=body, headers=HELD_TIER) as response:
                 assert response.status_code == 200, await response.aread()
@@ -300,7 +305,7 @@ class HeapProbe:
 
 
 def run(minutes: float, clients: int, held: int, seed: int = 1, trace: bool = False, bursts: int = 1,
-        heap: bool = False) -> bool:
+        heap: bool = False, one_prompt: bool = False) -> bool:
     with workdir() as tmp, fake_upstream("openai", tmp) as upstream:
         probe = HeapProbe(tmp / "heap", 6 if trace else 0) if trace or heap else None
         settings = config(upstream.url, held)
@@ -308,11 +313,11 @@ def run(minutes: float, clients: int, held: int, seed: int = 1, trace: bool = Fa
             settings["server"]["idle_trim_s"] = 0
         with daari(settings, tmp, launcher=probe.launcher() if probe else None,
                    ready_timeout_s=240 if probe else 60) as server:
-            return soak(server, upstream, minutes, clients, held, seed, probe, bursts)
+            return soak(server, upstream, minutes, clients, held, seed, probe, bursts, one_prompt)
 
 
 def soak(server: Server, upstream: Server, minutes: float, clients: int, held: int, seed: int,
-         probe: HeapProbe | None, bursts: int = 1) -> bool:
+         probe: HeapProbe | None, bursts: int = 1, one_prompt: bool = False) -> bool:
     UPSTREAM_PORT[0] = int(upstream.url.rsplit(":", 1)[1])
     rng = random.Random(seed)
     with httpx.Client(base_url=server.url, timeout=60) as client:  # warm-up: pools and stores open
@@ -354,7 +359,7 @@ def soak(server: Server, upstream: Server, minutes: float, clients: int, held: i
     after_bursts: list[Snapshot] = []
     previous = "after traffic"
     for burst in range(1, bursts + 1):
-        opened, while_held = trio.run(hold_streams, server, held, 5.0)
+        opened, while_held = trio.run(hold_streams, server, held, 5.0, one_prompt)
         opened_all = opened_all and opened == held
         upstream_min = min(upstream_min, while_held.upstream)
         print(f"burst {burst}: {opened} streams held at once: {while_held}")
@@ -406,12 +411,15 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--heap", action="store_true",
                         help="as --trace without tracemalloc: the allocators' figures (glibc, CPython's arenas) only")
+    parser.add_argument("--one-prompt", action="store_true",
+                        help="every held stream sends the same prompt: no new session per stream (what pins memory)")
     parser.add_argument("--bursts", type=int, default=1,
                         help="hold and release the --held streams this many times, RSS after each (reuse or growth)")
     parser.add_argument("--trace", action="store_true",
                         help="run daari under bench/heap_probe.py (tracemalloc: slower) and print what holds memory")
     args = parser.parse_args()
-    ok = run(args.minutes, args.clients, args.held, args.seed, args.trace, args.bursts, args.heap)
+    ok = run(args.minutes, args.clients, args.held, args.seed, args.trace, args.bursts, args.heap,
+             args.one_prompt)
     raise SystemExit(0 if ok else 1)
 
 
