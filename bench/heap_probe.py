@@ -63,7 +63,8 @@ _PYMALLOC_LINES = {"# arenas allocated current": "arenas", "# bytes in allocated
 def pymalloc() -> dict[str, float]:
     """CPython's small-object allocator (objects up to 512 bytes, in 1 MiB arenas): MiB of arenas held, of blocks in
     use, of free blocks in partly used pools and of wholly free pools. An arena goes back to the OS only when all
-    its pools are free, so free blocks here are RSS. Parsed from `sys._debugmallocstats()`, which writes to fd 2."""
+    its pools are free, so free blocks here are RSS. Parsed from `sys._debugmallocstats()`, which writes to fd 2;
+    empty when pymalloc is not the allocator in use (tracemalloc's hooks, `PYTHONMALLOC=malloc`): use --frames 0."""
     with tempfile.TemporaryFile("w+") as out:
         sys.stderr.flush()
         saved = os.dup(2)
