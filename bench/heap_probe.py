@@ -3,7 +3,8 @@
 A bench harness, not part of daari: the soak (`python -m bench.soak --trace`) launches daari through it to find
 what holds memory. The first SIGUSR1 (the baseline) starts tracemalloc, so what is traced is what was allocated
 after it and is still alive (start-up under tracemalloc took over a minute); each SIGUSR1 writes `report-<n>.json`
-(RSS, glibc's malloc statistics, Python's allocated blocks, the bounded caches' entries and measured sizes,
+(RSS, glibc's malloc statistics, CPython's small-object arenas,
+Python's allocated blocks, the bounded caches' entries and measured sizes,
 the most common live object types) and `snapshot-<n>.tracemalloc` (diffed by the soak); SIGUSR2 calls glibc's
 `malloc_trim(0)` and writes the RSS before and after to `trim-<n>.json`. The handlers run on the main thread
 between two bytecodes of the event loop, so what they see is a consistent heap.
@@ -15,9 +16,12 @@ import argparse
 import ctypes
 import gc
 import json
+import os
+import re
 import runpy
 import signal
 import sys
+import tempfile
 import time
 import tracemalloc
 from collections import Counter
@@ -52,6 +56,35 @@ def mallinfo() -> dict[str, float]:
     return {name: round(getattr(info, name) / MIB, 2) for name in ("arena", "hblkhd", "uordblks", "fordblks")}
 
 
+_PYMALLOC_LINES = {"# arenas allocated current": "arenas", "# bytes in allocated blocks": "in_use",
+                   "# bytes in available blocks": "free_in_pools", "unused pools": "free_pools"}
+
+
+def pymalloc() -> dict[str, float]:
+    """CPython's small-object allocator (objects up to 512 bytes, in 1 MiB arenas): MiB of arenas held, of blocks in
+    use, of free blocks in partly used pools and of wholly free pools. An arena goes back to the OS only when all
+    its pools are free, so free blocks here are RSS. Parsed from `sys._debugmallocstats()`, which writes to fd 2;
+    empty when pymalloc is not the allocator in use (tracemalloc's hooks, `PYTHONMALLOC=malloc`): use --frames 0."""
+    with tempfile.TemporaryFile("w+") as out:
+        sys.stderr.flush()
+        saved = os.dup(2)
+        try:
+            os.dup2(out.fileno(), 2)
+            sys._debugmallocstats()
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        out.seek(0)
+        text = out.read()
+    found: dict[str, float] = {}
+    for line in text.splitlines():
+        for marker, name in _PYMALLOC_LINES.items():
+            if marker in line and name not in found:
+                number = int(re.sub(r"[^0-9]", "", line.rpartition("=")[2]))
+                found[name] = number if name == "arenas" else round(number / MIB, 2)
+    return found
+
+
 _SHARED = (type, ModuleType, FunctionType, FrameType)
 
 
@@ -70,6 +103,14 @@ def deep_size(root: Any, limit: int = 2_000_000) -> int:
     return total
 
 
+def _owner(referrer: Any) -> Any:
+    """The instance whose `__dict__` `referrer` is, else `referrer`: once an instance's attribute dict exists
+    as an object (deep_size's walk makes it so), it, not the instance, is what refers to the cache."""
+    if isinstance(referrer, dict):
+        return next((o for o in gc.get_referrers(referrer) if getattr(o, "__dict__", None) is referrer), referrer)
+    return referrer
+
+
 def bounded_caches() -> list[dict[str, Any]]:
     """Every live `LRU` (L0's memory front, the key memo, the hit lane's requests, L1's probes...) and what
     holds it, with its declared size and the bytes it reaches."""
@@ -78,7 +119,7 @@ def bounded_caches() -> list[dict[str, Any]]:
     found = []
     for obj in gc.get_objects():
         if isinstance(obj, LRU):
-            owners = [type(o).__qualname__ for o in gc.get_referrers(obj)
+            owners = [type(o).__qualname__ for o in map(_owner, gc.get_referrers(obj))
                       if hasattr(o, "__dict__") and not isinstance(o, _SHARED)]
             holder = owners[0] if owners else "?"
             found.append({"holder": holder, "entries": len(obj._items), "declared_mib": round(obj.bytes / MIB, 2),
@@ -95,19 +136,22 @@ class Probe:
 
     def report(self, signum: int, frame: FrameType | None) -> None:
         started = time.monotonic()
-        if not tracemalloc.is_tracing():
-            tracemalloc.start(self.frames)
+        if self.reports == 0:
+            if self.frames:
+                tracemalloc.start(self.frames)
             gc.unfreeze()  # daari froze its start-up heap (daari/heap.py): gc.get_objects() would not list it
         self.reports += 1
         n = self.reports
         gc.collect()
         rss = psutil.Process().memory_info().rss / MIB
         traced, _ = tracemalloc.get_traced_memory()
-        snapshot = tracemalloc.take_snapshot().filter_traces([
-            tracemalloc.Filter(False, tracemalloc.__file__), tracemalloc.Filter(False, "<unknown>")])
-        snapshot.dump(str(self.out / f"snapshot-{n}.tracemalloc"))
+        if self.frames:
+            snapshot = tracemalloc.take_snapshot().filter_traces([
+                tracemalloc.Filter(False, tracemalloc.__file__), tracemalloc.Filter(False, "<unknown>")])
+            snapshot.dump(str(self.out / f"snapshot-{n}.tracemalloc"))
         types = Counter(type(o).__qualname__ for o in gc.get_objects())
         body = {"rss_mib": round(rss, 1), "traced_mib": round(traced / MIB, 1), "malloc_mib": mallinfo(),
+                "pymalloc_mib": pymalloc(),
                 "python_blocks": sys.getallocatedblocks(), "gc_objects": sum(types.values()),
                 "top_types": types.most_common(25), "caches": bounded_caches(),
                 "seconds": round(time.monotonic() - started, 2)}
@@ -123,13 +167,14 @@ class Probe:
         after = psutil.Process().memory_info().rss / MIB
         (self.out / f"trim-{self.trims}.json").write_text(json.dumps(
             {"rss_before_mib": round(before, 1), "rss_after_mib": round(after, 1), "released": released,
-             "ms": round(ms, 1), "malloc_mib_after": mallinfo()}))
+             "ms": round(ms, 1), "malloc_mib_after": mallinfo(), "pymalloc_mib_after": pymalloc()}))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--frames", type=int, default=6, help="frames kept per traced allocation")
+    parser.add_argument("--frames", type=int, default=6,
+                        help="frames kept per traced allocation (0: no tracemalloc, the rest of the report)")
     args, daari_args = parser.parse_known_args()
     args.out.mkdir(parents=True, exist_ok=True)
     probe = Probe(args.out, args.frames)

@@ -1,4 +1,4 @@
-"""`python -m bench.soak [--minutes M] [--clients C] [--held 1000] [--trace]`: a bounded soak of a daari process.
+"""`python -m bench.soak [--minutes M] [--clients C] [--held 1000] [--bursts N] [--trace | --heap]`: a bounded soak.
 
 daari (`daari serve`, its own process) in front of the fake OpenAI upstream (its own process; the request's
 model picks its behaviour: tests/fakes/openai_upstream.py), as L3 and, with `frontier.enabled`, as L6 (its good
@@ -10,7 +10,10 @@ mid-stream. Phase 2: `--held` streams opened at once and held (the upstream send
 each with its own upstream connection, then released. After each phase, once traffic stops: daari's open
 files, threads, event-loop tasks (/metrics) and resident memory against the baseline taken after a warm-up,
 RSS again after daari's idle trim (server.idle_trim_s). `--trace` runs daari under bench/heap_probe.py and
-prints what holds memory (tracemalloc diffs, glibc's heap, the bounded caches) and what malloc_trim gives back.
+prints what holds memory (tracemalloc diffs, glibc's heap, CPython's arenas, the bounded caches) and what
+malloc_trim gives back; `--heap` does the same without tracemalloc (whose own cost changes the figures).
+`--bursts N` holds and releases the streams N times, RSS after each: flat means the allocators reuse what the
+first burst left them, growth would be a leak.
 Prints the figures (docs/performance.md, "Soak"); exit status 1 when a 500 was answered, files, threads or tasks
 did not come back to their baseline, a held stream had no upstream connection, nothing escalated, or (with
 `--trace`) Python's live heap did not come back.
@@ -118,6 +121,11 @@ def settled(server: Server, baseline: Snapshot | None, timeout_s: float = 300) -
         while time.monotonic() < quiet_until:
             time.sleep(1.0)
             last = snapshot(server)
+        # a worker thread daari started during the quiet time (a periodic flush) idles out within trio's 10 s
+        back_by = time.monotonic() + 30
+        while not back(last, baseline) and time.monotonic() < back_by:
+            time.sleep(1.0)
+            last = snapshot(server)
     print(f"  (settled in {time.monotonic() - started:.0f} s)")
     return last
 
@@ -200,8 +208,10 @@ def mixed_traffic(server: Server, seconds: float, clients: int, seed: int) -> Co
     return statuses
 
 
-async def hold_streams(server: Server, count: int, hold_s: float) -> tuple[int, Snapshot]:
-    """Open `count` streams at once, each past its first chunk; hold them `hold_s`; the snapshot while held."""
+async def hold_streams(server: Server, count: int, hold_s: float, one_prompt: bool = False
+                       ) -> tuple[int, Snapshot]:
+    """Open `count` streams at once, each past its first chunk; hold them `hold_s`; the snapshot while held.
+    Each stream has its own prompt, so its own session in daari's session store, unless `one_prompt`."""
     opened = 0
     # at most 50 connecting at once: a burst of 1,000 connects overflows the listen backlog (Hypercorn's 100),
     # which is the kernel's queue, not what is measured here
@@ -213,7 +223,7 @@ async def hold_streams(server: Server, count: int, hold_s: float) -> tuple[int, 
 
         async def one_stream(i: int) -> None:
             nonlocal opened
-            body = chat(f"held stream {i}", model="hang_stream", stream=True)
+            body = chat("held stream" if one_prompt else f"held stream {i}", model="hang_stream", stream=True)
             await connecting.acquire()
             async with client.stream("POST", "/v1/chat/completions", json=body, headers=HELD_TIER) as response:
                 assert response.status_code == 200, await response.aread()
@@ -243,13 +253,14 @@ class HeapProbe:
     """With `--trace`, daari runs under bench/heap_probe.py: `report(label)` has it write a report and a
     tracemalloc snapshot, `trim()` has it call malloc_trim(0); the reports are diffed and printed."""
 
-    def __init__(self, out: Path) -> None:
+    def __init__(self, out: Path, frames: int = 6) -> None:
         self.out = out
+        self.frames = frames  # 0: no tracemalloc (--heap), the allocators' figures without tracing's own cost
         self.reports: list[str] = []
         self.trims = 0
 
     def launcher(self) -> list[str]:
-        return [PYTHON, "-m", "bench.heap_probe", "--out", str(self.out)]
+        return [PYTHON, "-m", "bench.heap_probe", "--out", str(self.out), "--frames", str(self.frames)]
 
     def _wait(self, path: Path) -> dict[str, Any]:
         deadline = time.monotonic() + 120
@@ -265,7 +276,8 @@ class HeapProbe:
         server.process.send_signal(signal.SIGUSR1)
         body = self._wait(self.out / f"report-{len(self.reports)}.json")
         print(f"  heap probe, {label}: RSS {body['rss_mib']} MiB, traced by Python {body['traced_mib']} MiB, "
-              f"glibc {body['malloc_mib']}, {body['gc_objects']:,} objects; bounded caches:")
+              f"glibc {body['malloc_mib']}, CPython's arenas {body['pymalloc_mib']}, {body['gc_objects']:,} objects; "
+              f"bounded caches:")
         for cache in body["caches"]:
             print(f"    {cache}")
         return body
@@ -278,6 +290,8 @@ class HeapProbe:
         return body
 
     def diff(self, older: str, newer: str, top: int = 25) -> None:
+        if not self.frames:
+            return
         first = tracemalloc.Snapshot.load(str(self.out / f"snapshot-{self.reports.index(older) + 1}.tracemalloc"))
         second = tracemalloc.Snapshot.load(str(self.out / f"snapshot-{self.reports.index(newer) + 1}.tracemalloc"))
         print(f"  Python allocations, {older} -> {newer}, by line:")
@@ -290,19 +304,20 @@ class HeapProbe:
                 print(f"      {line}")
 
 
-def run(minutes: float, clients: int, held: int, seed: int = 1, trace: bool = False) -> bool:
+def run(minutes: float, clients: int, held: int, seed: int = 1, trace: bool = False, bursts: int = 1,
+        heap: bool = False, one_prompt: bool = False) -> bool:
     with workdir() as tmp, fake_upstream("openai", tmp) as upstream:
-        probe = HeapProbe(tmp / "heap") if trace else None
+        probe = HeapProbe(tmp / "heap", 6 if trace else 0) if trace or heap else None
         settings = config(upstream.url, held)
         if probe:  # the probe trims when told, to measure what a trim gives
             settings["server"]["idle_trim_s"] = 0
         with daari(settings, tmp, launcher=probe.launcher() if probe else None,
                    ready_timeout_s=240 if probe else 60) as server:
-            return soak(server, upstream, minutes, clients, held, seed, probe)
+            return soak(server, upstream, minutes, clients, held, seed, probe, bursts, one_prompt)
 
 
 def soak(server: Server, upstream: Server, minutes: float, clients: int, held: int, seed: int,
-         probe: HeapProbe | None) -> bool:
+         probe: HeapProbe | None, bursts: int = 1, one_prompt: bool = False) -> bool:
     UPSTREAM_PORT[0] = int(upstream.url.rsplit(":", 1)[1])
     rng = random.Random(seed)
     with httpx.Client(base_url=server.url, timeout=60) as client:  # warm-up: pools and stores open
@@ -338,34 +353,51 @@ def soak(server: Server, upstream: Server, minutes: float, clients: int, held: i
     if probe:
         reports["after traffic"] = probe.report(server, "after traffic")
         probe.diff("baseline", "after traffic")
-    opened, while_held = trio.run(hold_streams, server, held, 5.0)
-    print(f"{opened} streams held at once: {while_held}")
-    after_held = settled(server, baseline)
-    print(f"settled after release: {after_held}")
+    # the held phase, `bursts` times: RSS after each release shows whether a later burst reuses the memory the
+    # first left with the allocators (flat) or adds to it (a leak)
+    opened_all, upstream_min = True, held
+    after_bursts: list[Snapshot] = []
+    previous = "after traffic"
+    for burst in range(1, bursts + 1):
+        opened, while_held = trio.run(hold_streams, server, held, 5.0, one_prompt)
+        opened_all = opened_all and opened == held
+        upstream_min = min(upstream_min, while_held.upstream)
+        print(f"burst {burst}: {opened} streams held at once: {while_held}")
+        after_held = settled(server, baseline)
+        after_bursts.append(after_held)
+        print(f"burst {burst}: settled after release: {after_held}")
+        if probe:
+            label = f"after release {burst}"
+            reports[label] = probe.report(server, label)
+            probe.diff(previous, label)
+            previous = label
     if probe:
-        reports["after release"] = probe.report(server, "after release")
-        probe.diff("after traffic", "after release")
         probe.trim(server)
         probe.report(server, "after release and malloc_trim")
     # Memory (docs/performance.md, "Soak"): RSS is reported, not judged. It counts memory the allocators keep
     # free for reuse (glibc's heap, CPython's arenas) after a peak, which the idle trim returns only in part.
-    # What must come back is what daari's objects hold: with --trace, Python's live allocations after the
+    # What must come back is what daari's objects hold: with --trace, Python's live allocations after each
     # release within PY_SLACK_MIB of after the traffic (the bounded caches fill during the traffic).
     print(f"RSS: {baseline.rss_mib:.0f} MiB at the baseline, {after_mix.rss_mib:.0f} after the traffic, "
-          f"{while_held.rss_mib:.0f} while {held} streams were held, {after_held.rss_mib:.0f} after their release "
-          f"and the idle trim")
+          f"{while_held.rss_mib:.0f} while {held} streams were held, after each release and the idle trim: "
+          + ", ".join(f"{s.rss_mib:.0f}" for s in after_bursts))
     memory_ok = True
-    if probe:
-        grown = reports["after release"]["traced_mib"] - reports["after traffic"]["traced_mib"]
-        memory_ok = grown <= PY_SLACK_MIB
-        print(f"Python's live allocations after the release: {grown:+.1f} MiB against after the traffic "
-              f"(bound {PY_SLACK_MIB} MiB): " + ("back" if memory_ok else "NOT back"))
-    every_stream_upstream = while_held.upstream >= held
-    print(f"held streams with their upstream connection open at the snapshot: {while_held.upstream} of {held}")
-    escalated_any = sum(v for k, v in escalated.items() if k.startswith("daari_escalations_by_path_total")) > 0
-    ok = (errors_500 == 0 and back(after_mix, baseline) and back(after_held, baseline) and opened == held
+    if probe and probe.frames:
+        for burst in range(1, bursts + 1):
+            grown = reports[f"after release {burst}"]["traced_mib"] - reports["after traffic"]["traced_mib"]
+            memory_ok = memory_ok and grown <= PY_SLACK_MIB
+            print(f"Python's live allocations after release {burst}: {grown:+.1f} MiB against after the traffic "
+                  f"(bound {PY_SLACK_MIB} MiB): " + ("back" if grown <= PY_SLACK_MIB else "NOT back"))
+    every_stream_upstream = upstream_min >= held
+    print(f"held streams with their upstream connection open at the snapshot (fewest of the bursts): "
+          f"{upstream_min} of {held}")
+    # with --minutes 0 (the held phase alone) there is no traffic to escalate
+    escalated_any = minutes == 0 or sum(
+        v for k, v in escalated.items() if k.startswith("daari_escalations_by_path_total")) > 0
+    ok = (errors_500 == 0 and back(after_mix, baseline) and all(back(s, baseline) for s in after_bursts) and opened_all
           and every_stream_upstream and memory_ok and escalated_any)
-    print("soak: " + ("files, threads and tasks back to their baseline" + (", Python's heap too" if probe else "")
+    traced = probe is not None and probe.frames > 0
+    print("soak: " + ("files, threads and tasks back to their baseline" + (", Python's heap too" if traced else "")
                       + "; every held stream had its upstream connection; L6 escalations; no 500"
                       if ok else "FAILED"))
     return ok
@@ -377,10 +409,18 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--held", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--heap", action="store_true",
+                        help="as --trace without tracemalloc: the allocators' figures (glibc, CPython's arenas) only")
+    parser.add_argument("--one-prompt", action="store_true",
+                        help="every held stream sends the same prompt: no new session per stream (what pins memory)")
+    parser.add_argument("--bursts", type=int, default=1,
+                        help="hold and release the --held streams this many times, RSS after each (reuse or growth)")
     parser.add_argument("--trace", action="store_true",
                         help="run daari under bench/heap_probe.py (tracemalloc: slower) and print what holds memory")
     args = parser.parse_args()
-    raise SystemExit(0 if run(args.minutes, args.clients, args.held, args.seed, args.trace) else 1)
+    ok = run(args.minutes, args.clients, args.held, args.seed, args.trace, args.bursts, args.heap,
+             args.one_prompt)
+    raise SystemExit(0 if ok else 1)
 
 
 if __name__ == "__main__":
