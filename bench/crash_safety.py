@@ -62,7 +62,8 @@ def start(config_path: Path, data_dir: Path, log_dir: Path) -> Server:
         PYTHON, "-m", "daari", "serve", "--config", str(config_path), "--port", str(port),
         "--data-dir", str(data_dir)], log_dir, None, env={"DAARI_LOG_LEVEL": "WARNING"}, cwd=ROOT)
     server = Server("daari", f"http://{HOST}:{port}", process, log_path)
-    servers._wait_http(server, "/healthz", 60)
+    # A bound on a hang, not a timing: a start on a machine running other suites took over 60 s once (CI).
+    servers._wait_http(server, "/healthz", 180)
     return server
 
 

@@ -195,7 +195,7 @@ def bare_app(body: bytes, headers: list[tuple[str, str]], log_dir: Path,
 
 
 @contextlib.contextmanager
-def daari(config: dict[str, Any], log_dir: Path, *, cores: set[int] | None = None, ready_timeout_s: float = 60,
+def daari(config: dict[str, Any], log_dir: Path, *, cores: set[int] | None = None, ready_timeout_s: float = 180,
           wait_models: bool = False, launcher: list[str] | None = None, tree: Path | None = None) -> Iterator[Server]:
     """`daari serve --config <tmp yaml> --port N --data-dir <tmp>` as a subprocess.
 

@@ -4,6 +4,7 @@ Set before anything imports torch: OMP_WAIT_POLICY only takes effect at torch's 
 2-core machine spinning OpenMP threads slow generation 5-10x when other processes (servers, fakes) run.
 """
 
+import logging
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +19,20 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 # once per machine for the whole suite, not once per test server's data dir.
 os.environ.setdefault("DAARI_MODELS_DIR", os.path.join(
     os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "daari-test-models"))
+
+
+
+class _LoggerTable(dict[str, object]):
+    """The logging module's table of loggers, whose `values()` is a copy taken at once. pytest's log capture
+    walks that table before each test phase without logging's lock, while a model load that outlived an earlier
+    test's server (a worker thread cannot be cancelled) imports modules that add loggers: "dictionary changed size
+    during iteration", an error in an unrelated test's setup (seen once in CI)."""
+
+    def values(self) -> list[object]:  # type: ignore[override]
+        return list(super().values())  # one C call under the GIL: no thread can add a logger midway
+
+
+logging.Logger.manager.loggerDict = _LoggerTable(logging.Logger.manager.loggerDict)  # type: ignore[assignment]
 
 
 @pytest.fixture
