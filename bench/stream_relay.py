@@ -313,13 +313,14 @@ def cold_table(args: argparse.Namespace) -> Table:
     with workdir() as tmp, ExitStack() as stack:
         fakes = {kind: stack.enter_context(fake_upstream(kind, tmp)) for kind in ("openai", "anthropic", "ollama")}
         for name, tier, protocol in kinds:
-            with daari(daari_config(tier(fakes)), tmp) as proxy:
-                times = [_timed(proxy, protocol, salt) for salt in range(2 + args.cold_next)]
+            with daari(daari_config(tier(fakes)), tmp) as proxy, httpx.Client(timeout=600) as client:
+                times = [_timed(client, proxy, protocol, salt) for salt in range(2 + args.cold_next)]
             table.add(name, times[0], times[1], statistics.median(times[2:]),
                       ratio(times[0], statistics.median(times[2:])))
     table.notes += [
-        "each row a fresh daari (started, /healthz answering), then one request at a time, each a new body, "
-        "not streamed, X-Daari-No-Cache; the time is the client's, request sent to body read",
+        "each row a fresh daari (started, /healthz answering), then one request at a time over one keep-alive "
+        "connection (the first request opens it), each a new body, not streamed, X-Daari-No-Cache; the time is "
+        "the client's, request sent to body read",
         f"load average {os.getloadavg()[0]:.1f} (2 shared cores)",
     ]
     if not _embedded_installed():
@@ -336,11 +337,11 @@ def _embedded_installed() -> bool:
     return True
 
 
-def _timed(proxy: Server, protocol: str, salt: int) -> float:
+def _timed(client: httpx.Client, proxy: Server, protocol: str, salt: int) -> float:
     route, body, headers = request_of(protocol, 8, salt)
     body = body.replace(b'"stream":true', b'"stream":false').replace(b'"model":"long"', b'"model":"good"')
     started = time.perf_counter()
-    response = httpx.post(proxy.url + route, content=body, timeout=600,
+    response = client.post(proxy.url + route, content=body,
                           headers={"content-type": "application/json", **headers, **NO_CACHE})
     elapsed = (time.perf_counter() - started) * 1000
     if response.status_code != 200:
