@@ -301,19 +301,23 @@ def held_table(args: argparse.Namespace) -> Table:
 def cold_table(args: argparse.Namespace) -> Table:
     table = Table("Cold paths: the first requests after daari starts, by tier kind (cache off)",
                   ["tier kind", "first ms", "second ms", "next p50 ms", "first / next"])
-    kinds: list[tuple[str, Callable[[dict[str, Server]], dict[str, Any]], str]] = [
-        ("openai (fake upstream)", lambda f: openai_tier(f["openai"].url, "good"), "openai"),
+    kinds: list[tuple[str, Callable[[dict[str, Server]], dict[str, Any]], str, bool]] = [
+        ("openai (fake upstream)", lambda f: openai_tier(f["openai"].url, "good"), "openai", False),
         ("anthropic (fake upstream)", lambda f: tier_of(f["anthropic"], "anthropic") | {"model": "good"},
-         "anthropic"),
-        ("ollama (fake upstream)", lambda f: ollama_tier(f["ollama"].url, "good"), "openai"),
+         "anthropic", False),
+        ("ollama (fake upstream)", lambda f: ollama_tier(f["ollama"].url, "good"), "openai", False),
     ]
     if _embedded_installed():
-        kinds.append(("embedded (qwen2.5-coder-0.5b, in process)",
-                      lambda f: {"executor": "embedded", "max_tokens": 8}, "openai"))
+        def embedded(fakes: dict[str, Server]) -> dict[str, Any]:
+            return {"executor": "embedded", "max_tokens": 8}
+
+        kinds += [("embedded (qwen2.5-coder-0.5b), as soon as /healthz answers", embedded, "openai", False),
+                  ("embedded, once /healthz says models_loaded", embedded, "openai", True)]
     with workdir() as tmp, ExitStack() as stack:
         fakes = {kind: stack.enter_context(fake_upstream(kind, tmp)) for kind in ("openai", "anthropic", "ollama")}
-        for name, tier, protocol in kinds:
-            with daari(daari_config(tier(fakes)), tmp) as proxy, httpx.Client(timeout=600) as client:
+        for name, tier, protocol, loaded in kinds:
+            with daari(daari_config(tier(fakes)), tmp, wait_models=loaded, ready_timeout_s=300) as proxy, \
+                    httpx.Client(timeout=600) as client:
                 times = [_timed(client, proxy, protocol, salt) for salt in range(2 + args.cold_next)]
             table.add(name, times[0], times[1], statistics.median(times[2:]),
                       ratio(times[0], statistics.median(times[2:])))
