@@ -358,7 +358,7 @@ def profile(args: argparse.Namespace) -> None:
     import pstats
 
     path = next(p for p in PATHS if p.name == args.profile_path)
-    with workdir() as tmp, fake_upstream(path.upstream, tmp) as upstream:
+    with workdir() as tmp, fake_upstream(path.upstream, tmp, token_delay_s=args.profile_pace) as upstream:
         out = tmp / "daari.prof"
         launcher = [PYTHON, "-m", "cProfile", "-o", str(out), "-m", "daari"]
         with daari(daari_config(tier_of(upstream, path.upstream)), tmp, launcher=launcher) as proxy:
@@ -386,6 +386,8 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true", help="cProfile daari on one path instead")
     parser.add_argument("--profile-path", default=PATHS[1].name, help="the path --profile runs")
     parser.add_argument("--profile-top", type=int, default=40, help="functions --profile prints")
+    parser.add_argument("--profile-pace", type=float, default=0.0,
+                        help="seconds between deltas for --profile (0: unpaced; paced, each event arrives alone)")
     parser.add_argument("--cold-next", type=int, default=5, help="requests after the second, for the p50")
     args = parser.parse_args()
     if args.profile:
