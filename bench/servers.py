@@ -106,8 +106,8 @@ def _spawn(name: str, argv: list[str], log_dir: Path, cores: set[int] | None,
     return process, log_path
 
 
-def _wait_http(server: Server, path: str, timeout_s: float, ready: Any = None) -> None:
-    """Poll `path` until it answers 200 (and `ready(json)` holds), the process dies, or the time is up."""
+def _wait_http(server: Server, path: str, timeout_s: float, ready: Any = None, status: int = 200) -> None:
+    """Poll `path` until it answers `status` (and `ready(json)` holds), the process dies, or the time is up."""
     deadline = time.monotonic() + timeout_s
     last = "no answer"
     with httpx.Client(timeout=2.0) as client:
@@ -116,7 +116,7 @@ def _wait_http(server: Server, path: str, timeout_s: float, ready: Any = None) -
                 raise RuntimeError(f"{server.name} exited with {server.process.returncode}:\n{server.log_tail()}")
             try:
                 response = client.get(server.url + path)
-                if response.status_code == 200 and (ready is None or ready(response.json())):
+                if response.status_code == status and (ready is None or ready(response.json())):
                     return
                 last = f"HTTP {response.status_code}"
             except httpx.TransportError as exc:
@@ -149,14 +149,18 @@ def workdir() -> Iterator[Path]:
 @contextlib.contextmanager
 def fake_upstream(kind: str, log_dir: Path, *, token_delay_s: float = 0.0,
                   cores: set[int] | None = None) -> Iterator[Server]:
-    """tests/fakes' FakeOpenAI ("openai") or FakeOllama ("ollama") served by Hypercorn in its own process."""
+    """tests/fakes' FakeOpenAI ("openai"), FakeOllama ("ollama") or FakeAnthropic ("anthropic") served by
+    Hypercorn in its own process."""
     port = free_port()
     process, log_path = _spawn(f"fake-{kind}-{port}", [
         PYTHON, "-m", "bench.fake_upstream", "--kind", kind, "--port", str(port),
         "--token-delay", str(token_delay_s)], log_dir, cores)
     server = Server(f"fake {kind}", f"http://{HOST}:{port}", process, log_path)
     try:
-        _wait_http(server, "/v1/models" if kind == "openai" else "/api/tags", 30)
+        if kind == "anthropic":  # it has no GET route: any answer in its shape means it serves
+            _wait_http(server, "/v1/models", 30, status=404)
+        else:
+            _wait_http(server, "/v1/models" if kind == "openai" else "/api/tags", 30)
         yield server
     finally:
         stop(server)

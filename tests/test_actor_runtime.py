@@ -723,3 +723,43 @@ async def test_on_down_runs_when_a_required_actor_stops_with_its_runtime() -> No
         assert downs == []
         nursery.cancel_scope.cancel()
     assert downs == ["counter"]
+
+
+# --- a stream read in runs (StreamReader.batches) -------------------------------------------------------
+
+
+async def test_a_stream_read_in_batches_gets_what_was_queued_in_one_run_and_then_how_it_ended() -> None:
+    from actors.runtime.reply import open_stream
+
+    outbox, reader = open_stream(8, lambda: ActorDown("stopped"))
+    for item in (0, 1, 2):
+        await outbox.send(item)
+    outbox.fail(Refused("the upstream broke off"))
+    runs: list[list[int]] = []
+    with pytest.raises(Refused, match="broke off"):
+        async for run in reader.batches():
+            runs.append(run)
+    assert runs == [[0, 1, 2]]  # the items before the failure are all delivered, the failure after them
+
+
+async def test_a_batch_never_waits_for_an_item_not_yet_sent(mock_clock: trio.testing.MockClock) -> None:
+    from actors.runtime.reply import open_stream
+
+    mock_clock.autojump_threshold = 0
+    outbox, reader = open_stream(8, lambda: ActorDown("stopped"))
+    runs: list[tuple[float, list[int]]] = []
+
+    async def produce() -> None:
+        await outbox.send(0)
+        await outbox.send(1)
+        await trio.sleep(5)
+        await outbox.send(2)
+        outbox.finish()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(produce)
+        await trio.sleep(1)  # 0 and 1 are queued by now
+        async for run in reader.batches():
+            runs.append((trio.current_time(), run))
+    assert [r for _, r in runs] == [[0, 1], [2]]
+    assert runs[0][0] < 5 <= runs[1][0]  # the first run went out before the third item existed

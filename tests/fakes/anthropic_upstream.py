@@ -7,7 +7,9 @@ x-api-key it got, as a careless upstream might), "hang" (starts the stream, then
 client goes away), "drop" (an `event: error` overloaded_error mid-stream, as the real API does), "cut"
 (closes without message_stop; without streaming, a cut-off JSON body), "echo_secret" (repeats the placeholders
 daari put in its prompt, REDACTED_<KIND>_<hex>, in a text block and in a `bash` tool_use's command, streamed in
-7-character pieces so placeholders cross events). Any other model behaves as "good".
+7-character pieces so placeholders cross events), "long" (`max_tokens` words, one text_delta each: benchmarks of
+the stream relay). Any other model behaves as "good". `token_delay_s` (default 0) waits that long before each
+text or tool-input delta of a stream (a model generating).
 `/v1/messages/count_tokens` answers `{"input_tokens": n}` (about 4 characters of system+messages+tools a
 token), or the same errors for "unauthorized", "refuse" and "error529", and a 404 for "nocount".
 A request with `thinking` enabled gets a thinking block (thinking_delta + signature_delta) first.
@@ -58,6 +60,7 @@ class FakeAnthropic:
         self.streams_started = 0
         self.streams_closed = 0
         self.a_stream_closed = trio.Event()  # set when a stream ends, however it ends
+        self.token_delay_s = 0.0  # a stream waits this long before each delta (a model generating)
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
@@ -132,6 +135,9 @@ class FakeAnthropic:
             blocks.append({"type": "text", "pieces": [text[i:i + 7] for i in range(0, len(text), 7)]})
             blocks.append({"type": "tool_use", "id": "toolu_echo_1", "name": "bash",
                            "pieces": [arguments[i:i + 7] for i in range(0, len(arguments), 7)]})
+        elif model == "long":
+            words = body.get("max_tokens") if isinstance(body.get("max_tokens"), int) else 100
+            blocks.append({"type": "text", "pieces": [f" word{i}" for i in range(words)]})
         elif model == "tools":
             blocks.append({"type": "text", "pieces": TOOLS_TEXT})
             for call_id, name, pieces in TOOL_CALLS:
@@ -209,6 +215,8 @@ class FakeAnthropic:
         await self._send(send, "content_block_start",
                          {"type": "content_block_start", "index": index, "content_block": start})
         for delta in deltas:
+            if self.token_delay_s:
+                await trio.sleep(self.token_delay_s)
             await self._send(send, "content_block_delta",
                              {"type": "content_block_delta", "index": index, "delta": delta})
         await self._send(send, "content_block_stop", {"type": "content_block_stop", "index": index})

@@ -219,23 +219,28 @@ class ExecuteStep:
         return events, answer_filter is not None and self._restored(tier, answer_filter)
 
     async def _stream_live(self, turn: Turn, tier: str) -> tuple[list[Event], bool]:
-        """Stream as events arrive; the response starts with the first event, so earlier faults can escalate."""
+        """Stream as events arrive; the response starts with the first event, so earlier faults can escalate.
+
+        The events already queued when one arrives (an upstream's burst, read in one `recv`) go out in one
+        write: the same bytes in fewer sends, and none waits for a later event."""
         events: list[Event] = []
         sink = turn.sink
         opened, answer_filter = self._open(turn, tier)
         try:
             async with opened as generation:
-                async for received in generation:
-                    for event in answer_filter.feed(received) if answer_filter is not None else (received,):
-                        if not sink.stream_opened:
-                            settle(turn.meta, tier, self._kind(tier))
-                            self._dropped(turn, tier)
-                            await open_stream(turn)
-                        events.append(event)
-                        assert turn.renderer is not None
-                        chunks = turn.renderer.event(event)
-                        if chunks:
-                            await sink.write(chunks)
+                async for batch in generation.batches():
+                    chunks: list[bytes] = []
+                    for received in batch:
+                        for event in answer_filter.feed(received) if answer_filter is not None else (received,):
+                            if not sink.stream_opened:
+                                settle(turn.meta, tier, self._kind(tier))
+                                self._dropped(turn, tier)
+                                await open_stream(turn)
+                            events.append(event)
+                            assert turn.renderer is not None
+                            chunks += turn.renderer.event(event)
+                    if chunks:
+                        await sink.write(chunks)
         finally:
             await self._ended(turn, tier, events)
         return events, answer_filter is not None and self._restored(tier, answer_filter)
