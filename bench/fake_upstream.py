@@ -1,4 +1,5 @@
-"""`python -m bench.fake_upstream --kind openai|ollama --port N [--token-delay S]`: a test fake in its own process.
+"""`python -m bench.fake_upstream --kind openai|ollama|anthropic --port N [--token-delay S]`: a test fake in its own
+process.
 
 The fakes are the ones the tests use (tests/fakes/), served by Hypercorn's trio worker on 127.0.0.1 until
 SIGTERM/SIGINT.
@@ -14,11 +15,16 @@ import trio
 from hypercorn.config import Config as HypercornConfig
 from hypercorn.trio import serve
 
+from tests.fakes.anthropic_upstream import FakeAnthropic
 from tests.fakes.ollama_upstream import FakeOllama
 from tests.fakes.openai_upstream import FakeOpenAI
 
 
 def make_fake(kind: str, token_delay_s: float) -> Any:
+    if kind == "anthropic":
+        anthropic = FakeAnthropic()
+        anthropic.requests = _Forgetful()
+        return anthropic
     fake: FakeOpenAI | FakeOllama = FakeOpenAI() if kind == "openai" else FakeOllama()
     fake.token_delay_s = token_delay_s
     fake.requests = _Forgetful()  # a long benchmark must not grow the request log without bound
@@ -55,7 +61,7 @@ async def serve_until_signalled(app: Any, port: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--kind", choices=("openai", "ollama"), required=True)
+    parser.add_argument("--kind", choices=("openai", "ollama", "anthropic"), required=True)
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--token-delay", type=float, default=0.0, help="seconds before each generated chunk")
     args = parser.parse_args()

@@ -125,6 +125,20 @@ def _wait_http(server: Server, path: str, timeout_s: float, ready: Any = None) -
     raise RuntimeError(f"{server.name} not ready after {timeout_s:.0f} s ({last}):\n{server.log_tail()}")
 
 
+def _wait_port(server: Server, timeout_s: float) -> None:
+    address = httpx.URL(server.url)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if server.process.poll() is not None:
+            raise RuntimeError(f"{server.name} exited with {server.process.returncode}:\n{server.log_tail()}")
+        try:
+            socket.create_connection((address.host, address.port or 80), timeout=2).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError(f"{server.name} not listening after {timeout_s:.0f} s:\n{server.log_tail()}")
+
+
 def wait_models_loaded(server: Server, timeout_s: float) -> None:
     _wait_http(server, "/healthz", timeout_s, lambda body: body.get("models_loaded") is True)
 
@@ -149,14 +163,18 @@ def workdir() -> Iterator[Path]:
 @contextlib.contextmanager
 def fake_upstream(kind: str, log_dir: Path, *, token_delay_s: float = 0.0,
                   cores: set[int] | None = None) -> Iterator[Server]:
-    """tests/fakes' FakeOpenAI ("openai") or FakeOllama ("ollama") served by Hypercorn in its own process."""
+    """tests/fakes' FakeOpenAI ("openai"), FakeOllama ("ollama") or FakeAnthropic ("anthropic") served by Hypercorn
+    in its own process."""
     port = free_port()
     process, log_path = _spawn(f"fake-{kind}-{port}", [
         PYTHON, "-m", "bench.fake_upstream", "--kind", kind, "--port", str(port),
         "--token-delay", str(token_delay_s)], log_dir, cores)
     server = Server(f"fake {kind}", f"http://{HOST}:{port}", process, log_path)
     try:
-        _wait_http(server, "/v1/models" if kind == "openai" else "/api/tags", 30)
+        if kind == "anthropic":  # no GET route: ready when it accepts connections
+            _wait_port(server, 30)
+        else:
+            _wait_http(server, "/v1/models" if kind == "openai" else "/api/tags", 30)
         yield server
     finally:
         stop(server)

@@ -136,3 +136,28 @@ async def test_without_affinity_the_switch_pays_the_cache_again(tmp_path: Path) 
     assert [m["tier"] for m in metas[4:]] == ["L5", "L5"]
     assert fake.served[4].usage["cache_read_input_tokens"] == 0  # Haiku's cache is its own: cold
     assert fake.bodies[4]["model"] == "claude-haiku-4-5"
+
+
+def test_the_cache_marker_scans_of_the_bytes_agree_with_the_walks() -> None:
+    """A body whose bytes cannot hold the key is not walked; one whose key is written with escapes still is."""
+    from daari.sessions.prefix import cache_ttl_s, marks_cache
+
+    hour = {"type": "ephemeral", "ttl": "1h"}
+    bodies = [
+        {"model": "m", "messages": [{"role": "user", "content": "hi"}]},
+        {"model": "m", "messages": [{"role": "user", "content": [{"type": "text", "text": "hi",
+                                                                  "cache_control": hour}]}]},
+        {"model": "m", "system": [{"type": "text", "text": "s", "cache_control": {"type": "ephemeral"}}],
+         "messages": [{"role": "user", "content": "the word ttl and cache_control in a text"}]},
+        {"model": "m", "cache_control": {"type": "ephemeral"}, "messages": [{"role": "user", "content": "é\n"}]},
+    ]
+    for body in bodies:
+        for sent in (json.dumps(body).encode(), json.dumps(body, ensure_ascii=False).encode()):
+            assert cache_ttl_s(body, sent) == cache_ttl_s(body)
+            assert marks_cache(body, sent) == marks_cache(body)
+    escaped = b'{"model": "m", "messages": [{"role": "user", "content": [{"type": "text", "text": "hi", ' \
+              b'"\\u0063ache_control": {"type": "ephemeral", "\\u0074tl": "1h"}}]}]}'
+    body = json.loads(escaped)
+    assert (cache_ttl_s(body, escaped), marks_cache(body, escaped)) == (3600.0, True)
+    plain = json.dumps(bodies[0]).encode()
+    assert (cache_ttl_s(bodies[1], plain), marks_cache(bodies[1], plain)) == (300.0, False)  # the bytes decide
