@@ -138,26 +138,20 @@ async def test_without_affinity_the_switch_pays_the_cache_again(tmp_path: Path) 
     assert fake.bodies[4]["model"] == "claude-haiku-4-5"
 
 
-def test_the_cache_marker_scans_of_the_bytes_agree_with_the_walks() -> None:
-    """A body whose bytes cannot hold the key is not walked; one whose key is written with escapes still is."""
+def test_the_cache_marker_walks_find_markers_at_any_depth() -> None:
     from daari.sessions.prefix import cache_ttl_s, marks_cache
 
-    hour = {"type": "ephemeral", "ttl": "1h"}
-    bodies = [
-        {"model": "m", "messages": [{"role": "user", "content": "hi"}]},
-        {"model": "m", "messages": [{"role": "user", "content": [{"type": "text", "text": "hi",
-                                                                  "cache_control": hour}]}]},
-        {"model": "m", "system": [{"type": "text", "text": "s", "cache_control": {"type": "ephemeral"}}],
-         "messages": [{"role": "user", "content": "the word ttl and cache_control in a text"}]},
-        {"model": "m", "cache_control": {"type": "ephemeral"}, "messages": [{"role": "user", "content": "é\n"}]},
-    ]
-    for body in bodies:
-        for sent in (json.dumps(body).encode(), json.dumps(body, ensure_ascii=False).encode()):
-            assert cache_ttl_s(body, sent) == cache_ttl_s(body)
-            assert marks_cache(body, sent) == marks_cache(body)
-    escaped = b'{"model": "m", "messages": [{"role": "user", "content": [{"type": "text", "text": "hi", ' \
-              b'"\\u0063ache_control": {"type": "ephemeral", "\\u0074tl": "1h"}}]}]}'
-    body = json.loads(escaped)
-    assert (cache_ttl_s(body, escaped), marks_cache(body, escaped)) == (3600.0, True)
-    plain = json.dumps(bodies[0]).encode()
-    assert (cache_ttl_s(bodies[1], plain), marks_cache(bodies[1], plain)) == (300.0, False)  # the bytes decide
+    hour, five = {"type": "ephemeral", "ttl": "1h"}, {"type": "ephemeral"}
+    plain = {"model": "m", "messages": [{"role": "user", "content": "cache_control and ttl in a text"}]}
+    assert (cache_ttl_s(plain), marks_cache(plain)) == (300.0, False)
+    top = {**plain, "cache_control": five}
+    assert (cache_ttl_s(top), marks_cache(top)) == (300.0, True)
+    deep = {"model": "m", "messages": [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": [
+        {"type": "text", "text": "x", "cache_control": hour}]}]}]}
+    assert (cache_ttl_s(deep), marks_cache(deep)) == (3600.0, True)
+    system = {"model": "m", "system": [{"type": "text", "text": "s", "cache_control": five}], "messages": []}
+    assert (cache_ttl_s(system), marks_cache(system)) == (300.0, True)
+    tools = {"model": "m", "tools": [{"name": "t", "input_schema": {}, "cache_control": hour}], "messages": []}
+    assert (cache_ttl_s(tools), marks_cache(tools)) == (3600.0, True)
+    elsewhere = {"model": "m", "metadata": {"cache_control": hour}, "messages": []}  # not where Anthropic reads it
+    assert (cache_ttl_s(elsewhere), marks_cache(elsewhere)) == (3600.0, False)

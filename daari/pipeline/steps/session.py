@@ -58,10 +58,9 @@ class SessionStep:
         now = self.store.clock()
         home = copy.copy(state.home) if state.home is not None and state.home.is_warm(now) else None
         raw = request.raw if request.protocol == "anthropic" else {}
-        sent = turn.raw if turn.prepare is None else None  # the bytes `raw` was decoded from, unchanged
         estimate = turn.classification.tokens if turn.classification is not None else 0
-        turn.session = SessionTurn(key, state, home, estimate, writes_cache=marks_cache(raw, sent) if raw else True,
-                                   ttl_s=cache_ttl_s(raw, sent) if raw else 300.0)
+        turn.session = SessionTurn(key, state, home, estimate, writes_cache=marks_cache(raw) if raw else True,
+                                   ttl_s=cache_ttl_s(raw) if raw else 300.0)
         turn.meta.session = key
         fingerprint = prefix_fingerprint(request)
         if state.prefix and state.prefix != fingerprint:
