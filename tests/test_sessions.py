@@ -146,7 +146,8 @@ def test_the_cache_marker_walks_find_markers_at_any_depth() -> None:
     assert (cache_ttl_s(plain), marks_cache(plain)) == (300.0, False)
     top = {**plain, "cache_control": five}
     assert (cache_ttl_s(top), marks_cache(top)) == (300.0, True)
-    result = {"type": "tool_result", "tool_use_id": "t", "content": [{"type": "text", "text": "x", "cache_control": hour}]}
+    inner = {"type": "text", "text": "x", "cache_control": hour}
+    result = {"type": "tool_result", "tool_use_id": "t", "content": [inner]}
     deep = {"model": "m", "messages": [{"role": "user", "content": [result]}]}
     assert (cache_ttl_s(deep), marks_cache(deep)) == (3600.0, True)
     system = {"model": "m", "system": [{"type": "text", "text": "s", "cache_control": five}], "messages": []}
