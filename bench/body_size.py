@@ -208,8 +208,9 @@ async def child(upstream: str, sizes: list[int], calls: int, profile_kb: int | N
         server.shutdown.set()
 
 
-def _dump(pid: int, out: Path) -> int:
-    """Dump callgrind's counters of `pid` (since its last dump) and return their total."""
+def _dump(pid: int, out: Path, keep: Path | None = None) -> int:
+    """Dump callgrind's counters of `pid` (since its last dump) and return their total (the dump copied to
+    `keep`, if given)."""
     before = set(out.parent.glob(out.name + ".*"))
     subprocess.run(["callgrind_control", "-d", str(pid)], check=True, capture_output=True)
     new = sorted(set(out.parent.glob(out.name + ".*")) - before, key=lambda p: int(p.suffix[1:]))
@@ -219,6 +220,8 @@ def _dump(pid: int, out: Path) -> int:
     match = re.search(r"^summary:\s*(\d+)", text, re.M) or re.search(r"^totals:\s*(\d+)", text, re.M)
     if match is None:
         raise RuntimeError("callgrind's dump has no total")
+    if keep is not None:
+        keep.write_text(text)
     for path in new:
         path.unlink()
     return int(match.group(1))
@@ -228,7 +231,9 @@ Results = dict[tuple[int, str], dict[str, float]]
 
 
 def run(sizes: list[int], calls: int, instructions: bool, profile_kb: int | None, steps: bool,
-        inline: bool) -> Results:
+        inline: bool, tree: Path | None = None, keep: Path | None = None) -> Results:
+    """`tree`: daari (and tests/, whose fakes and helpers the measured process uses) from there, this bench from
+    here. `keep`: where to copy callgrind's dump of the largest body's daari window (for callgrind_annotate)."""
     import psutil
 
     from bench.servers import fake_upstream, workdir
@@ -242,7 +247,8 @@ def run(sizes: list[int], calls: int, instructions: bool, profile_kb: int | None
                 *(["--steps"] if steps else []), *(["--inline-parse"] if inline else [])]
         if instructions:
             argv = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", *argv]
-        env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
+        env = {**os.environ, "HF_HUB_OFFLINE": "1",
+               "PYTHONPATH": str(ROOT) if tree is None else f"{tree}{os.pathsep}{ROOT}"}
         log = tmp / "measured.log"
         with log.open("w") as stderr, subprocess.Popen(argv, cwd=ROOT, env=env, stdin=subprocess.PIPE,
                                                       stdout=subprocess.PIPE, stderr=stderr, text=True) as process:
@@ -264,7 +270,8 @@ def run(sizes: list[int], calls: int, instructions: bool, profile_kb: int | None
                     for step, cpu in event["steps"].items():
                         results[key]["step:" + step] = cpu / event["calls"]
                     if instructions:
-                        results[key]["instructions"] = _dump(process.pid, out) / event["calls"]
+                        kept = keep if key == (sizes[-1], "daari") else None
+                        results[key]["instructions"] = _dump(process.pid, out, kept) / event["calls"]
                 process.stdin.write("go\n")
                 process.stdin.flush()
             if process.wait() != 0:
@@ -305,7 +312,7 @@ def tables(results: Results, sizes: list[int], instructions: bool) -> list[Any]:
     if 110 in sizes:
         cpu_table.notes.append(f"110 KB minus {small} KB: {(share(110, 'cpu_s') - share(small, 'cpu_s')) * 1e3:.2f} ms "
                                "of daari's CPU (issue 23's target: <= 2 ms added)")
-    out = [cpu_table]
+    out = [] if instructions else [cpu_table]  # under valgrind CPU time measures valgrind
     if instructions:
         table = Table("daari's instructions per pass-through request by body size (callgrind; daari minus the direct "
                       "call)", ["body", "daari instructions", "vs smallest", "client alone"])
@@ -315,9 +322,13 @@ def tables(results: Results, sizes: list[int], instructions: bool) -> list[Any]:
                       f"{results[(size, 'direct')]['instructions']:,.0f}")
         per_kb_i = slope([(kbs[s], share(s, "instructions")) for s in sizes])
         table.notes.append(f"slope: {per_kb_i:,.0f} instructions per KB (least squares over the sizes)")
+        if 110 in sizes:
+            more = share(110, "instructions") - share(small, "instructions")
+            table.notes.append(f"110 KB minus {small} KB: {more:,.0f} instructions "
+                               f"({ratio(more, share(small, 'instructions'))} of the small body's)")
         out.append(table)
     names = [k for k in results[(small, "daari")] if k.startswith("step:")]
-    if names:
+    if names and not instructions:
         table = Table("Process CPU per request in each pipeline step, ms (await included)",
                       ["step", *(f"{kbs[s]:,.0f} KB" for s in sizes), "us per KB"])
         for name in sorted(names, key=lambda n: -results[(sizes[-1], "daari")].get(n, 0.0)):
@@ -340,6 +351,8 @@ def main() -> None:
     parser.add_argument("--steps", action="store_true", help="also time each pipeline step (process CPU)")
     parser.add_argument("--inline-parse", action="store_true",
                         help="parse every body on the event loop (server.thread_parse_bytes: 0)")
+    parser.add_argument("--rev", help="measure daari as of this git revision instead (e.g. 28bb03e)")
+    parser.add_argument("--keep", type=Path, help="with --instructions: copy the largest body's callgrind dump here")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     calls = args.calls or (4 if args.instructions else 30)
@@ -352,8 +365,19 @@ def main() -> None:
 
     if len(args.sizes) < 2:
         parser.error("give at least two sizes (the slope is taken between them)")
-    results = run(args.sizes, calls, args.instructions, args.profile, args.steps, args.inline_parse)
-    print(f"{machine()}; {calls} requests per size and path, load average {os.getloadavg()[0]:.1f}\n")
+    if args.rev:
+        from bench.versus import exported, has_revision
+
+        if not has_revision(args.rev):
+            raise SystemExit(f"revision {args.rev} is not in this repository")
+        with exported(args.rev) as tree:
+            results = run(args.sizes, calls, args.instructions, args.profile, args.steps, args.inline_parse, tree,
+                          args.keep)
+    else:
+        results = run(args.sizes, calls, args.instructions, args.profile, args.steps, args.inline_parse, None,
+                      args.keep)
+    print(f"{machine()}; daari {'as of ' + args.rev if args.rev else 'of this tree'}; {calls} requests per size "
+          f"and path, load average {os.getloadavg()[0]:.1f}\n")
     print_tables(tables(results, args.sizes, args.instructions))
 
 
