@@ -70,24 +70,25 @@ def claude_body(salt: int, size_kb: int) -> bytes:
     session.messages = [{"role": "user", "content": [{"type": "text", "text": f"Request {salt}: the parser tests "
                                                                                 "fail; find why and fix it."}]}]
     target = size_kb * 1024
+    size = len(json.dumps(session.body(), separators=(",", ":")))
     turn = 0
-    while True:
-        body = session.body()
-        body["stream"] = False  # a constant, small answer: only the request's size varies
-        data = json.dumps(body, separators=(",", ":")).encode()
-        if len(data) >= target:
-            return data
+    while size < target:  # sized as it grows (one encoding of the whole body at the end: O(n), not O(n^2))
         tool_id = f"toolu_{salt:08d}{turn:06d}"
-        session.messages.append({"role": "assistant", "content": [
+        lines = max(2, min(120, (target - size) // 60))
+        added = [{"role": "assistant", "content": [
             {"type": "thinking", "thinking": f"I should read module {turn} to see what the test exercises.",
              "signature": "Eq" + "x" * 300},
             {"type": "text", "text": f"Let me read src/module_{turn}.py."},
             {"type": "tool_use", "id": tool_id, "name": "Read",
-             "input": {"file_path": f"/repo/src/module_{turn}.py"}}]})
-        lines = max(2, min(120, (target - len(data)) // 60))
-        session.messages.append({"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": tool_id, "content": code(salt * 1000 + turn, lines)}]})
+             "input": {"file_path": f"/repo/src/module_{turn}.py"}}]},
+            {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": tool_id, "content": code(salt * 1000 + turn, lines)}]}]
+        session.messages.extend(added)
+        size += sum(len(json.dumps(m, separators=(",", ":"))) + 1 for m in added)
         turn += 1
+    body = session.body()
+    body["stream"] = False  # a constant, small answer: only the request's size varies
+    return json.dumps(body, separators=(",", ":")).encode()
 
 
 def request_bytes(host: str, path: str, body: bytes) -> bytes:
@@ -143,7 +144,7 @@ class TimedStep:
             self.spent[self.name] = self.spent.get(self.name, 0.0) + time.process_time() - started
 
 
-async def child(upstream: str, sizes: list[int], calls: int, profile_kb: int | None, steps: bool,
+async def child(upstream: str, body_dir: Path, sizes: list[int], calls: int, profile_kb: int | None, steps: bool,
                 inline: bool) -> None:
     """The measured process: windows announced on stdout, each started by a line on stdin."""
     import trio
@@ -164,40 +165,44 @@ async def child(upstream: str, sizes: list[int], calls: int, profile_kb: int | N
             pipeline.routed = tuple(TimedStep(step, spent) for step in pipeline.routed)
             pipeline.finish = tuple(TimedStep(step, spent) for step in pipeline.finish)
         targets = {"direct": upstream, "daari": server.url}
-        clients: dict[str, RawClient] = {}
-        for name, url in targets.items():
+
+        async def connect(url: str) -> RawClient:
             host, port = url.removeprefix("http://").split(":")
-            clients[name] = RawClient(await trio.open_tcp_stream(host, int(port)))
-        salt = 0
+            return RawClient(await trio.open_tcp_stream(host, int(port)))
+
+        def bodies(size: int, name: str) -> list[bytes]:
+            """The bodies the parent made (every one different), each with its request head."""
+            files = sorted(body_dir.glob(f"{size}-{name}-*.json"), key=lambda p: int(p.stem.rsplit("-", 1)[1]))
+            return [request_bytes(targets[name].removeprefix("http://"), "/v1/messages?beta=true", f.read_bytes())
+                    for f in files]
+
+        made = {(size, name): bodies(size, name) for size in sizes for name in targets}
         for size in sizes:  # every size once through both first: lazy imports and first-use caches are not measured
             for name, url in targets.items():
-                salt += 1
-                await clients[name].post(request_bytes(url.removeprefix("http://"), "/v1/messages?beta=true",
-                                                       claude_body(salt, size)))
+                client = await connect(url)
+                await client.post(made[(size, name)][0])
+                await client.stream.aclose()
         for size in sizes:
             for name in ("direct", "daari"):
-                url = targets[name]
-                host = url.removeprefix("http://")
-                bodies = []
-                for _ in range(WARM + calls):
-                    salt += 1
-                    bodies.append(request_bytes(host, "/v1/messages?beta=true", claude_body(salt, size)))
-                for data in bodies[:WARM]:
-                    await clients[name].post(data)
-                say(event="ready", size_kb=size, path=name, body_bytes=len(bodies[-1]))
+                client = await connect(targets[name])  # a fresh connection: the last may have idled out
+                window = made.pop((size, name))[1:]
+                for data in window[:WARM]:
+                    await client.post(data)
+                say(event="ready", size_kb=size, path=name, body_bytes=len(window[-1]))
                 sys.stdin.readline()  # the parent dumps callgrind's counters meanwhile (the loop waits)
                 spent.clear()
                 profiler = cProfile.Profile(time.thread_time) if profile_kb == size and name == "daari" else None
                 started = time.process_time()
                 if profiler is not None:
                     profiler.enable()
-                for data in bodies[WARM:]:
-                    await clients[name].post(data)
+                for data in window[WARM:]:
+                    await client.post(data)
                 await trio.sleep(0.05)  # what a request left for the hub's subscribers runs inside the window
                 if profiler is not None:
                     profiler.disable()
                 cpu = time.process_time() - started
                 say(event="done", size_kb=size, path=name, cpu_s=cpu, calls=calls, steps=spent)
+                await client.stream.aclose()
                 sys.stdin.readline()
                 if profiler is not None:
                     out = io.StringIO()
@@ -242,7 +247,16 @@ def run(sizes: list[int], calls: int, instructions: bool, profile_kb: int | None
     with workdir() as tmp, fake_upstream("anthropic", tmp) as upstream:
         upstream_ps = psutil.Process(upstream.process.pid)
         out = tmp / "cg.out"
-        argv = [sys.executable, str(Path(__file__).resolve()), "--child", upstream.url, "--calls", str(calls),
+        body_dir = tmp / "bodies"  # made here: under valgrind, 1 MB bodies would take the measured process minutes
+        body_dir.mkdir()
+        salt = 0
+        for size in sizes:
+            for name in ("direct", "daari"):
+                for index in range(1 + WARM + calls):
+                    salt += 1
+                    (body_dir / f"{size}-{name}-{index}.json").write_bytes(claude_body(salt, size))
+        argv = [sys.executable, str(Path(__file__).resolve()), "--child", upstream.url, "--bodies", str(body_dir),
+                "--calls", str(calls),
                 "--sizes", *map(str, sizes), *(["--profile", str(profile_kb)] if profile_kb else []),
                 *(["--steps"] if steps else []), *(["--inline-parse"] if inline else [])]
         if instructions:
@@ -354,12 +368,13 @@ def main() -> None:
     parser.add_argument("--rev", help="measure daari as of this git revision instead (e.g. 28bb03e)")
     parser.add_argument("--keep", type=Path, help="with --instructions: copy the largest body's callgrind dump here")
     parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--bodies", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     calls = args.calls or (4 if args.instructions else 30)
     if args.child:
         import trio
 
-        trio.run(child, args.child, args.sizes, calls, args.profile, args.steps, args.inline_parse)
+        trio.run(child, args.child, args.bodies, args.sizes, calls, args.profile, args.steps, args.inline_parse)
         return
     from bench.report import machine, print_tables
 
