@@ -12,7 +12,6 @@ prompt caches"): pure rewrites of an Anthropic body, applied the same way on eve
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -79,35 +78,31 @@ def strip_cache_ttl(value: Any) -> Any:
 
 def cache_ttl_s(body: dict[str, Any]) -> float:
     """How long the provider keeps what this body writes: an hour when any marker asks for it, else 5 minutes."""
-    return 3600.0 if _any_dict(body, _asks_one_hour) else 300.0
-
-
-def _asks_one_hour(value: dict[str, Any]) -> bool:
-    marker = value.get("cache_control")
-    return isinstance(marker, dict) and marker.get("ttl") == ONE_HOUR_TTL
+    return 3600.0 if _has_marker(body, one_hour=True) else 300.0
 
 
 def marks_cache(body: dict[str, Any]) -> bool:
     """Whether the client asked Anthropic to cache (a marker anywhere, or the top-level automatic one)."""
-    return "cache_control" in body or any(_any_dict(body.get(field), _has_marker)
+    return "cache_control" in body or any(_has_marker(body.get(field), one_hour=False)
                                           for field in ("system", "tools", "messages"))
 
 
-def _has_marker(value: dict[str, Any]) -> bool:
-    return "cache_control" in value
+_ABSENT = object()
 
 
-def _any_dict(value: Any, test: Callable[[dict[str, Any]], bool]) -> bool:
-    """Whether `test` holds for any object nested in `value` (itself included). Plain loops over a stack: every
-    block of a body is visited on every request, and a recursive walk of generators costs ~2x as much (1 ms
-    for a 1 MB Claude Code body, bench/body_size.py)."""
+def _has_marker(value: Any, *, one_hour: bool) -> bool:
+    """Whether any object nested in `value` (itself included) has a `cache_control` (`one_hour`: one whose ttl
+    is an hour). Plain loops over a stack with the test inline: every block of a body is visited on every
+    request, and the recursion of generators this replaced cost ~3x as much (bench/body_size.py)."""
     stack = [value] if isinstance(value, (list, dict)) else []
     push, pop = stack.append, stack.pop
     containers = (list, dict)  # a tuple: isinstance with `list | dict` is slower in Python 3.11
     while stack:
         item = pop()
         if isinstance(item, dict):
-            if test(item):
+            marker = item.get("cache_control", _ABSENT)
+            if marker is not _ABSENT and (not one_hour or (isinstance(marker, dict)
+                                                           and marker.get("ttl") == ONE_HOUR_TTL)):
                 return True
             for inner in item.values():
                 if isinstance(inner, containers):
