@@ -191,7 +191,9 @@ EDIT_FORMAT_SAMPLES = [
     "unified   diff then\ndiff -U0", "*added these files to the chat*", "*Added These\nFiles to the chat*",
     "Output a copy of each file that needs changes", "output a copy of each file that needs changing",
     "ſearch/replace blocks", "<<<<<<< ſEARCH", "Output a copy of each file that needs changeſ",
-    "İ unified diff -U0", "plain prose with output, copy, each, needs and changes in it", "",
+    "İ unified diff -U0", "unıfied diff then diff -U0",
+    "Outputs — a copy of each file that needs changes", "Output a copy of each file that needs changes — and more",
+    "plain prose with output, copy, each, needs and changes in it", "",
 ]
 
 
@@ -205,7 +207,7 @@ def test_the_edit_format_prefilter_agrees_with_the_regex(text: str) -> None:
 @given(st.lists(st.sampled_from(["<<<<<<<", ">>>>>>>", " ", "\n", "SEARCH", "search", "/REPLACE", "replace", "blocks",
                                  "unified", "diff", "-U0", "-u0", "*added", "these", "files", "to", "the", "chat*",
                                  "Output", "a", "copy", "of", "each", "file", "that", "needs", "changes", "ſ", "K",
-                                 "İ", "x", "é"]), max_size=40))
+                                 "İ", "ı", "x", "é", "—"]), max_size=40))
 def test_the_edit_format_prefilter_agrees_with_the_regex_on_any_text(words: list[str]) -> None:
     from daari.routing.client_shapes import EDIT_FORMAT, asks_edit_format
 

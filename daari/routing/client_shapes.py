@@ -37,10 +37,12 @@ EDIT_FORMAT = re.compile(
     r"|\boutput\s+a\s+copy\s+of\s+each\s+file\s+that\s+needs\s+changes\b",
     re.IGNORECASE,
 )
-# What each EDIT_FORMAT alternative cannot match without (lower-case): an ASCII text holding none of a branch's
+# What each EDIT_FORMAT alternative cannot match without (lower-case): a text holding none of a branch's
 # words is no match, found with a few substring scans where the regex (an alternation that can start anywhere)
 # takes ~100 ns a character: 1.4 ms for an 11 KB system prompt on every request (bench/body_size.py).
-# Exact for ASCII only: under IGNORECASE "ſ" matches "s" and "K" (Kelvin) matches "k", which lower() keeps apart.
+# Exact for any text without "ſ", "ı" or "İ": under IGNORECASE those match "s" and "i", which lower() does not
+# give ("K", the Kelvin sign, lower-cases to "k"; re's other case equivalences involve no ASCII letter).
+_FOLDS_TO_ASCII = ("ſ", "ı", "İ")
 _EDIT_FORMAT_WORDS = (("<<<<<<< search",), (">>>>>>> replace",), ("search/replace",), ("unified", "-u0"),
                       ("*added",), ("output", "copy", "each", "needs", "changes"))
 # Tools described as XML tags in the prompt: a "tool use" section and at least one closing tool tag.
@@ -57,8 +59,8 @@ def system_text(request: ChatRequest) -> str:
 
 
 def asks_edit_format(text: str) -> bool:
-    """EDIT_FORMAT.search(text), skipped for an ASCII text that lacks a word every alternative needs."""
-    if text.isascii():
+    """EDIT_FORMAT.search(text), skipped for a text that lacks a word every alternative needs."""
+    if text.isascii() or not any(char in text for char in _FOLDS_TO_ASCII):
         lower = text.lower()
         if not any(all(word in lower for word in words) for words in _EDIT_FORMAT_WORDS):
             return False
