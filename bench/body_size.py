@@ -366,7 +366,8 @@ def main() -> None:
     parser.add_argument("--inline-parse", action="store_true",
                         help="parse every body on the event loop (server.thread_parse_bytes: 0)")
     parser.add_argument("--rev", help="measure daari as of this git revision instead (e.g. 28bb03e)")
-    parser.add_argument("--keep", type=Path, help="with --instructions: copy the largest body's callgrind dump here")
+    parser.add_argument("--keep", type=Path, help="with --instructions: copy the largest body's callgrind dump here "
+                        "(a dump taken through callgrind_control named no functions on this VM)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--bodies", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
