@@ -7,8 +7,11 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from daari.errors import InvalidRequest
+from daari.protocol import anthropic_wire
 from daari.protocol.anthropic_wire import count_tokens, parse_messages_request, to_upstream_body
 from daari.protocol.chat import ChatRequest, Message, Tool, ToolCall
 from daari.protocol.tokens import estimate_request_tokens
@@ -395,3 +398,14 @@ def test_json_null_means_absent() -> None:
     assert (request.model, request.stream, request.temperature, request.tools) == ("daari", False, None, [])
     assert request.sampling == {"max_tokens": 5}
     assert [m.role for m in request.messages] == ["user"]
+
+
+_JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+                     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+                     max_leaves=20)
+
+
+@given(_JSON)
+def test_a_tool_calls_arguments_are_encoded_as_json_dumps_encodes_them(value: object) -> None:
+    """The shared encoder gives the bytes json.dumps gave (they are part of the L0 key: a change would miss)."""
+    assert anthropic_wire.compact_json(value) == json.dumps(value, separators=(",", ":"), ensure_ascii=False)

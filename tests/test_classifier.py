@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from daari.eval.requests import to_request
 from daari.protocol.chat import ChatRequest, Message, Tool, ToolCall
@@ -181,3 +183,33 @@ def _golden() -> list[dict]:
 def test_golden_prompts_classify_as_documented(prompt: dict) -> None:
     result = classify(to_request(prompt))
     assert (result.rule_id, result.task_type) == (prompt["rule_id"], prompt["task_type"])
+
+
+EDIT_FORMAT_SAMPLES = [
+    "<<<<<<< SEARCH", "<<<<<<< search", "<<<<<< SEARCH", ">>>>>>> Replace", "use SEARCH/REPLACE  blocks.",
+    "a search/replace block", "xsearch/replace blocks", "Return a unified diff, like `diff -U0` does",
+    "unified   diff then\ndiff -U0", "*added these files to the chat*", "*Added These\nFiles to the chat*",
+    "Output a copy of each file that needs changes", "output a copy of each file that needs changing",
+    "ſearch/replace blocks", "<<<<<<< ſEARCH", "Output a copy of each file that needs changeſ",
+    "İ unified diff -U0", "unıfied diff then diff -U0",
+    "Outputs — a copy of each file that needs changes", "Output a copy of each file that needs changes — and more",
+    "plain prose with output, copy, each, needs and changes in it", "",
+]
+
+
+@pytest.mark.parametrize("text", EDIT_FORMAT_SAMPLES)
+def test_the_edit_format_prefilter_agrees_with_the_regex(text: str) -> None:
+    from daari.routing.client_shapes import EDIT_FORMAT, asks_edit_format
+
+    assert asks_edit_format(text) == (EDIT_FORMAT.search(text) is not None)
+
+
+@given(st.lists(st.sampled_from(["<<<<<<<", ">>>>>>>", " ", "\n", "SEARCH", "search", "/REPLACE", "replace", "blocks",
+                                 "unified", "diff", "-U0", "-u0", "*added", "these", "files", "to", "the", "chat*",
+                                 "Output", "a", "copy", "of", "each", "file", "that", "needs", "changes", "ſ", "K",
+                                 "İ", "ı", "x", "é", "—"]), max_size=40))
+def test_the_edit_format_prefilter_agrees_with_the_regex_on_any_text(words: list[str]) -> None:
+    from daari.routing.client_shapes import EDIT_FORMAT, asks_edit_format
+
+    for text in ("".join(words), " ".join(words)):
+        assert asks_edit_format(text) == (EDIT_FORMAT.search(text) is not None)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from daari.config import ConfidenceConfig, config_from_dict
 from daari.errors import ConfigError
@@ -176,3 +178,14 @@ def test_gate_reasons_and_the_length_floor() -> None:
 def test_passing_score_rejects_self_evaluation_outside_l4_l5() -> None:
     with pytest.raises(ValueError):
         passing_score("L3", "self_eval", ConfidenceConfig())
+
+
+@given(st.text(alphabet=st.sampled_from([" ", "\t", "\n", "\r", "\x0b", "\x0c", "\x1c", "\x85", "\xa0", "\u2028",
+                                         "\u3000", "\u200b", "a", "B", ".", "!", "?", ",", ";", ":", "é", "İ"]),
+               max_size=30))
+def test_the_echo_check_normalises_whitespace_as_the_regex_did(text: str) -> None:
+    import re
+
+    from daari.routing.confidence import _norm
+
+    assert _norm(text) == re.sub(r"\s+", " ", text).strip().strip(".!?,;:").strip().lower()

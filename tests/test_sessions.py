@@ -136,3 +136,23 @@ async def test_without_affinity_the_switch_pays_the_cache_again(tmp_path: Path) 
     assert [m["tier"] for m in metas[4:]] == ["L5", "L5"]
     assert fake.served[4].usage["cache_read_input_tokens"] == 0  # Haiku's cache is its own: cold
     assert fake.bodies[4]["model"] == "claude-haiku-4-5"
+
+
+def test_the_cache_marker_walks_find_markers_at_any_depth() -> None:
+    from daari.sessions.prefix import cache_ttl_s, marks_cache
+
+    hour, five = {"type": "ephemeral", "ttl": "1h"}, {"type": "ephemeral"}
+    plain = {"model": "m", "messages": [{"role": "user", "content": "cache_control and ttl in a text"}]}
+    assert (cache_ttl_s(plain), marks_cache(plain)) == (300.0, False)
+    top = {**plain, "cache_control": five}
+    assert (cache_ttl_s(top), marks_cache(top)) == (300.0, True)
+    inner = {"type": "text", "text": "x", "cache_control": hour}
+    result = {"type": "tool_result", "tool_use_id": "t", "content": [inner]}
+    deep = {"model": "m", "messages": [{"role": "user", "content": [result]}]}
+    assert (cache_ttl_s(deep), marks_cache(deep)) == (3600.0, True)
+    system = {"model": "m", "system": [{"type": "text", "text": "s", "cache_control": five}], "messages": []}
+    assert (cache_ttl_s(system), marks_cache(system)) == (300.0, True)
+    tools = {"model": "m", "tools": [{"name": "t", "input_schema": {}, "cache_control": hour}], "messages": []}
+    assert (cache_ttl_s(tools), marks_cache(tools)) == (3600.0, True)
+    elsewhere = {"model": "m", "metadata": {"cache_control": hour}, "messages": []}  # not where Anthropic reads it
+    assert (cache_ttl_s(elsewhere), marks_cache(elsewhere)) == (3600.0, False)

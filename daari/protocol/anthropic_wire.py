@@ -71,8 +71,13 @@ class SecretStr(str):
         return "'***'"
 
 
+# What json.dumps(value, separators=(",", ":"), ensure_ascii=False) builds on every call, built once: a tool_use's
+# input is encoded for every tool call of the history on every request (~40% of the call's cost).
+_COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+
+
 def compact_json(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return _COMPACT.encode(value)
 
 
 # ---------------------------------------------------------------- client body -> neutral

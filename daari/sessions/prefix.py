@@ -78,31 +78,39 @@ def strip_cache_ttl(value: Any) -> Any:
 
 def cache_ttl_s(body: dict[str, Any]) -> float:
     """How long the provider keeps what this body writes: an hour when any marker asks for it, else 5 minutes."""
-    return 3600.0 if _asks_one_hour(body) else 300.0
-
-
-def _asks_one_hour(value: Any) -> bool:
-    if isinstance(value, dict):
-        marker = value.get("cache_control")
-        if isinstance(marker, dict) and marker.get("ttl") == ONE_HOUR_TTL:
-            return True
-        return any(_asks_one_hour(v) for v in value.values() if isinstance(v, list | dict))
-    if isinstance(value, list):
-        return any(_asks_one_hour(v) for v in value)
-    return False
+    return 3600.0 if _has_marker(body, one_hour=True) else 300.0
 
 
 def marks_cache(body: dict[str, Any]) -> bool:
     """Whether the client asked Anthropic to cache (a marker anywhere, or the top-level automatic one)."""
-    return "cache_control" in body or _has_marker(body.get("system")) or _has_marker(body.get("tools")) \
-        or _has_marker(body.get("messages"))
+    return "cache_control" in body or any(_has_marker(body.get(field), one_hour=False)
+                                          for field in ("system", "tools", "messages"))
 
 
-def _has_marker(value: Any) -> bool:
-    if isinstance(value, dict):
-        return "cache_control" in value or any(_has_marker(v) for v in value.values() if isinstance(v, list | dict))
-    if isinstance(value, list):
-        return any(_has_marker(v) for v in value)
+_ABSENT = object()
+
+
+def _has_marker(value: Any, *, one_hour: bool) -> bool:
+    """Whether any object nested in `value` (itself included) has a `cache_control` (`one_hour`: one whose ttl
+    is an hour). Plain loops over a stack with the test inline: every block of a body is visited on every
+    request, and the recursion of generators this replaced cost ~3x as much (bench/body_size.py)."""
+    stack = [value] if isinstance(value, (list, dict)) else []
+    push, pop = stack.append, stack.pop
+    containers = (list, dict)  # a tuple: isinstance with `list | dict` is slower in Python 3.11
+    while stack:
+        item = pop()
+        if isinstance(item, dict):
+            marker = item.get("cache_control", _ABSENT)
+            if marker is not _ABSENT and (not one_hour or (isinstance(marker, dict)
+                                                           and marker.get("ttl") == ONE_HOUR_TTL)):
+                return True
+            for inner in item.values():
+                if isinstance(inner, containers):
+                    push(inner)
+        else:
+            for inner in item:
+                if isinstance(inner, containers):
+                    push(inner)
     return False
 
 
