@@ -63,7 +63,11 @@ def start(config_path: Path, data_dir: Path, log_dir: Path) -> Server:
         "--data-dir", str(data_dir)], log_dir, None, env={"DAARI_LOG_LEVEL": "WARNING"}, cwd=ROOT)
     server = Server("daari", f"http://{HOST}:{port}", process, log_path)
     # A bound on a hang, not a timing: a start on a machine running other suites took over 60 s once (CI).
-    servers._wait_http(server, "/healthz", 180)
+    try:
+        servers._wait_http(server, "/healthz", 180)
+    except BaseException:
+        servers.stop(server)  # a start that failed leaves no daari behind (one outlived a failed CI run)
+        raise
     return server
 
 
