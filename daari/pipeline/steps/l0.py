@@ -113,5 +113,6 @@ def _hit(turn: Turn, entry: L0Entry) -> Answer:
 def override_missed(turn: Turn) -> None:
     """`X-Daari-Tier-Override: L0` with no entry for the request is a 404, not a routed request."""
     if turn.controls.tier_override == "L0":
-        raise NotFound("X-Daari-Tier-Override: L0 was asked for and there is no L0 entry for this request",
-                       code="l0_miss")
+        raise NotFound("X-Daari-Tier-Override: L0 was asked for and there is no cached answer for this request "
+                       "(locally, or in the org cache where one is configured); send it without that header to have "
+                       "it answered", code="l0_miss")
