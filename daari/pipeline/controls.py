@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from daari.cache.l0_key import keyed_override
 from daari.errors import InvalidRequest
 from daari.routing.plan import OVERRIDE_VALUES
 
@@ -16,6 +17,11 @@ NO_CACHE = "x-daari-no-cache"
 class Controls:
     tier_override: str | None = None
     no_cache: bool = False
+
+    @property
+    def keyed_override(self) -> str | None:
+        """The override as L0 keys (and the key memo) hold it: `L0` reads what an ordinary request stored."""
+        return keyed_override(self.tier_override)
 
 
 NO_CONTROLS = Controls()

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from daari.cache.hit_requests import HitRequests
 from daari.cache.key_memo import L0KeyMemo, MemoKey, memo_key
-from daari.cache.l0_key import keyed_override, l0_key
+from daari.cache.l0_key import l0_key
 from daari.cache.l0_memory import L0Memory
 from daari.cache.l0_store import L0Entry
 from daari.errors import NotFound
@@ -47,7 +47,7 @@ class L0Step:
             return None
         found_by: MemoKey | None = None  # the body's memo key, when the bytes as received are the request
         if turn.prepare is None and not self.body_work.heavy(turn.request_bytes):
-            found_by = memo_key(turn.raw, turn.wire.name, keyed_override(turn.controls.tier_override), turn.partition)
+            found_by = memo_key(turn.raw, turn.wire.name, turn.controls.keyed_override, turn.partition)
             answer = self._lane(turn, found_by)
             if answer is not None:
                 return answer
@@ -85,7 +85,7 @@ class L0Step:
         heavy = work.heavy(turn.request_bytes)
         if found_by is None and heavy and turn.prepare is None:
             found_by = await work.run(memo_key, turn.raw, turn.wire.name,
-                                      keyed_override(turn.controls.tier_override), turn.partition)
+                                      turn.controls.keyed_override, turn.partition)
         if found_by is None:  # the body was rewritten before parsing: its bytes are not the request
             return await work.run(_digest, turn.request, turn) if heavy else _digest(turn.request, turn)
         key = self.key_memo.get(found_by)
@@ -97,7 +97,7 @@ class L0Step:
 
 def _digest(request: ChatRequest, turn: Turn) -> str:
     """The L0 key (normalize + canonical JSON + SHA-256): pure, so it may run on a worker thread."""
-    return l0_key(request, keyed_override(turn.controls.tier_override), turn.partition).digest
+    return l0_key(request, turn.controls.keyed_override, turn.partition).digest
 
 
 def _hit(turn: Turn, entry: L0Entry) -> Answer:
