@@ -6,7 +6,10 @@ at 1 and 20 connections, the paths taking turns `--rounds` times (medians):
 
 - the upstream directly, and a bare Hypercorn-trio app answering daari's hit bytes (what a Python server costs);
 - a cache hit: daari's L0 (the same request again) and LiteLLM with its in-memory cache (`cache_params: local`);
-- pass-through: daari with `X-Daari-No-Cache: true` and LiteLLM without a cache.
+- pass-through: daari with `X-Daari-No-Cache: true` and LiteLLM without a cache;
+- streaming TTFT: the time to the first content delta of a streamed answer (the fake's "long" model, `--words`
+  deltas), one stream at a time over a new connection, directly, through daari (cache off) and through LiteLLM
+  (no cache), the three taking turns (bench/stream_relay.py's raw-socket client).
 
 LiteLLM is installed by `make bench-peers` into its own virtualenv under bench/.peers/ (ignored by git; the one
 step that needs the network), never into daari's. No key: the fake upstream takes any.
@@ -23,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import trio
 import yaml
 
 from bench.l0_hit import HEADERS, PATH, REQUEST, proxy_config, warm_hit
@@ -41,10 +45,12 @@ from bench.servers import (
     stop,
     workdir,
 )
+from bench.stream_relay import NO_CACHE, daari_config, request_of, stream, tier_of
 
 WARMUP_S = 2.0
 MASTER_KEY = "sk-bench-" + secrets.token_hex(16)  # LiteLLM's own key, for this run only
 CONNECTIONS = (1, 20)
+TTFT_PATHS = ("upstream directly", "daari pass-through", "LiteLLM pass-through")
 
 
 @contextlib.contextmanager
@@ -52,8 +58,9 @@ def litellm(executable: str, upstream_url: str, log_dir: Path, *, cache: bool) -
     """LiteLLM's proxy (`litellm --config`), one worker, the fake upstream as its only model."""
     port = free_port()
     config: dict[str, Any] = {
-        "model_list": [{"model_name": "good", "litellm_params": {
-            "model": "openai/good", "api_base": upstream_url + "/v1", "api_key": "sk-fake"}}],
+        "model_list": [{"model_name": name, "litellm_params": {
+            "model": f"openai/{name}", "api_base": upstream_url + "/v1", "api_key": "sk-fake"}}
+            for name in ("good", "long")],
         "litellm_settings": {"telemetry": False, **({"cache": True, "cache_params": {"type": "local"}}
                                                      if cache else {})},
         "general_settings": {"master_key": MASTER_KEY},  # it refuses to start without one
@@ -71,13 +78,44 @@ def litellm(executable: str, upstream_url: str, log_dir: Path, *, cache: bool) -
         stop(server)
 
 
-def run(executable: str, duration_s: float, rounds: int) -> list[Table]:
+def stream_ttfts(targets: dict[str, tuple[Server, dict[str, str]]], words: int, streams: int,
+                 rounds: int) -> dict[str, list[float]]:
+    """TTFT in ms of `streams` sequential streams per path and round, the paths taking turns; every body new."""
+    ttfts: dict[str, list[float]] = {name: [] for name in targets}
+    salt = 0
+
+    async def one(name: str) -> float:
+        nonlocal salt
+        salt += 1
+        server, headers = targets[name]
+        route, body, base = request_of("openai", words, salt)
+        result = await stream(server.url, route, body, {**base, **headers})
+        if result.status != 200 or result.words != words:
+            raise RuntimeError(f"{name}: status {result.status}, {result.words} of {words} deltas "
+                               f"(log: {server.log_path})")
+        return result.ttft_s * 1000
+
+    async def main() -> None:
+        for name in targets:  # warm-up: first connections, LiteLLM's first streamed request
+            for _ in range(3):
+                await one(name)
+        for turn in range(rounds):
+            names = list(targets)
+            for name in names[turn % len(names):] + names[:turn % len(names)]:
+                ttfts[name] += [await one(name) for _ in range(streams)]
+
+    trio.run(main)
+    return ttfts
+
+
+def run(executable: str, duration_s: float, rounds: int, words: int = 50, streams: int = 20) -> list[Table]:
     body = dumps({**REQUEST, "model": "good"})
     no_cache = {**HEADERS, "X-Daari-No-Cache": "true"}
     litellm_headers = {**HEADERS, "Authorization": f"Bearer {MASTER_KEY}"}
     runs: dict[tuple[str, int], list[Measured]] = {}
     with workdir() as tmp, fake_upstream("openai", tmp) as upstream, \
             daari(proxy_config(upstream.url), tmp) as proxy, \
+            daari(daari_config(tier_of(upstream, "openai")), tmp) as streamer, \
             litellm(executable, upstream.url, tmp, cache=True) as cached, \
             litellm(executable, upstream.url, tmp, cache=False) as uncached:
         hit_body, hit_headers = warm_hit(proxy)
@@ -104,6 +142,9 @@ def run(executable: str, duration_s: float, rounds: int) -> list[Table]:
                         server, content, headers = paths[name]
                         runs.setdefault((name, connections), []).append(measure(
                             server, PATH, content, headers, connections=connections, duration_s=duration_s))
+        ttfts = stream_ttfts(dict(zip(TTFT_PATHS, [(upstream, {}), (streamer, NO_CACHE),
+                                                   (uncached, {"Authorization": f"Bearer {MASTER_KEY}"})],
+                                      strict=True)), words, streams, rounds)
 
     def med(name: str, connections: int, what: str) -> float:
         return statistics.median(getattr(m.load, what) for m in runs[(name, connections)])
@@ -114,6 +155,13 @@ def run(executable: str, duration_s: float, rounds: int) -> list[Table]:
         table.add(name, med(name, 1, "p50_ms"), med(name, 1, "p99_ms"), med(name, 1, "rps"), med(name, 20, "rps"))
     table.notes += [f"client: {tool_name()} (1 thread), {duration_s:g} s per row after a {WARMUP_S:g} s warm-up; "
                     f"LiteLLM from {executable}; {machine()}"]
+    streamed = Table(f"Streaming TTFT, {words}-delta answers, one stream at a time ({streams} x {rounds} each)",
+                     ["path", "TTFT p50 ms", "TTFT p99 ms", "added p50 ms"])
+    direct = statistics.median(ttfts["upstream directly"])
+    for name, values in ttfts.items():
+        ordered = sorted(values)
+        streamed.add(name, statistics.median(values), ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))],
+                     statistics.median(values) - direct)
     verdict = Table("Issue 23's peer targets (same run)", ["measure", "measured", "target"])
     verdict.add("daari L0 hit / bare app, req/s at 20 conns",
                 ratio(med("daari L0 hit", 20, "rps"), med("bare Hypercorn-trio app (fixed body)", 20, "rps")),
@@ -125,7 +173,12 @@ def run(executable: str, duration_s: float, rounds: int) -> list[Table]:
                 ">= 10x")
     added = med("daari pass-through (X-Daari-No-Cache)", 1, "p50_ms") - med("upstream directly", 1, "p50_ms")
     verdict.add("daari pass-through added p50 at 1 conn", f"{added:.2f} ms", "<= 1 ms")
-    return [table, verdict]
+    verdict.add("daari streaming added TTFT p50", f"{statistics.median(ttfts['daari pass-through']) - direct:.2f} ms",
+                "<= 1 ms")
+    verdict.add("daari streaming TTFT / LiteLLM's, p50",
+                ratio(statistics.median(ttfts["daari pass-through"]), statistics.median(ttfts["LiteLLM pass-through"])),
+                "")
+    return [table, streamed, verdict]
 
 
 def main() -> None:
@@ -133,10 +186,12 @@ def main() -> None:
     parser.add_argument("--litellm", default="bench/.peers/venv/bin/litellm", help="LiteLLM's proxy executable")
     parser.add_argument("--duration", type=float, default=5.0, help="seconds per measured row")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--words", type=int, default=50, help="deltas per streamed answer (TTFT rows)")
+    parser.add_argument("--streams", type=int, default=20, help="streams per path and round (TTFT rows)")
     args = parser.parse_args()
     if not Path(args.litellm).exists():
         raise SystemExit(f"{args.litellm} not found: `make bench-peers` installs LiteLLM under bench/.peers/")
-    print_tables(run(args.litellm, args.duration, args.rounds))
+    print_tables(run(args.litellm, args.duration, args.rounds, args.words, args.streams))
 
 
 if __name__ == "__main__":
