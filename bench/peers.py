@@ -4,7 +4,8 @@ Every server is its own process on 127.0.0.1 with one worker, in front of the sa
 (tests/fakes/openai_upstream.py on Hypercorn, model "good"), measured by the same load client (wrk when present)
 at 1 and 20 connections, the paths taking turns `--rounds` times (medians):
 
-- the upstream directly, and a bare Hypercorn-trio app answering daari's hit bytes (what a Python server costs);
+- the upstream directly, and a bare Hypercorn-trio app answering daari's hit bytes (what a Python server costs),
+  and the same bytes from bench/bare_h11.py (h11 over Trio sockets, no Hypercorn: what the front end costs);
 - a cache hit: daari's L0 (the same request again) and LiteLLM with its in-memory cache (`cache_params: local`);
 - pass-through: daari with `X-Daari-No-Cache: true` and LiteLLM without a cache;
 - streaming TTFT: the time to the first content delta of a streamed answer (the fake's "long" model, `--words`
@@ -119,10 +120,12 @@ def run(executable: str, duration_s: float, rounds: int, words: int = 50, stream
             litellm(executable, upstream.url, tmp, cache=True) as cached, \
             litellm(executable, upstream.url, tmp, cache=False) as uncached:
         hit_body, hit_headers = warm_hit(proxy)
-        with bare_app(hit_body, hit_headers, tmp) as bare:
+        with bare_app(hit_body, hit_headers, tmp) as bare, \
+                bare_app(hit_body, hit_headers, tmp, module="bench.bare_h11") as bare_h11:
             paths: dict[str, tuple[Server, bytes, dict[str, str]]] = {
                 "upstream directly": (upstream, body, HEADERS),
                 "bare Hypercorn-trio app (fixed body)": (bare, dumps(REQUEST), HEADERS),
+                "bare h11-on-Trio server, no ASGI (fixed body)": (bare_h11, dumps(REQUEST), HEADERS),
                 "daari L0 hit": (proxy, dumps(REQUEST), HEADERS),
                 "LiteLLM, cache hit": (cached, body, litellm_headers),
                 "daari pass-through (X-Daari-No-Cache)": (proxy, body, no_cache),
@@ -166,6 +169,9 @@ def run(executable: str, duration_s: float, rounds: int, words: int = 50, stream
     verdict.add("daari L0 hit / bare app, req/s at 20 conns",
                 ratio(med("daari L0 hit", 20, "rps"), med("bare Hypercorn-trio app (fixed body)", 20, "rps")),
                 ">= 0.95x")
+    verdict.add("bare Hypercorn app / bare h11 server, req/s at 20 conns (the front end's share)",
+                ratio(med("bare Hypercorn-trio app (fixed body)", 20, "rps"),
+                      med("bare h11-on-Trio server, no ASGI (fixed body)", 20, "rps")), "")
     verdict.add("daari L0 hit / LiteLLM cache hit, req/s at 20 conns",
                 ratio(med("daari L0 hit", 20, "rps"), med("LiteLLM, cache hit", 20, "rps")), ">= 20x")
     verdict.add("daari pass-through / LiteLLM pass-through, req/s at 20 conns",

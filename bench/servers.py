@@ -182,15 +182,16 @@ def write_write_upstream(log_dir: Path, *, cores: set[int] | None = None) -> Ite
 
 @contextlib.contextmanager
 def bare_app(body: bytes, headers: list[tuple[str, str]], log_dir: Path,
-             cores: set[int] | None = None) -> Iterator[Server]:
+             cores: set[int] | None = None, module: str = "bench.bare_app") -> Iterator[Server]:
+    """A server answering `body` to every request: bench/bare_app.py (Hypercorn), or `bench.bare_h11` (no ASGI)."""
     port = free_port()
     body_path, headers_path = log_dir / f"bare-{port}.body", log_dir / f"bare-{port}.headers.json"
     body_path.write_bytes(body)
     headers_path.write_text(json.dumps(headers))
     process, log_path = _spawn(f"bare-{port}", [
-        PYTHON, "-m", "bench.bare_app", "--port", str(port), "--body-file", str(body_path),
+        PYTHON, "-m", module, "--port", str(port), "--body-file", str(body_path),
         "--headers-file", str(headers_path)], log_dir, cores)
-    server = Server("bare hypercorn app", f"http://{HOST}:{port}", process, log_path)
+    server = Server(module.removeprefix("bench."), f"http://{HOST}:{port}", process, log_path)
     try:
         _wait_http(server, "/healthz", 30)
         yield server
