@@ -45,7 +45,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from boosting import fit, predict  # noqa: E402
+from boosting import Settings, fit, predict  # noqa: E402
 from train_verifier import CORPUS_WEIGHT, FLOOR, FOLDS, SETTINGS, source, tune_pairs  # noqa: E402
 
 from daari.config import L1Config  # noqa: E402
@@ -138,11 +138,12 @@ def figures(oof: np.ndarray, y: np.ndarray, eligible: np.ndarray, t: float) -> t
     return (hits / served.sum() if served.sum() else 1.0), hits / max(1, int((y == 1).sum())), int(served.sum())
 
 
-def out_of_fold(x: np.ndarray, y: np.ndarray, weight: np.ndarray, rows: np.ndarray) -> np.ndarray:
+def out_of_fold(x: np.ndarray, y: np.ndarray, weight: np.ndarray, rows: np.ndarray,
+                settings: Settings = SETTINGS) -> np.ndarray:
     fold = np.random.default_rng(0).integers(0, FOLDS, len(rows))
     oof = np.zeros(len(y))
     for f in range(FOLDS):
-        part = fit(x[rows[fold != f]], y[rows[fold != f]], weight[rows[fold != f]], SETTINGS)
+        part = fit(x[rows[fold != f]], y[rows[fold != f]], weight[rows[fold != f]], settings)
         oof[rows[fold == f]] = predict(part, x[rows[fold == f]])
     return oof
 
@@ -181,16 +182,19 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(pairs)} tune pairs, {len(rows)} reach the model; similarity threshold {threshold} "
           f"({time.monotonic() - started:.0f}s)")
 
+    both = np.hstack([base, extra])
+    deeper = Settings(trees=300, depth=4, learning_rate=0.05, min_hessian=5.0)
     settings = {
-        "committed features": (base, 1.0),
-        "+ focus features": (np.hstack([base, extra]), 1.0),
-        "+ focus features, QQP weight 3": (np.hstack([base, extra]), 3.0),
+        "committed features": (base, 1.0, SETTINGS),
+        "+ focus features": (both, 1.0, SETTINGS),
+        "+ focus features, QQP weight 3": (both, 3.0, SETTINGS),
+        "+ focus features, QQP weight 3, 300 trees of depth 4": (both, 3.0, deeper),
     }
     oofs: dict[str, np.ndarray] = {}
     grid = np.round(np.arange(0.50, 0.995, 0.01), 2)
-    for name, (x, qqp_weight) in settings.items():
+    for name, (x, qqp_weight, trees) in settings.items():
         weight = np.where(src == "corpus", CORPUS_WEIGHT, np.where(src == "qqp", qqp_weight, 1.0))
-        oof = oofs[name] = out_of_fold(x, y, weight, rows)
+        oof = oofs[name] = out_of_fold(x, y, weight, rows, trees)
         print(f"\n## {name} (out of fold; {time.monotonic() - started:.0f}s)")
         print("    p>=  | QQP prec  recall served | corpus prec recall | PAWS prec recall | all bars")
         best = None
@@ -241,6 +245,21 @@ def main(argv: list[str] | None = None) -> int:
     hits = served - len(false_hits)
     print(f"  precision as measured {hits / max(1, served):.1%}; without the strict noise class "
           f"{hits / max(1, served - strict):.1%}; without both noise classes {hits / max(1, served - loose):.1%}")
+
+    # Is a changed question word a signal on QQP? The share labeled duplicate, with and without one.
+    yes_no = {"is", "are", "can", "could", "should", "would", "will", "do", "does", "did"}
+    print("  QQP tune pairs the model is asked about (cosine >= threshold, no veto), by question word:")
+    for label, keep in (("the same", lambda qa, qb: qa == qb),
+                        ("yes/no vs open", lambda qa, qb: qa != qb and bool({qa, qb} & yes_no)),
+                        ("open vs open", lambda qa, qb: qa != qb and not {qa, qb} & yes_no)):
+        band = np.array([bool(qqp[i] and eligible[i]) and keep(question_word(p.a), question_word(p.b))
+                         for i, p in enumerate(pairs)])
+        print(f"    {label:<15} {int(band.sum()):4d} pairs, {y[band].mean():.0%} labeled duplicate")
+    top = [i for i in np.flatnonzero(qqp & eligible & (oof >= 0.97)) if y[i] == 0]
+    print(f"  the most confident false hits (p >= 0.97): {len(top)} of {int((qqp & eligible & (oof >= 0.97)).sum())}")
+    for i in top:
+        print(f"      {classify(pairs[i].a, pairs[i].b, idf, rare):<18} {pairs[i].a.removeprefix('user: ')!r} / "
+              f"{pairs[i].b.removeprefix('user: ')!r}")
 
     # The ceiling: how often QQP labels "not duplicate" two questions with the same words (the strict rule).
     same = np.array([plain(p.a) == plain(p.b) for p in pairs])
