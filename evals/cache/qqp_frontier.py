@@ -132,6 +132,44 @@ def _dedup(items: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(items))
 
 
+ALIGN_NAMES = ("align_worst_a", "align_worst_b", "align_mean_a", "align_mean_b", "align_unmatched_max",
+               "align_unmatched_sum")
+
+
+def token_alignment(pairs: Sequence[Pair], rows: Sequence[int], batch: int = 32) -> np.ndarray:
+    """BERTScore-like features from the embedder's token vectors (ALIGN_NAMES order), for `rows` only: per
+    token of one side, its best cosine with any token of the other; the worst, the mean, and how many fall
+    below 0.6 (a word the other side has nothing like). The role marker, [CLS] and [SEP] are left out."""
+    import torch
+
+    from daari.semantic.minilm import MAX_TOKENS, load_minilm
+
+    model = load_minilm()
+    texts = [t.removeprefix("user: ") for i in rows for t in (pairs[i].a, pairs[i].b)]
+    order = sorted(range(len(texts)), key=lambda k: len(texts[k]))
+    vectors: list[np.ndarray] = [np.zeros((0, 384))] * len(texts)
+    for start in range(0, len(order), batch):
+        chunk = order[start:start + batch]
+        encoded = model.tokenizer([texts[k] for k in chunk], padding=True, truncation=True,
+                                  max_length=MAX_TOKENS, return_tensors="pt")
+        with torch.inference_mode():
+            hidden = model.model(**encoded).last_hidden_state
+        hidden = torch.nn.functional.normalize(hidden, p=2, dim=2).numpy()
+        for n, k in enumerate(chunk):
+            length = int(encoded["attention_mask"][n].sum())
+            vectors[k] = hidden[n, 1:length - 1]
+    out = np.zeros((len(pairs), len(ALIGN_NAMES)))
+    for n, i in enumerate(rows):
+        va, vb = vectors[2 * n], vectors[2 * n + 1]
+        if not len(va) or not len(vb):
+            continue
+        sim = va @ vb.T
+        best_a, best_b = sim.max(axis=1), sim.max(axis=0)
+        un_a, un_b = float((best_a < 0.6).sum()), float((best_b < 0.6).sum())
+        out[i] = [best_a.min(), best_b.min(), best_a.mean(), best_b.mean(), max(un_a, un_b), un_a + un_b]
+    return out
+
+
 def figures(oof: np.ndarray, y: np.ndarray, eligible: np.ndarray, t: float) -> tuple[float, float, int]:
     served = eligible & (oof >= t)
     hits = int((served & (y == 1)).sum())
@@ -154,6 +192,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--similarities", type=Path, default=None,
                         help="a .npy of the tune pairs' cosines (as train_verifier.py writes): read if it exists")
     parser.add_argument("--examples", type=int, default=4, help="false hits shown per class")
+    parser.add_argument("--token-alignment", action="store_true",
+                        help="also try BERTScore-like features from the embedder's token vectors (a few minutes)")
     args = parser.parse_args(argv)
     started = time.monotonic()
     pairs: list[Pair] = tune_pairs(args.data or shared_data_dir())
@@ -190,6 +230,11 @@ def main(argv: list[str] | None = None) -> int:
         "+ focus features, QQP weight 3": (both, 3.0, SETTINGS),
         "+ focus features, QQP weight 3, 300 trees of depth 4": (both, 3.0, deeper),
     }
+    if args.token_alignment:
+        aligned = np.hstack([both, token_alignment(pairs, rows)])
+        print(f"token alignment computed ({time.monotonic() - started:.0f}s)")
+        settings["+ focus features + token alignment"] = (aligned, 1.0, SETTINGS)
+        settings["+ focus features + token alignment, QQP weight 3"] = (aligned, 3.0, SETTINGS)
     oofs: dict[str, np.ndarray] = {}
     grid = np.round(np.arange(0.50, 0.995, 0.01), 2)
     for name, (x, qqp_weight, trees) in settings.items():
