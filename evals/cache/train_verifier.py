@@ -9,8 +9,8 @@ contexts differ and pairs below cosine FLOOR never reach the model, so they are 
 
 The serving threshold is chosen on out-of-fold predictions (5 folds of the tune data): the lowest
 probability at which the corpus tune part keeps served-hit precision >= 99% and PAWS tune >= 95%, both at
-the default similarity threshold. QQP is printed, not constrained (its labels disagree with themselves
-around 5% of the time even on near-identical questions: docs/caching.md).
+the default similarity threshold. QQP is printed, not constrained: no setting tried reaches 95% on it out
+of fold, at any bar (evals/cache/qqp_frontier.py; docs/caching.md, "Why QQP stays below 95%, measured").
 """
 
 from __future__ import annotations
