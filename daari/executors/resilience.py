@@ -15,7 +15,7 @@ import trio
 
 from daari.config import RetryConfig
 from daari.errors import DaariError, UpstreamError, UpstreamTimeout, UpstreamUnavailable
-from daari.executors.base import Emit, Executor
+from daari.executors.base import Emit, Executor, NowaitEmit
 from daari.executors.breaker import CircuitBreaker
 from daari.protocol.chat import ChatRequest
 from daari.protocol.events import Event, Finish, KeepAlive
@@ -41,7 +41,8 @@ class ResilientExecutor(Executor):
         non-stream answer's body is not under this timeout.
       - idle: between two upstream events (headers included), so it also bounds a non-stream body. Time
         spent inside the downstream `emit` (a slow client) is not upstream idle time: the deadline is
-        suspended while the real emit runs and re-armed after it.
+        suspended while the real emit waits and re-armed after it (an emit that can deliver at once, a
+        `NowaitEmit` with room, only re-arms it).
       - total: the whole attempt, downstream time included; it bounds how long one upstream call may live.
     Retries: never once the upstream may have started generating. Only `UpstreamError(retryable=True)`
     raised before any event is retried: connection failures before the request was sent, and 429 / 5xx /
@@ -157,16 +158,23 @@ class ResilientExecutor(Executor):
         total_scope = trio.CancelScope(deadline=start + timeouts.total_s)
         gap_scope = trio.CancelScope(deadline=start + timeouts.first_byte_s)
 
+        # Delivered at once (room in the asker's stream): no time is spent downstream, so the idle deadline only
+        # moves forward, one update per event; only an emit that waits suspends it (two updates).
+        nowait = emit.nowait if isinstance(emit, NowaitEmit) else None
+
         async def timed_emit(event: Event) -> None:
             attempt.emitted = True  # the upstream answered: it may be generating, no retry from here
             if isinstance(event, KeepAlive):
                 gap_scope.deadline = trio.current_time() + timeouts.idle_s
                 return
-            gap_scope.deadline = math.inf  # the client's time is not the upstream's idle time
             delivered = False
             try:
-                await emit(event)
-                delivered = True
+                if nowait is not None and nowait(event):
+                    delivered = True
+                else:
+                    gap_scope.deadline = math.inf  # the client's time is not the upstream's idle time
+                    await emit(event)
+                    delivered = True
             finally:
                 if not delivered:
                     attempt.downstream_failed = True
