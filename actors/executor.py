@@ -201,7 +201,9 @@ class ExecutorActor(Actor):
 
 class _StreamEmit:
     """The executor's `emit` into the asker's stream (a `NowaitEmit`): an event the stream has room for goes in
-    without a checkpoint, so an upstream event costs the executor's task no extra pass of Trio's run loop."""
+    without a checkpoint, so an upstream event costs the executor's task no extra pass of Trio's run loop. An
+    executor emitting in a tight loop still yields at the latest once the buffer is full (`Address.stream`'s
+    buffer, 64), when its emit has to wait for the asker."""
 
     __slots__ = ("_out",)
 
