@@ -48,6 +48,7 @@ async def serve_until_signalled(app: Any, port: int) -> None:
     config.errorlog = None
     config.graceful_timeout = 0.5
     config.keep_alive_timeout = 75
+    config.backlog = 1024  # as daari's server.backlog: hundreds of streams opened at once are not reset
     shutdown = trio.Event()
     async with trio.open_nursery() as nursery:
         nursery.start_soon(_stop_on_signal, shutdown)

@@ -26,6 +26,7 @@ Paths (every daari request carries `X-Daari-No-Cache: true`, so it is relayed, n
     python -m bench.stream_relay                         # 1 and 2
     python -m bench.stream_relay --streams 1000          # and 1,000 held streams
     python -m bench.stream_relay --cold                  # the cold paths only
+    python -m bench.stream_relay --streams 1000 --held-only --backlog 100   # only 3, at Hypercorn's old backlog
 """
 
 from __future__ import annotations
@@ -85,9 +86,21 @@ def tier_of(upstream: Server, kind: str) -> dict[str, Any]:
             "max_queue": 4096}
 
 
-def daari_config(tier: dict[str, Any]) -> dict[str, Any]:
-    """One tier (the last: streamed live), L1 off (no model loading beside the measure)."""
-    return {"server": {"grace_period_s": 1}, "cache": {"l1": {"enabled": False}}, "tiers": {"L3": tier}}
+def daari_config(tier: dict[str, Any], backlog: int | None = None) -> dict[str, Any]:
+    """One tier (the last: streamed live), L1 off (no model loading beside the measure); `backlog`: the listen
+    backlog (server.backlog) when not daari's default."""
+    server: dict[str, Any] = {"grace_period_s": 1, **({"backlog": backlog} if backlog is not None else {})}
+    return {"server": server, "cache": {"l1": {"enabled": False}}, "tiers": {"L3": tier}}
+
+
+def listen_overflows() -> int | None:
+    """The kernel's count of connections dropped because a listen queue was full (the whole machine's, so other
+    servers' overflows count too; Linux only)."""
+    try:
+        rows = [line.split() for line in open("/proc/net/netstat").read().splitlines() if line.startswith("TcpExt:")]
+    except OSError:
+        return None
+    return int(rows[1][rows[0].index("ListenOverflows")]) if len(rows) >= 2 else None
 
 
 @dataclass
@@ -277,11 +290,17 @@ def held_table(args: argparse.Namespace) -> Table:
         fakes = {kind: stack.enter_context(fake_upstream(kind, tmp, token_delay_s=args.pace))
                  for kind in sorted({p.upstream for p in paths})}
         for path in paths:
-            server = stack.enter_context(daari(daari_config(tier_of(fakes[path.upstream], path.upstream)), tmp)) \
+            server = stack.enter_context(daari(daari_config(tier_of(fakes[path.upstream], path.upstream),
+                                                            args.backlog), tmp)) \
                 if path.via_daari else fakes[path.upstream]
+            overflows = listen_overflows()
             gaps, wall, cpu, failures = held_streams(path, server.url, server, args.streams, args.chunks, args.ramp)
             if failures:
                 held.notes.append(f"{path.name}: {len(failures)} of {args.streams} streams failed, e.g. {failures[0]}")
+            after = listen_overflows()
+            if overflows is not None and after is not None:
+                held.notes.append(f"{path.name}: {after - overflows} listen queue overflows on the machine during "
+                                  "the run (TcpExt ListenOverflows)")
             p99 = percentile(gaps, 0.99)
             if not path.via_daari:
                 direct_p99[path.protocol] = p99
@@ -382,6 +401,9 @@ def main() -> None:
     parser.add_argument("--ramp", type=float, default=4.0, help="seconds over which the held streams open")
     parser.add_argument("--held", nargs="*", default=[p.name for p in PATHS[:2]],
                         help="paths for the held-streams run (default: OpenAI direct and through daari)")
+    parser.add_argument("--backlog", type=int, default=None,
+                        help="daari's server.backlog for --streams (default: daari's own; Hypercorn's was 100)")
+    parser.add_argument("--held-only", action="store_true", help="only the --streams run (skip 1 and 2)")
     parser.add_argument("--cold", action="store_true", help="measure the cold paths only")
     parser.add_argument("--profile", action="store_true", help="cProfile daari on one path instead")
     parser.add_argument("--profile-path", default=PATHS[1].name, help="the path --profile runs")
@@ -395,6 +417,9 @@ def main() -> None:
         return
     if args.cold:
         print_tables([cold_table(args)])
+        return
+    if args.held_only:
+        print_tables([held_table(args)])
         return
     print_tables(relay_tables(args))
 

@@ -62,6 +62,10 @@ class ServerConfig:
     allowed_origins: list[str] = field(default_factory=list)
     # Environment variable holding daari's own token; when it is set, every request must carry it.
     token_env: str = "DAARI_TOKEN"
+    # Connections the kernel holds for daari before it accepts them (the listen backlog; Linux caps it at
+    # net.core.somaxconn). Hypercorn's own default, 100, reset connections when hundreds of clients opened
+    # streams at once (docs/performance.md, "Stream relay per chunk").
+    backlog: Annotated[int, Ge(1)] = 1024
 
 
 @dataclass

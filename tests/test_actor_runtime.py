@@ -763,3 +763,16 @@ async def test_a_batch_never_waits_for_an_item_not_yet_sent(mock_clock: trio.tes
             runs.append((trio.current_time(), run))
     assert [r for _, r in runs] == [[0, 1], [2]]
     assert runs[0][0] < 5 <= runs[1][0]  # the first run went out before the third item existed
+
+
+async def test_send_nowait_fills_the_askers_buffer_then_says_full_and_breaks_once_the_asker_left() -> None:
+    from actors.runtime.reply import open_stream
+
+    outbox, reader = open_stream(2, lambda: ActorDown("stopped"))
+    assert outbox.send_nowait(0) and outbox.send_nowait(1)
+    assert not outbox.send_nowait(2)  # full: the caller must await send (and wait for the asker)
+    assert await reader.receive() == 0
+    assert outbox.send_nowait(2)
+    reader.abandon()
+    with pytest.raises(trio.BrokenResourceError):
+        outbox.send_nowait(3)

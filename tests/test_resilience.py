@@ -18,7 +18,7 @@ from daari.errors import (
     UpstreamUnavailable,
 )
 from daari.executors.base import Emit, Executor
-from daari.executors.resilience import ResilientExecutor
+from daari.executors.resilience import REARM_SLACK_S, ResilientExecutor
 from daari.protocol.chat import ChatRequest, Message, Usage
 from daari.protocol.events import Event, Finish, KeepAlive, TextDelta, assemble
 
@@ -524,3 +524,88 @@ async def test_retries_and_timeouts_are_logged_with_the_upstream_name(
     assert "retry 1/1 in 0.25s" in text
     assert "upstream L4:scripted: first_byte timeout (10s)" in text
     assert "secret prompt" not in text and "sk-hidden" not in text
+
+
+class RoomyEmit:
+    """A `NowaitEmit` like the executor actor's (actors/executor.py): `nowait` delivers while the asker's buffer
+    has room, else the awaited emit takes `delay` (a slow client draining it); `closed`: the asker has left."""
+
+    def __init__(self, room: int, delay: float = 0.0, closed: bool = False) -> None:
+        self.room = room
+        self.delay = delay
+        self.closed = closed
+        self.events: list[Event] = []
+        self.waited = 0  # emits that had to be awaited
+
+    def nowait(self, event: Event) -> bool:
+        if self.closed:
+            raise trio.BrokenResourceError
+        if self.room <= 0:
+            return False
+        self.room -= 1
+        self.events.append(event)
+        return True
+
+    async def __call__(self, event: Event) -> None:
+        self.waited += 1
+        await trio.sleep(self.delay)
+        self.events.append(event)
+
+
+async def test_an_emit_with_room_is_not_awaited_and_the_idle_timeout_still_runs(virtual_time: object) -> None:
+    out = RoomyEmit(room=100)
+    start = trio.current_time()
+    with pytest.raises(UpstreamTimeout) as info:
+        await ResilientExecutor(ScriptedExecutor(tier_config(), emit_then(hang))).generate(REQUEST, out)
+    assert "idle" in info.value.message
+    assert trio.current_time() - start == pytest.approx(IDLE)  # re-armed by the delivered event, not suspended
+    assert out.events == [TextDelta("partial")] and out.waited == 0
+
+
+async def test_idle_rearms_after_each_event_delivered_at_once(virtual_time: object) -> None:
+    async def steady(emit: Emit) -> None:
+        for _ in range(5):
+            await trio.sleep(IDLE * 0.9)  # each gap is under idle_s, the sum is well over it
+            await emit(TextDelta("x"))
+        await emit(Finish("stop"))
+
+    out = RoomyEmit(room=100)
+    await ResilientExecutor(ScriptedExecutor(tier_config(), steady)).generate(REQUEST, out)
+    assert assemble(out.events).text == "xxxxx" and out.waited == 0
+
+
+async def test_a_full_stream_whose_emit_waits_is_not_upstream_idle(virtual_time: object) -> None:
+    async def gaps(emit: Emit) -> None:
+        await emit(TextDelta("a"))
+        await trio.sleep(IDLE * 0.8)
+        await emit(TextDelta("b"))
+        await emit(Finish("stop"))
+
+    slow_client = RoomyEmit(room=1, delay=IDLE * 3)  # room for the first event, then each wait outlasts idle_s
+    await ResilientExecutor(ScriptedExecutor(tier_config(), gaps)).generate(REQUEST, slow_client)
+    assert assemble(slow_client.events).text == "ab" and slow_client.waited == 2
+
+
+async def test_an_asker_gone_before_a_nowait_emit_is_a_downstream_failure(virtual_time: object) -> None:
+    inner = ScriptedExecutor(tier_config(max_retries=2), answer("a b"))
+    executor = ResilientExecutor(inner)
+    with pytest.raises(trio.BrokenResourceError):
+        await executor.generate(REQUEST, RoomyEmit(room=100, closed=True))
+    assert inner.calls == 1  # not retried
+    assert executor.status()["breaker"]["consecutive_failures"] == 0  # not the upstream's fault
+
+
+@pytest.mark.parametrize(("gap", "rearmed_by_the_second"), [(REARM_SLACK_S / 2, False), (REARM_SLACK_S * 2, True)])
+async def test_events_closer_than_the_slack_move_the_idle_deadline_once(virtual_time: object, gap: float,
+                                                                         rearmed_by_the_second: bool) -> None:
+    async def two_then_hang(emit: Emit) -> None:
+        await emit(TextDelta("a"))
+        await trio.sleep(gap)
+        await emit(TextDelta("b"))
+        await trio.sleep_forever()
+
+    start = trio.current_time()
+    with pytest.raises(UpstreamTimeout, match="idle"):
+        await ResilientExecutor(ScriptedExecutor(tier_config(), two_then_hang)).generate(REQUEST, RoomyEmit(100))
+    # Within the slack the deadline stays idle_s after the first event (at most 1 ms short after the second).
+    assert trio.current_time() - start == pytest.approx(IDLE + gap if rearmed_by_the_second else IDLE)

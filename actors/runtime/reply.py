@@ -84,6 +84,15 @@ class Outbox(Generic[T]):
         """Raises `trio.BrokenResourceError` when the asker has left (its scope is cancelled too)."""
         await self._channel.send(item)
 
+    def send_nowait(self, item: T) -> bool:
+        """Put `item` in the asker's buffer if it has room (True), without a checkpoint; False when full.
+        Raises `trio.BrokenResourceError` when the asker has left."""
+        try:
+            self._channel.send_nowait(item)
+        except trio.WouldBlock:
+            return False
+        return True
+
     def finish(self) -> None:
         self._state.finished = True
         self._channel.close()

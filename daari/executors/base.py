@@ -8,16 +8,26 @@ closes the upstream connection.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import trio
 
 from daari.config import TierConfig
 from daari.errors import UpstreamUnavailable
 from daari.protocol.chat import ChatRequest
-from daari.protocol.events import Emit
+from daari.protocol.events import Emit, Event
 
-__all__ = ["Emit", "Executor"]  # Emit is defined with the events; executors import it from here
+__all__ = ["Emit", "Executor", "NowaitEmit"]  # Emit is defined with the events; executors import it from here
+
+
+@runtime_checkable
+class NowaitEmit(Protocol):
+    """An `Emit` that can also deliver without waiting: `nowait(event)` is True when the event was delivered
+    at once (no checkpoint), False when delivering it would wait (then await the emit itself)."""
+
+    async def __call__(self, event: Event) -> None: ...
+
+    def nowait(self, event: Event) -> bool: ...
 
 
 class Executor(ABC):

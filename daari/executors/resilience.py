@@ -15,12 +15,15 @@ import trio
 
 from daari.config import RetryConfig
 from daari.errors import DaariError, UpstreamError, UpstreamTimeout, UpstreamUnavailable
-from daari.executors.base import Emit, Executor
+from daari.executors.base import Emit, Executor, NowaitEmit
 from daari.executors.breaker import CircuitBreaker
 from daari.protocol.chat import ChatRequest
 from daari.protocol.events import Event, Finish, KeepAlive
 
 log = logging.getLogger("daari.upstream")
+
+# The idle deadline may fire this much sooner than `idle_s` after the last event (see `_attempt`).
+REARM_SLACK_S = 0.001
 
 
 @dataclass
@@ -41,7 +44,9 @@ class ResilientExecutor(Executor):
         non-stream answer's body is not under this timeout.
       - idle: between two upstream events (headers included), so it also bounds a non-stream body. Time
         spent inside the downstream `emit` (a slow client) is not upstream idle time: the deadline is
-        suspended while the real emit runs and re-armed after it.
+        suspended while the real emit waits and re-armed after it (an emit that can deliver at once, a
+        `NowaitEmit` with room, only re-arms it). Events within `REARM_SLACK_S` (1 ms) of the last re-arm
+        do not move it again, so the idle timeout may fire up to 1 ms short of `idle_s` after the last event.
       - total: the whole attempt, downstream time included; it bounds how long one upstream call may live.
     Retries: never once the upstream may have started generating. Only `UpstreamError(retryable=True)`
     raised before any event is retried: connection failures before the request was sent, and 429 / 5xx /
@@ -157,22 +162,35 @@ class ResilientExecutor(Executor):
         total_scope = trio.CancelScope(deadline=start + timeouts.total_s)
         gap_scope = trio.CancelScope(deadline=start + timeouts.first_byte_s)
 
+        # Delivered at once (room in the asker's stream): no time is spent downstream, so the idle deadline only
+        # moves forward, re-armed after the event; only an emit that waits suspends it first. A re-arm that would
+        # move it forward by less than REARM_SLACK_S is skipped: each update is a heap push in Trio's run loop,
+        # and the events of one upstream read (a burst, or an Anthropic event and the neutral ones it stands
+        # for) then cost one update, not one each.
+        nowait = emit.nowait if isinstance(emit, NowaitEmit) else None
+        idle_s = timeouts.idle_s
+        armed = gap_scope.deadline
+
         async def timed_emit(event: Event) -> None:
+            nonlocal armed
             attempt.emitted = True  # the upstream answered: it may be generating, no retry from here
-            if isinstance(event, KeepAlive):
-                gap_scope.deadline = trio.current_time() + timeouts.idle_s
-                return
-            gap_scope.deadline = math.inf  # the client's time is not the upstream's idle time
-            delivered = False
-            try:
-                await emit(event)
-                delivered = True
-            finally:
-                if not delivered:
-                    attempt.downstream_failed = True
-            if isinstance(event, Finish):
-                attempt.finished = True
-            gap_scope.deadline = trio.current_time() + timeouts.idle_s
+            if not isinstance(event, KeepAlive):
+                delivered = False
+                try:
+                    if nowait is not None and nowait(event):
+                        delivered = True
+                    else:
+                        gap_scope.deadline = armed = math.inf  # the client's time is not the upstream's idle time
+                        await emit(event)
+                        delivered = True
+                finally:
+                    if not delivered:
+                        attempt.downstream_failed = True
+                if isinstance(event, Finish):
+                    attempt.finished = True
+            deadline = trio.current_time() + idle_s
+            if not 0.0 <= deadline - armed < REARM_SLACK_S:
+                gap_scope.deadline = armed = deadline
 
         try:
             with total_scope, gap_scope:

@@ -48,6 +48,7 @@ def _hypercorn_config(config: Config) -> HypercornConfig:
     hc.accesslog = None
     hc.errorlog = logging.getLogger("hypercorn.error")
     hc.graceful_timeout = config.server.grace_period_s
+    hc.backlog = config.server.backlog
     apply_to_hypercorn(hc, config.server)  # head size and time limits (server/limits.py)
     hc.include_server_header = False  # no "server: hypercorn-h11" on every answer: it tells clients nothing useful
     return hc
