@@ -209,16 +209,19 @@ async def test_idle_timeout_mid_stream_is_not_retried(virtual_time: object) -> N
     assert out.events == [TextDelta("partial")]
 
 
-async def test_idle_deadline_rearms_after_each_event(virtual_time: object) -> None:
+@pytest.mark.parametrize("delivered_at_once", [False, True], ids=["awaited emit", "no-wait emit"])
+async def test_idle_deadline_rearms_after_each_event(virtual_time: object, delivered_at_once: bool) -> None:
     async def steady(emit: Emit) -> None:
         for _ in range(5):
             await trio.sleep(IDLE * 0.9)  # each gap is under idle_s, the sum is well over it
             await emit(TextDelta("x"))
         await emit(Finish("stop"))
 
-    out = Collector()
+    out = RoomyEmit(room=100) if delivered_at_once else Collector()
     await ResilientExecutor(ScriptedExecutor(tier_config(), steady)).generate(REQUEST, out)
     assert assemble(out.events).text == "xxxxx"
+    if isinstance(out, RoomyEmit):
+        assert out.waited == 0  # every event went in at once, and each re-armed the idle deadline
 
 
 async def test_a_long_thinking_phase_with_keepalives_is_not_idle(virtual_time: object) -> None:
@@ -560,18 +563,6 @@ async def test_an_emit_with_room_is_not_awaited_and_the_idle_timeout_still_runs(
     assert "idle" in info.value.message
     assert trio.current_time() - start == pytest.approx(IDLE)  # re-armed by the delivered event, not suspended
     assert out.events == [TextDelta("partial")] and out.waited == 0
-
-
-async def test_idle_rearms_after_each_event_delivered_at_once(virtual_time: object) -> None:
-    async def steady(emit: Emit) -> None:
-        for _ in range(5):
-            await trio.sleep(IDLE * 0.9)  # each gap is under idle_s, the sum is well over it
-            await emit(TextDelta("x"))
-        await emit(Finish("stop"))
-
-    out = RoomyEmit(room=100)
-    await ResilientExecutor(ScriptedExecutor(tier_config(), steady)).generate(REQUEST, out)
-    assert assemble(out.events).text == "xxxxx" and out.waited == 0
 
 
 async def test_a_full_stream_whose_emit_waits_is_not_upstream_idle(virtual_time: object) -> None:

@@ -47,10 +47,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from boosting import Settings, fit, predict  # noqa: E402
-from train_verifier import CORPUS_WEIGHT, FLOOR, FOLDS, SETTINGS, source, tune_pairs  # noqa: E402
+from train_verifier import CORPUS_WEIGHT, FLOOR, FOLDS, SETTINGS, source, tune_pairs, tune_similarities  # noqa: E402
 
 from daari.config import L1Config  # noqa: E402
-from daari.eval.cache_eval import Pair, shared_data_dir, similarities  # noqa: E402
+from daari.eval.cache_eval import Pair, shared_data_dir  # noqa: E402
 from daari.semantic.lexical import features, stem  # noqa: E402
 from daari.semantic.pair_features import pair_features, veto, words  # noqa: E402
 
@@ -199,15 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     pairs: list[Pair] = tune_pairs(args.data or shared_data_dir())
     assert all(p.split == "tune" for p in pairs)  # never a report or held-back pair
-    if args.similarities is not None and args.similarities.exists():
-        sims = np.load(args.similarities)
-        assert len(sims) == len(pairs), "the cached similarities are of another set of pairs"
-    else:
-        from daari.semantic.minilm import load_minilm
-
-        sims = np.array(similarities(pairs, load_minilm().embed))
-        if args.similarities is not None:
-            np.save(args.similarities, sims)
+    sims = tune_similarities(pairs, args.similarities)
     threshold = L1Config().similarity_threshold
     src = np.array([source(p) for p in pairs])
     y = np.array([p.label for p in pairs], dtype=np.float64)

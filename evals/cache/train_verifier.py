@@ -69,6 +69,21 @@ def precision_recall(scores: np.ndarray, y: np.ndarray, eligible: np.ndarray, t:
     return (hits / served.sum() if served.sum() else 1.0), hits / max(1, int((y == 1).sum())), int(served.sum())
 
 
+def tune_similarities(pairs: list[Pair], cached: Path | None) -> np.ndarray:
+    """The pairs' cosines: read from `cached` when it exists (embedding thousands of pairs takes minutes), else
+    computed with the embedded model and written there."""
+    if cached is not None and cached.exists():
+        sims: np.ndarray = np.load(cached)
+        assert len(sims) == len(pairs), "the cached similarities are of another set of pairs"
+        return sims
+    from daari.semantic.minilm import load_minilm
+
+    sims = np.array(similarities(pairs, load_minilm().embed))
+    if cached is not None:
+        np.save(cached, sims)
+    return sims
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=None, help="the public files (default: shared/data)")
@@ -78,15 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     started = time.monotonic()
     pairs = tune_pairs(args.data or shared_data_dir())
-    if args.similarities is not None and args.similarities.exists():
-        sims = np.load(args.similarities)
-        assert len(sims) == len(pairs), "the cached similarities are of another set of pairs"
-    else:
-        from daari.semantic.minilm import load_minilm
-
-        sims = np.array(similarities(pairs, load_minilm().embed))
-        if args.similarities is not None:
-            np.save(args.similarities, sims)
+    sims = tune_similarities(pairs, args.similarities)
     print(f"{len(pairs)} tune pairs embedded ({time.monotonic() - started:.0f}s)")
     threshold = L1Config().similarity_threshold
     src = np.array([source(p) for p in pairs])
