@@ -65,6 +65,7 @@ class Client:
         self.sent.clear()
         self.first_byte_cpu = 0.0
         await self.app(dict(self.scope), receive.receive, self.send)
+        to_app.send_nowait({"type": "http.disconnect"})  # as Hypercorn does once the response is complete
 
     def check(self) -> None:
         start = self.sent[0]
