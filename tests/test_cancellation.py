@@ -142,3 +142,27 @@ async def test_a_full_tier_queue_sheds_with_503_and_529(tmp_path: Path) -> None:
     assert shed.status_code == 503 and "max_queue" in shed.json()["error"]["message"]
     assert shed_anthropic.status_code == 529
     assert shed_anthropic.json()["error"]["type"] == "overloaded_error"
+
+
+def _tasks_named(name: str) -> int:
+    """Tasks of this Trio run with this name, system tasks included."""
+    count, todo = 0, [trio.lowlevel.current_root_task()]
+    while todo:
+        task = todo.pop()
+        count += task.name == name
+        todo.extend(child for nursery in task.child_nurseries for child in nursery.child_tasks)
+    return count
+
+
+async def test_the_client_watch_of_a_finished_request_ends(tmp_path: Path) -> None:
+    # The watch is a system task that ends on the `http.disconnect` Hypercorn reports when a request's stream
+    # closes: requests answered on a kept-alive connection, whole and streamed, leave no watcher waiting.
+    async with serve_app(FakeOpenAI()) as upstream:
+        config = make_config(tmp_path, tiers={"L3": upstream_tier("openai", upstream + "/v1")})
+        async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url) as client:
+            for stream in (False, True, False, True):
+                response = await client.post("/v1/chat/completions", headers={"X-Daari-No-Cache": "true"},
+                                             json={**CHAT, "stream": stream})
+                assert response.status_code == 200
+            await wait_for(lambda: _tasks_named("client watch") == 0)
+            server.shutdown.set()

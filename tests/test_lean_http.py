@@ -261,3 +261,20 @@ async def test_daari_through_a_write_write_upstream(tmp_path: Path) -> None:
                 assert response.json()["choices"][0]["message"]["content"] == "hi"
             assert isinstance(getattr(executor, "inner", executor).http(), LeanClient)
     assert len(WriteWriteHandler.bodies) == 2 and b"why is the sky blue?" in WriteWriteHandler.bodies[0]
+
+
+async def test_a_cancelled_request_is_not_sent_on_a_kept_connection() -> None:
+    """The request is written with the socket's own call (no Trio checkpoint around it): a request whose scope
+    was cancelled before it went out must still not reach the upstream (it would be paid for)."""
+    async with raw_server(ok(b"{}")) as server:
+        client = LeanClient(connect_timeout_s=5)
+        assert (await client.post(server.url + "/a", content=b"{}")).content == b"{}"  # a kept connection
+        with trio.CancelScope() as scope:
+            scope.cancel()
+            await client.post(server.url + "/b", content=b"{}")
+        assert scope.cancelled_caught
+        await trio.sleep(0.05)  # what was sent would have arrived by now
+        assert len(server.first_reads) == 1 and server.first_reads[0].startswith(b"POST /a ")
+        # The connection is not reused half-way: the next request is answered whole.
+        assert (await client.post(server.url + "/c", content=b"{}")).content == b"{}"
+        await client.aclose()

@@ -130,3 +130,17 @@ def test_quoted_material_states_nothing() -> None:
 ])
 def test_phrasings(text: str, field: str, value: object) -> None:
     assert getattr(parse_instructions(text), field) == value
+
+
+def test_a_system_prompt_read_once_still_merges_with_each_requests_own_user_text() -> None:
+    # The system prompt's reading is kept by its text (a client sends the same one on every request): a second
+    # request with the same system prompt must still get its own user message's constraints, and none of the
+    # first request's.
+    system = {"role": "system", "content": "Reply in one line."}
+    first = read_stated_format(chat(system, {"role": "user", "content": "Answer in at most 5 words."}))
+    second = read_stated_format(chat(system, {"role": "user", "content": "Reply in JSON."}))
+    third = read_stated_format(chat({"role": "system", "content": "Be kind."}, {"role": "user", "content": "Hi"}))
+    assert first.one_line and first.max_words == 5 and first.json is None
+    assert second.one_line and second.json == "contains" and second.max_words is None
+    assert third == StatedFormat() and not third.stated and third.found == ()
+    assert parse_instructions("Reply in one line.").merge(parse_instructions("hello")).one_line

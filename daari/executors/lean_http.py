@@ -151,18 +151,38 @@ class Connection:
             except OSError:
                 pass
 
+    # Sends and receives call the stdlib socket (non-blocking) and wait on its descriptor only when it would
+    # block, where a Trio socket call goes through a checkpoint on each side and, for a receive, a failed
+    # attempt first (the answer is never there a few microseconds after the request went out): two scheduler
+    # passes and a syscall less per request. A cancelled request is still not sent (`checkpoint_if_cancelled`).
+
     async def send(self, data: bytes) -> None:
-        sock, view, sent = self.sock, memoryview(data), 0
+        raw, view, sent = self.raw, memoryview(data), 0
+        await trio.lowlevel.checkpoint_if_cancelled()
         try:
             while sent < len(view):
-                sent += await sock.send(view[sent:])
+                try:
+                    sent += raw.send(view[sent:])
+                except BlockingIOError:
+                    await trio.lowlevel.wait_writable(raw)
         except OSError as exc:
             raise httpx.WriteError(f"the upstream connection broke while sending: {exc}") from None
         self.quickack()  # the answer's first segment is ACKed at once (module docstring)
 
-    async def receive(self) -> bytes:
+    async def receive(self, *, wait: bool = False) -> bytes:
+        """The next bytes (b"" once the server closed); `wait`: wait for them first (an answer just asked for)."""
+        raw = self.raw
         try:
-            data = await self.sock.recv(RECEIVE_BYTES)
+            if wait:
+                await trio.lowlevel.wait_readable(raw)
+            else:
+                await trio.lowlevel.checkpoint_if_cancelled()
+            while True:
+                try:
+                    data = raw.recv(RECEIVE_BYTES)
+                    break
+                except BlockingIOError:
+                    await trio.lowlevel.wait_readable(raw)
         except OSError as exc:
             raise httpx.ReadError(f"the upstream connection broke while reading: {exc}") from None
         self.quickack()
@@ -421,7 +441,7 @@ class LeanClient:
             while end < 0:
                 if len(buffer) > MAX_HEAD_BYTES:
                     raise httpx.RemoteProtocolError("the upstream's response head is too large")
-                data = await conn.receive()
+                data = await conn.receive(wait=not buffer)
                 if not data:
                     raise httpx.RemoteProtocolError("the upstream closed the connection without a response")
                 buffer += data

@@ -10,6 +10,7 @@ tools (and do not say `tool_choice: none`) are watched.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import ipaddress
 import secrets
 
@@ -23,8 +24,10 @@ from daari.protocol.events import Emit, Event, Finish, TextDelta, ToolCallDelta,
 LOCAL_HOSTS = frozenset({"localhost", "host.docker.internal"})
 
 
+@functools.lru_cache(maxsize=64)
 def is_local_url(base_url: str | None) -> bool:
-    """A base URL on this machine or a private network (where a local model server runs)."""
+    """A base URL on this machine or a private network (where a local model server runs). Cached: an executor
+    asks on every request, and parsing the URL was ~5% of a pass-through request's CPU."""
     if not base_url:
         return False
     host = httpx.URL(base_url).host

@@ -9,6 +9,7 @@ Pure functions: the same request always gives the same `StatedFormat`.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
@@ -80,6 +81,10 @@ class StatedFormat:
         def high(a: int | None, b: int | None) -> int | None:
             return b if a is None else a if b is None else max(a, b)
 
+        if other is NOTHING:  # most prompts state nothing: no new object for them
+            return self
+        if self is NOTHING:
+            return other
         json_need: JsonNeed | None = "bare" if "bare" in (self.json, other.json) else (self.json or other.json)
         return StatedFormat(
             one_line=self.one_line or other.one_line, max_lines=low(self.max_lines, other.max_lines),
@@ -96,6 +101,9 @@ class StatedFormat:
             sentence_case=self.sentence_case or other.sentence_case, no_quotes=self.no_quotes or other.no_quotes,
             name_case=self.name_case or other.name_case,
             found=self.found + other.found)
+
+
+NOTHING = StatedFormat()  # what a prompt that states nothing states (shared: `merge` passes it by identity)
 
 
 def _merge_keys(first: tuple[JsonKey, ...], second: tuple[JsonKey, ...]) -> tuple[JsonKey, ...]:
@@ -363,7 +371,7 @@ def parse_instructions(text: str, source: Literal["system", "user"] = "user") ->
             changes["prefixes"] = _type_names(types.group(1))
     if changes.get("json") and changes.get("only"):
         changes["json"] = "bare"  # "Only include these fields, no other text": the answer is the JSON
-    return replace(StatedFormat(**changes), found=tuple(found))
+    return StatedFormat(**changes, found=tuple(found)) if changes or found else NOTHING
 
 
 def _type_names(listed: str) -> tuple[str, ...]:
@@ -448,13 +456,21 @@ def structured_output(request: ChatRequest) -> StatedFormat:
         fmt = output_config.get("format")
         if isinstance(fmt, dict) and fmt.get("type") in ("json_schema", "json"):
             return _schema_format(fmt.get("schema"))
-    return StatedFormat()
+    return NOTHING
+
+
+@functools.lru_cache(maxsize=64)
+def _system_stated(system: str) -> StatedFormat:
+    """What a system prompt states, kept by its text: a client sends the same system prompt on every request (the
+    regular expressions over it were a tenth of a pass-through request's CPU). At most 64 prompts of up to
+    SYSTEM_SCAN_CHARS each."""
+    return parse_instructions(strip_material(system), "system")
 
 
 def read_stated_format(request: ChatRequest) -> StatedFormat:
     """Everything the request states about its answer: system prompt, last user message, structured output."""
     system = _system_text(request)
-    stated = parse_instructions(strip_material(system), "system").merge(parse_instructions(user_instructions(request)))
+    stated = _system_stated(system).merge(parse_instructions(user_instructions(request)))
     if not stated.prefix_shape and (m := TYPE_PLACEHOLDER.search(system)):
         # A system prompt may show the message's structure in a fence (aider's earlier commit prompt).
         types = TYPE_LIST.search(system)

@@ -235,7 +235,7 @@ class ExecuteStep:
                             if not sink.stream_opened:
                                 settle(turn.meta, tier, self._kind(tier))
                                 self._dropped(turn, tier)
-                                await open_stream(turn)
+                                chunks += await open_stream(turn)  # written with this run's events
                             events.append(event)
                             assert turn.renderer is not None
                             chunks += turn.renderer.event(event)

@@ -23,10 +23,13 @@ def settle(meta: Meta, tier: str, executor: str) -> None:
     meta.escalated_from = tried or None
 
 
-async def open_stream(turn: Turn) -> None:
+async def open_stream(turn: Turn) -> list[bytes]:
+    """Start the response; returns the stream's opening chunks for the caller to write with the first events, so
+    the client's first content arrives in the write that opens the stream (one send less before the first
+    token: Hypercorn writes each ASGI body message with its own send)."""
     turn.renderer = turn.wire.stream_renderer(turn.request)
     await turn.sink.open_stream(turn.meta.headers(turn.controls.no_cache))
-    await turn.sink.write(turn.renderer.start())
+    return turn.renderer.start()
 
 
 class RenderStep:
@@ -68,9 +71,9 @@ async def deliver(turn: Turn, completion: Completion, events: list[Event]) -> No
         await sink.send_json(200, body, meta.headers(turn.controls.no_cache))
         return
     if not sink.stream_opened:
-        await open_stream(turn)
+        opening = await open_stream(turn)
         assert turn.renderer is not None
-        await sink.write([c for event in events for c in turn.renderer.event(event)])
+        await sink.write(opening + [c for event in events for c in turn.renderer.event(event)])
     assert turn.renderer is not None
     meta.latency_ms = turn.elapsed_ms()
     await sink.write(turn.renderer.finish(meta.to_json()))

@@ -1,0 +1,213 @@
+"""`python -m bench.passthrough_cpu`: daari's own CPU per pass-through request (`X-Daari-No-Cache: true`), in one
+process, the client side without sockets.
+
+A real daari (actors, decision hub and its subscribers, the lean upstream client) runs in this process with one
+OpenAI-compatible tier on tests/fakes' OpenAI upstream, which runs in its own process (bench.servers), so its
+CPU is not counted; daari's ASGI app is called directly with the issue's small request, many times, and the
+event loop thread's CPU time per call is printed (best of five runs, each followed by a pause so the hub's
+subscribers handle what was published). What it counts: everything daari does for the request, the upstream
+hop's socket calls included, without Hypercorn's front end (the same for every request, and the bare app's
+cost). It moves with daari's code, not with the machine's load, so it compares commits on a busy machine.
+
+    python -m bench.passthrough_cpu                 # whole answers (stream: false)
+    python -m bench.passthrough_cpu --stream        # streamed answers: CPU per stream, and CPU to the first byte
+    python -m bench.passthrough_cpu --profile 300   # cProfile of 300 requests: calls by package, top functions
+    python -m bench.passthrough_cpu --instructions --calls 30   # instructions per request (callgrind; minutes)
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import json
+import os
+import pstats
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from bench.servers import fake_upstream, workdir
+from tests.support import daari_server, make_config, upstream_tier
+
+REQUEST = {"model": "good", "temperature": 0, "messages": [
+    {"role": "system", "content": "You are a helpful coding assistant."},
+    {"role": "user", "content": "What does `git rebase -i HEAD~3` do?"}]}
+
+
+class Client:
+    """Calls daari's ASGI app as Hypercorn does (the body already in a Trio memory channel) and keeps the CPU
+    time at which the first body byte was sent."""
+
+    def __init__(self, app: Any, host: str, body: bytes) -> None:
+        self.app = app
+        self.body = body
+        self.scope = {"type": "http", "method": "POST", "path": "/v1/chat/completions", "query_string": b"",
+                      "headers": [(b"host", host.encode()), (b"content-type", b"application/json"),
+                                  (b"x-daari-no-cache", b"true"), (b"content-length", str(len(body)).encode())]}
+        self.sent: list[dict[str, Any]] = []
+        self.first_byte_cpu = 0.0
+
+    async def send(self, message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.body" and message.get("body") and not self.first_byte_cpu:
+            self.first_byte_cpu = time.thread_time()
+        self.sent.append(message)
+
+    async def call(self) -> None:
+        to_app, receive = trio.open_memory_channel[dict[str, Any]](10)
+        to_app.send_nowait({"type": "http.request", "body": self.body, "more_body": True})
+        to_app.send_nowait({"type": "http.request", "body": b"", "more_body": False})
+        self.sent.clear()
+        self.first_byte_cpu = 0.0
+        await self.app(dict(self.scope), receive.receive, self.send)
+        to_app.send_nowait({"type": "http.disconnect"})  # as Hypercorn does once the response is complete
+
+    def check(self) -> None:
+        start = self.sent[0]
+        body = b"".join(m.get("body", b"") for m in self.sent[1:])
+        if start["status"] != 200 or b"daari_meta" not in body:
+            raise RuntimeError(f"not a pass-through answer: {start} {body[:300]!r}")
+
+
+async def measure(upstream_url: str, stream: bool, calls: int, profile: int, save: str,
+                  windowed: bool = False) -> None:
+    tmp = Path(tempfile.mkdtemp(prefix="daari-ptcpu-"))
+    config = make_config(tmp, tiers={"L3": upstream_tier("openai", upstream_url + "/v1", "good")},
+                         cache={"l1": {"enabled": False}})
+    async with daari_server(config) as server:
+        client = Client(server.parts.app, server.url.removeprefix("http://"),
+                        json.dumps({**REQUEST, "stream": stream}).encode())
+        for _ in range(20):
+            await client.call()
+        client.check()
+        if profile:
+            profiler = cProfile.Profile(time.thread_time)  # CPU, not the waits
+            profiler.enable()
+            for _ in range(profile):
+                await client.call()
+                await trio.lowlevel.checkpoint()
+            await trio.sleep(0.05)
+            profiler.disable()
+            if save:
+                profiler.dump_stats(save)
+            report(pstats.Stats(profiler), profile)
+        elif windowed:
+            for _ in range(3):  # the parent dumps callgrind's counters around each window (the loop waits)
+                print("ready", flush=True)
+                sys.stdin.readline()
+                for _ in range(calls):
+                    await client.call()
+                    await trio.lowlevel.checkpoint()
+                await trio.sleep(0.05)
+                print("done", flush=True)
+                sys.stdin.readline()
+        else:
+            runs, firsts = [], []
+            for _ in range(5):
+                start, first = time.thread_time(), 0.0
+                for _ in range(calls):
+                    began = time.thread_time()
+                    await client.call()
+                    first += client.first_byte_cpu - began
+                    await trio.lowlevel.checkpoint()  # subscribers run between requests, as they would
+                await trio.sleep(0.05)
+                runs.append((time.thread_time() - start) / calls * 1e6)
+                firsts.append(first / calls * 1e6)
+            kind = "stream" if stream else "request"
+            print(f"daari CPU per pass-through {kind}: {min(runs):,.0f} us "
+                  f"(best of {', '.join(f'{r:,.0f}' for r in runs)})")
+            print(f"  of which before the first body byte: {min(firsts):,.0f} us "
+                  f"(best of {', '.join(f'{r:,.0f}' for r in firsts)})")
+        server.shutdown.set()
+
+
+def package(path: str) -> str:
+    if path == "~":
+        return "builtins"
+    if "site-packages/" in path:
+        return path.split("site-packages/")[1].split("/")[0]
+    for top in ("daari", "actors", "bench", "tests"):
+        if f"/{top}/" in path:
+            return top
+    return "stdlib"
+
+
+def report(stats: pstats.Stats, requests: int) -> None:
+    raw = stats.stats  # type: ignore[attr-defined]
+    calls: Counter[str] = Counter()
+    for (path, _line, _name), (_cc, count, *_rest) in raw.items():
+        calls[package(path)] += count / requests
+    print(f"Python calls per request (cProfile counts a coroutine's every resume): {sum(calls.values()):,.0f}")
+    for name, count in calls.most_common():
+        if count >= 1:
+            print(f"  {name}: {count:,.0f}")
+    print("\nTop functions by own CPU time, us per request (cProfile's overhead included):")
+    by_own = sorted(raw.items(), key=lambda item: -item[1][2])[:25]
+    for (path, line, name), (_cc, count, own, _cumulative, _callers) in by_own:
+        where = f"{package(path)} {Path(path).name}:{line}({name})"
+        print(f"  {own / requests * 1e6:8.0f} {count / requests:6.1f}  {where}")
+    print("\nTop functions of daari by cumulative CPU time, us per request (cProfile's overhead included):")
+    rows = sorted(raw.items(), key=lambda item: -item[1][3])
+    shown = 0
+    for (path, line, name), (_cc, count, own, cumulative, _callers) in rows:
+        if package(path) not in ("daari", "actors") or shown >= 60:
+            continue
+        shown += 1
+        where = path.split("/daari/")[-1] if "/daari/" in path else path.split("/actors/")[-1]
+        print(f"  {cumulative / requests * 1e6:8.0f} {own / requests * 1e6:7.0f} {count / requests:6.1f}  "
+              f"{package(path)}/{where}:{line}({name})")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--stream", action="store_true", help="streamed answers")
+    parser.add_argument("--calls", type=int, default=300, help="requests per run (five runs)")
+    parser.add_argument("--profile", type=int, default=0, help="cProfile this many requests instead")
+    parser.add_argument("--save", default="", help="with --profile: write the profile to this file too")
+    parser.add_argument("--instructions", action="store_true",
+                        help="instructions per request under callgrind (needs valgrind; minutes)")
+    parser.add_argument("--child", default="", help=argparse.SUPPRESS)  # the measured process, given the upstream
+    args = parser.parse_args()
+    if args.child:
+        trio.run(measure, args.child, args.stream, args.calls, 0, "", True)
+        return
+    with workdir() as log_dir, fake_upstream("openai", log_dir) as upstream:
+        if args.instructions:
+            print(instructions(upstream.url, args.stream, args.calls, log_dir))
+        else:
+            trio.run(measure, upstream.url, args.stream, args.calls, args.profile, args.save)
+
+
+def instructions(upstream_url: str, stream: bool, calls: int, tmp: Path) -> str:
+    """The measured process under callgrind: its counters dumped before and after each of three windows of
+    `calls` requests; the median window's instructions per request."""
+    from bench.body_size import _dump
+
+    out = tmp / "cg.out"
+    argv = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable, "-m",
+            "bench.passthrough_cpu", "--child", upstream_url, "--calls", str(calls), *(["--stream"] if stream else [])]
+    per_request: list[float] = []
+    with (tmp / "measured.log").open("w") as log, subprocess.Popen(
+            argv, env={**os.environ, "HF_HUB_OFFLINE": "1"}, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=log, text=True) as process:
+        assert process.stdin is not None and process.stdout is not None
+        for line in process.stdout:
+            counted = _dump(process.pid, out)
+            if line.strip() == "done":
+                per_request.append(counted / calls)
+            process.stdin.write("go\n")
+            process.stdin.flush()
+    if process.returncode != 0 or len(per_request) != 3:
+        raise RuntimeError(f"the measured process failed: {(tmp / 'measured.log').read_text()[-2000:]}")
+    kind = "stream" if stream else "request"
+    return (f"daari instructions per pass-through {kind}: {sorted(per_request)[1]:,.0f} (median of "
+            f"{', '.join(f'{r:,.0f}' for r in per_request)}; {calls} per window)")
+
+
+if __name__ == "__main__":
+    main()
