@@ -155,8 +155,9 @@ def _tasks_named(name: str) -> int:
 
 
 async def test_the_client_watch_of_a_finished_request_ends(tmp_path: Path) -> None:
-    # The watch is a system task that ends on the `http.disconnect` Hypercorn reports when a request's stream
-    # closes: requests answered on a kept-alive connection, whole and streamed, leave no watcher waiting.
+    # The watch is a task of the server's nursery that ends on the `http.disconnect` Hypercorn reports when a
+    # request's stream closes: requests answered on a kept-alive connection, whole and streamed, leave no
+    # watcher waiting.
     async with serve_app(FakeOpenAI()) as upstream:
         config = make_config(tmp_path, tiers={"L3": upstream_tier("openai", upstream + "/v1")})
         async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url) as client:

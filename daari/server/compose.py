@@ -86,6 +86,7 @@ from daari.server.actor_table import Shared, actor_table
 from daari.server.app import DaariApp, Routes
 from daari.server.budget_route import BudgetRoute
 from daari.server.chat_route import ChatRoute
+from daari.server.client_watch import ClientWatches
 from daari.server.count_tokens import CountTokensRoute
 from daari.server.guard import GuardPolicy, require_token_where_needed
 from daari.server.limits import RequestLimits
@@ -130,6 +131,7 @@ class Parts:
     log_secret: bytes | None  # keys the decision log's prompt hashes (log.prompts: hash)
     stopping: trio.Event  # set when daari starts shutting down
     sessions: SessionStore  # agent sessions: warm provider caches, thinking-block producers
+    client_watches: ClientWatches  # routed requests' watch tasks: serving gives them its nursery
     started_at: float = field(default=0.0)
     redis_link: RedisLink | None = None  # cache.backend: redis
 
@@ -443,4 +445,5 @@ async def compose(config: Config, *, shortcuts: Mapping[str, ShortcutTier] | Non
                  decisions=decisions, l0_memory=shared.memory, key_memo=key_memo, hit_requests=hit_requests,
                  body_work=body_work, classify=classify, shortcuts=tiers, pipeline=pipeline, tail=tail,
                  responses=archive, app=app, partition_secret=partition_secret, log_secret=log_secret,
-                 stopping=stopping, started_at=started_at, sessions=sessions, redis_link=redis)
+                 stopping=stopping, started_at=started_at, sessions=sessions, redis_link=redis,
+                 client_watches=chat.client_watches)

@@ -87,6 +87,7 @@ async def run_server(config: Config, *, handle_signals: bool = False,
     # The response archive is closed once every request and actor is done (SQLite checkpoints, removes its WAL).
     async with aclosing(parts.responses), trio.open_nursery() as actors:
         start_observers(actors, config, parts.decisions, parts.metrics)
+        parts.client_watches.start(actors)  # supervised here; its cancel at the end ends any watch left
         await parts.table.start(actors, parts.health)
         if handle_signals:
             actors.start_soon(_stop_on_signal, shutdown)
