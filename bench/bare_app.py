@@ -34,15 +34,21 @@ class FixedJson:
         await send({"type": "http.response.body", "body": self.body, "more_body": False})
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+def fixed_answer_args(doc: str | None) -> tuple[int, bytes, list[tuple[bytes, bytes]]]:
+    """The command line of a fixed-answer server (this one and bench/bare_h11.py): port, body and headers."""
+    parser = argparse.ArgumentParser(description=doc)
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--body-file", type=Path, required=True)
     parser.add_argument("--headers-file", type=Path, help='JSON [["name", "value"], ...]')
     args = parser.parse_args()
     pairs = json.loads(args.headers_file.read_text()) if args.headers_file else [["content-type", "application/json"]]
     headers = [(name.encode("latin-1"), value.encode("latin-1")) for name, value in pairs]
-    trio.run(serve_until_signalled, FixedJson(args.body_file.read_bytes(), headers), args.port)
+    return args.port, args.body_file.read_bytes(), headers
+
+
+def main() -> None:
+    port, body, headers = fixed_answer_args(__doc__)
+    trio.run(serve_until_signalled, FixedJson(body, headers), port)
 
 
 if __name__ == "__main__":

@@ -7,12 +7,10 @@ cost is the front end's (issue 23's ">= 20x LiteLLM cached" asks more of daari t
 
 from __future__ import annotations
 
-import argparse
-import json
-from pathlib import Path
-
 import h11
 import trio
+
+from bench.bare_app import fixed_answer_args
 
 
 class FixedAnswer:
@@ -40,18 +38,11 @@ class FixedAnswer:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--port", type=int, required=True)
-    parser.add_argument("--body-file", type=Path, required=True)
-    parser.add_argument("--headers-file", type=Path, help='JSON [["name", "value"], ...]')
-    args = parser.parse_args()
-    pairs = json.loads(args.headers_file.read_text()) if args.headers_file else [["content-type", "application/json"]]
-    headers = [(name.encode("latin-1"), value.encode("latin-1")) for name, value in pairs
-               if name.lower() != "content-length"]
-    answer = FixedAnswer(args.body_file.read_bytes(), headers)
+    port, body, headers = fixed_answer_args(__doc__)
+    answer = FixedAnswer(body, [(name, value) for name, value in headers if name.lower() != b"content-length"])
 
     async def serve() -> None:
-        await trio.serve_tcp(answer.serve, args.port, host="127.0.0.1")
+        await trio.serve_tcp(answer.serve, port, host="127.0.0.1")
 
     trio.run(serve)
 
