@@ -348,9 +348,11 @@ class _Exchange:
     async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                         tb: TracebackType | None) -> None:
         if self._response is not None:
-            if exc is None:
-                await self._response.drain()
-            self._response._release()
+            try:
+                if exc is None:
+                    await self._response.drain()
+            finally:  # a cancel during the drain still closes the connection
+                self._response._release()
 
 
 class LeanClient:
