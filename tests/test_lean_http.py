@@ -18,7 +18,7 @@ import httpx
 import pytest
 import trio
 
-from daari.executors.lean_http import MAX_HEAD_BYTES, ChunkedBody, LeanClient
+from daari.executors.lean_http import DRAIN_S, MAX_HEAD_BYTES, ChunkedBody, LeanClient
 from daari.executors.upstream_http import lean_applies, open_client
 from tests.support import daari_server, make_config, upstream_tier
 
@@ -200,6 +200,74 @@ async def test_leaving_mid_body_closes_the_connection() -> None:
                 assert piece == b"abc"
                 break
         assert not any(client._idle.values())
+
+
+class LateEndServer(RawServer):
+    """Answers a stream whose protocol-level end (`data: [DONE]`) comes before the HTTP body's end: the terminal
+    chunk is written `delay_s` after, as an ASGI server's last send is."""
+
+    def __init__(self, delay_s: float) -> None:
+        super().__init__(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\ne\r\ndata: [DONE]\n\n\r\n")
+        self.delay_s = delay_s
+
+    async def handle(self, stream: trio.SocketStream) -> None:
+        self.connections += 1
+        async with stream:
+            while await stream.receive_some(1 << 20):
+                await stream.send_all(self.reply)
+                await trio.sleep(self.delay_s)
+                await stream.send_all(b"0\r\n\r\n")
+
+
+@asynccontextmanager
+async def late_end_server(delay_s: float) -> AsyncIterator[LateEndServer]:
+    server = LateEndServer(delay_s)
+    async with trio.open_nursery() as nursery:
+        listeners = await nursery.start(partial(trio.serve_tcp, server.handle, 0, host="127.0.0.1"))
+        server.url = f"http://127.0.0.1:{listeners[0].socket.getsockname()[1]}"
+        yield server
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_stream_left_at_its_done_event_keeps_its_connection() -> None:
+    """An executor stops reading at `[DONE]`; the terminal chunk that follows is read and dropped on leaving,
+    so the next stream reuses the connection instead of paying a new one (issue 23's TTFT)."""
+    async with late_end_server(0.01) as server:
+        client = LeanClient(connect_timeout_s=5)
+        for _ in range(3):
+            async with client.stream("POST", server.url, content=b"{}") as response:
+                async for piece in response.aiter_bytes():
+                    assert piece == b"data: [DONE]\n\n"
+                    break
+        assert client.connections_made == 1
+        assert server.connections == 1
+        await client.aclose()
+
+
+async def test_a_rest_that_does_not_come_soon_is_not_waited_for() -> None:
+    """The body's end not there within DRAIN_S of the caller leaving: the connection is closed, not waited on."""
+    async with late_end_server(DRAIN_S * 5) as server:
+        client = LeanClient(connect_timeout_s=5)
+        for _ in range(2):
+            async with client.stream("POST", server.url, content=b"{}") as response:
+                async for _piece in response.aiter_bytes():
+                    break
+        assert client.connections_made == 2
+        await client.aclose()
+
+
+async def test_a_cancel_during_the_drain_closes_the_connection() -> None:
+    async with late_end_server(DRAIN_S * 5) as server:
+        client = LeanClient(connect_timeout_s=5)
+        with trio.move_on_after(DRAIN_S / 5) as scope:
+            async with client.stream("POST", server.url, content=b"{}") as response:
+                conn = response._conn
+                assert conn is not None
+                async for _piece in response.aiter_bytes():
+                    break
+        assert scope.cancelled_caught
+        assert conn.sock.fileno() == -1 and not any(client._idle.values())
+        await client.aclose()
 
 
 async def test_limits_and_malformed_answers() -> None:
