@@ -7,6 +7,8 @@ cost is the front end's (issue 23's ">= 20x LiteLLM cached" asks more of daari t
 
 from __future__ import annotations
 
+import contextlib
+
 import h11
 import trio
 
@@ -19,6 +21,11 @@ class FixedAnswer:
         self.headers = [*headers, (b"content-length", str(len(body)).encode())]
 
     async def serve(self, stream: trio.SocketStream) -> None:
+        # A client that resets its connection (wrk at the end of a run) ends that connection, not the server.
+        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError, h11.ProtocolError, OSError):
+            await self._answer(stream)
+
+    async def _answer(self, stream: trio.SocketStream) -> None:
         connection = h11.Connection(h11.SERVER)
         async with stream:
             while True:
