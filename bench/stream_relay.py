@@ -114,12 +114,17 @@ class StreamResult:
         return [(b - a) * 1000 for a, b in zip(self.arrivals, self.arrivals[1:], strict=False)]
 
 
+def request_head(url: str, path: str, body: bytes, headers: dict[str, str]) -> tuple[int, bytes]:
+    """The server's port and a POST's head (one connection per request: `connection: close`)."""
+    port = int(url.rsplit(":", 1)[1])
+    return port, (f"POST {path} HTTP/1.1\r\nhost: {HOST}:{port}\r\ncontent-type: application/json\r\n"
+                  f"content-length: {len(body)}\r\nconnection: close\r\n"
+                  + "".join(f"{k}: {v}\r\n" for k, v in headers.items()) + "\r\n").encode()
+
+
 async def stream(url: str, path: str, body: bytes, headers: dict[str, str]) -> StreamResult:
     """One POST over a new connection, read to the chunked body's end; deltas found by their word."""
-    port = int(url.rsplit(":", 1)[1])
-    head = (f"POST {path} HTTP/1.1\r\nhost: {HOST}:{port}\r\ncontent-type: application/json\r\n"
-            f"content-length: {len(body)}\r\nconnection: close\r\n"
-            + "".join(f"{k}: {v}\r\n" for k, v in headers.items()) + "\r\n").encode()
+    port, head = request_head(url, path, body, headers)
     started = time.perf_counter()
     sock = await trio.open_tcp_stream(HOST, port)
     async with sock:

@@ -25,17 +25,14 @@ from pathlib import Path
 import trio
 
 from bench.servers import HOST, daari, fake_upstream, workdir
-from bench.stream_relay import NO_CACHE, WORD, daari_config, request_of, stream, tier_of
+from bench.stream_relay import NO_CACHE, WORD, daari_config, request_head, request_of, stream, tier_of
 
 _CALL = re.compile(r"\d+\s+([\d.]+) (\w+)\(\d+, \"(.{0,300})")
 
 
 async def timed(url: str, route: str, body: bytes, headers: dict[str, str]) -> tuple[float, float, float]:
     """(connect started, request sent, first word read), wall-clock seconds, to line up with strace's."""
-    port = int(url.rsplit(":", 1)[1])
-    head = (f"POST {route} HTTP/1.1\r\nhost: {HOST}:{port}\r\ncontent-type: application/json\r\n"
-            f"content-length: {len(body)}\r\nconnection: close\r\n"
-            + "".join(f"{k}: {v}\r\n" for k, v in headers.items()) + "\r\n").encode()
+    port, head = request_head(url, route, body, headers)
     started = time.time()
     sock = await trio.open_tcp_stream(HOST, port)
     await sock.send_all(head + body)
