@@ -17,14 +17,14 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import trio
 
 from actors.runtime import Actor, Call, Outbox, Stream, handles, streams
 from daari.errors import DaariError, NotFound, Overloaded, UpstreamError
-from daari.executors.base import Executor
+from daari.executors.base import DownstreamFailed, Executor, RelayEmit
 from daari.protocol.chat import ChatRequest
 from daari.protocol.events import Event
 
@@ -36,6 +36,10 @@ class OpenGeneration(Stream[Event]):
     tier: str
     request: ChatRequest
     background: bool = False  # lowest priority: waits for an idle slot, yields it to any client (above)
+    # The request's live relay: where the tier's executor marks its reads (`flushes_per_read`), the generation
+    # emits into it, rendering and writing to the client from this task, and the stream carries no events;
+    # otherwise the events come through the stream as usual and the asker feeds them to the relay itself.
+    relay: RelayEmit | None = field(default=None, compare=False)
 
 
 class Preempted(DaariError):
@@ -218,6 +222,10 @@ class _StreamEmit:
 
 
 async def _run(executor: Executor, request: OpenGeneration, out: Outbox[Event]) -> None:
+    relay = request.relay if executor.flushes_per_read else None
+    if relay is not None:
+        await _relayed(executor, request.request, relay)
+        return
     try:
         await executor.generate(request.request, _StreamEmit(out))
     except (DaariError, trio.BrokenResourceError, trio.ClosedResourceError):
@@ -225,6 +233,26 @@ async def _run(executor: Executor, request: OpenGeneration, out: Outbox[Event]) 
     except Exception as exc:
         log.exception("executor %s failed", executor.name)
         raise UpstreamError(f"{executor.name} failed: {type(exc).__name__}", upstream=executor.name) from exc
+
+
+async def _relayed(executor: Executor, request: ChatRequest, relay: RelayEmit) -> None:
+    """The generation writes to the client through the request's relay, in this task: an upstream event reaches
+    the client's socket without waking the request's task. What the relay kept when the executor ended (its last
+    events, or those before a failure) is written before the end or the error is reported, as a stream's queued
+    events are delivered before its error. A failed write comes as `DownstreamFailed` (the relay's: a
+    `DaariError`, so it is passed on as the asker's answer, not logged as this executor's failure)."""
+    try:
+        await executor.generate(request, relay)
+    except DownstreamFailed:
+        raise
+    except (DaariError, trio.BrokenResourceError, trio.ClosedResourceError):
+        await relay.flush()
+        raise
+    except Exception as exc:
+        log.exception("executor %s failed", executor.name)
+        await relay.flush()
+        raise UpstreamError(f"{executor.name} failed: {type(exc).__name__}", upstream=executor.name) from exc
+    await relay.flush()
 
 
 def _status(executor: Executor) -> dict[str, Any]:

@@ -27,7 +27,7 @@ from typing import Any
 import httpx
 
 from daari.errors import Unauthorized, UpstreamError, UpstreamRejected, UpstreamUnavailable
-from daari.executors.base import Emit
+from daari.executors.base import Emit, read_done
 from daari.executors.http_upstream import (
     HttpUpstream,
     endpoint,
@@ -77,6 +77,7 @@ def has_thinking(body: dict[str, Any]) -> bool:
 class AnthropicExecutor(HttpUpstream):
     kind = "anthropic"
     supports_tools = True
+    flushes_per_read = True  # `_relay_stream` calls read_done after each read's events
     ttl_refused = False  # the upstream once answered 400 to a cache_control ttl: sent without from then on
 
     def shaped(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -211,6 +212,7 @@ class AnthropicExecutor(HttpUpstream):
                     await send(event)
                 if decoder.finished:
                     return
+            await read_done(send)
         raise UpstreamError(f"truncated stream from {self.name}: it ended without message_stop",
                             upstream=self.name)
 

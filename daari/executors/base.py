@@ -13,11 +13,12 @@ from typing import Any, Protocol, runtime_checkable
 import trio
 
 from daari.config import TierConfig
-from daari.errors import UpstreamUnavailable
+from daari.errors import DaariError, UpstreamUnavailable
 from daari.protocol.chat import ChatRequest
 from daari.protocol.events import Emit, Event
 
-__all__ = ["Emit", "Executor", "NowaitEmit"]  # Emit is defined with the events; executors import it from here
+# Emit is defined with the events; executors import it from here
+__all__ = ["DownstreamFailed", "Emit", "Executor", "NowaitEmit", "RelayEmit", "read_done"]
 
 
 @runtime_checkable
@@ -30,10 +31,36 @@ class NowaitEmit(Protocol):
     def nowait(self, event: Event) -> bool: ...
 
 
+@runtime_checkable
+class RelayEmit(NowaitEmit, Protocol):
+    """An emit that writes to the client itself (the request's live relay, run in the executor's task, so an
+    event reaches the client without a hand-off to the request's task): `nowait` renders an event and keeps it,
+    `flush` writes what was kept. An executor with `flushes_per_read` calls `read_done` after each upstream read's
+    events, so a burst goes out in one write and no event waits for a later read."""
+
+    async def flush(self) -> None: ...
+
+
+class DownstreamFailed(DaariError):
+    """A relay's write to the client failed (its `__cause__`): the client's side, never the upstream's. Carried
+    out of the executor's task as this so it is not mistaken for an executor failure; the relay's owner raises
+    the cause again."""
+
+
+async def read_done(emit: Emit) -> None:
+    """One upstream read's events were emitted: an emit that keeps events (a `RelayEmit`) writes them now."""
+    flush = getattr(emit, "flush", None)
+    if flush is not None:
+        await flush()
+
+
 class Executor(ABC):
     kind: str = "base"
     # Whether this executor can answer a request that defines tools with tool calls.
     supports_tools: bool = False
+    # Whether `generate` calls `read_done(emit)` after each upstream read's events: only then may the executor
+    # actor hand it the request's relay as its emit (events written from the executor's task, in runs).
+    flushes_per_read: bool = False
 
     def __init__(self, tier: str, config: TierConfig) -> None:
         self.tier = tier

@@ -29,7 +29,7 @@ from daari.errors import (
     UpstreamTimeout,
     UpstreamUnavailable,
 )
-from daari.executors.base import Emit
+from daari.executors.base import Emit, read_done
 from daari.executors.http_upstream import (
     HttpUpstream,
     endpoint_url,
@@ -80,6 +80,7 @@ def upstream_message(body: bytes) -> str:
 class OpenAIExecutor(HttpUpstream):
     kind = "openai"
     supports_tools = True
+    flushes_per_read = True  # `_relay` calls read_done after each read's events
 
     @property
     def repairs(self) -> bool:
@@ -239,5 +240,6 @@ class OpenAIExecutor(HttpUpstream):
                                       "JSON") from None
                 for ev in chunks.feed(data):
                     await emit(ev)
+            await read_done(emit)
         for ev in chunks.end():
             await emit(ev)

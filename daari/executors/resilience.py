@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,6 +66,7 @@ class ResilientExecutor(Executor):
         self.inner = inner
         self.kind = inner.kind
         self.supports_tools = inner.supports_tools
+        self.flushes_per_read = inner.flushes_per_read
         self.breaker = breaker or CircuitBreaker(
             inner.config.breaker.failure_threshold, inner.config.breaker.cooldown_s)
 
@@ -192,9 +194,25 @@ class ResilientExecutor(Executor):
             if not 0.0 <= deadline - armed < REARM_SLACK_S:
                 gap_scope.deadline = armed = deadline
 
+        downstream_flush = getattr(emit, "flush", None)
+
+        async def flush() -> None:
+            """One upstream read's events go to the client (a `RelayEmit`): a write that may wait on the client,
+            so the idle deadline is suspended around it, as for an emit that waits."""
+            nonlocal armed
+            assert downstream_flush is not None
+            gap_scope.deadline = armed = math.inf
+            try:
+                await downstream_flush()
+            except BaseException:
+                attempt.downstream_failed = True
+                raise
+            gap_scope.deadline = armed = trio.current_time() + idle_s
+
+        inner_emit: Emit = timed_emit if downstream_flush is None else _Flushing(timed_emit, flush)
         try:
             with total_scope, gap_scope:
-                await self.inner.generate(request, timed_emit)
+                await self.inner.generate(request, inner_emit)
         except Exception as exc:
             # An inner executor that turned our cancellation into its own error still timed out.
             expired = self._expired(gap_scope.cancel_called, total_scope.cancel_called, attempt)
@@ -219,6 +237,20 @@ class ResilientExecutor(Executor):
         log.warning("upstream %s: %s timeout (%gs)", self.name, which, value)
         return UpstreamTimeout(f"{self.name}: {which} timeout of {value:g}s exceeded", upstream=self.name,
                                retryable=retryable)
+
+
+class _Flushing:
+    """The wrapper's emit with the downstream's `flush` (through `read_done`), for an inner executor that marks
+    its reads."""
+
+    __slots__ = ("_emit", "flush")
+
+    def __init__(self, emit: Emit, flush: Callable[[], Awaitable[None]]) -> None:
+        self._emit = emit
+        self.flush = flush
+
+    async def __call__(self, event: Event) -> None:
+        await self._emit(event)
 
 
 def _is_retryable(exc: Exception) -> bool:

@@ -17,6 +17,7 @@ import secrets
 import httpx
 
 from daari.config import TierConfig
+from daari.executors.base import read_done
 from daari.local.tool_text import CallPiece, Piece, TextPiece, ToolTextParser
 from daari.protocol.chat import ChatRequest
 from daari.protocol.events import Emit, Event, Finish, TextDelta, ToolCallDelta, ToolCallStart
@@ -79,6 +80,10 @@ class _Repair:
             await self.emit(event)
         else:
             await self.emit(event)
+
+    async def flush(self) -> None:
+        """An upstream read's events were emitted (`read_done`): what the parser let through goes out now."""
+        await read_done(self.emit)
 
     async def _send(self, pieces: list[Piece], whole: TextDelta | None) -> None:
         for piece in pieces:

@@ -24,14 +24,15 @@ import trio
 from actors.executor import OpenGeneration
 from actors.runtime import Address, StreamReader
 from daari.errors import DaariError, ToolCallsUnsupportedLocally, UpstreamError
+from daari.executors.base import DownstreamFailed
 from daari.metrics import Metrics
 from daari.pipeline.hosted_tools import DropLog, settle_dropped
+from daari.pipeline.live_relay import LiveRelay
 from daari.pipeline.meta import Attempt
 from daari.pipeline.native_only import native_tiers
 from daari.pipeline.payer import payer_of
 from daari.pipeline.step import Answer
 from daari.pipeline.steps.judge import Judge, Judgement
-from daari.pipeline.steps.render import open_stream, settle
 from daari.pipeline.turn import Turn
 from daari.protocol.chat import ChatRequest, Completion
 from daari.protocol.events import Event, assemble
@@ -200,12 +201,17 @@ class ExecuteStep:
     def _open(self, turn: Turn, tier: str) -> tuple[AbstractAsyncContextManager[StreamReader[Event]],
                                                    AnswerFilter | None]:
         """The generation is this request's: leaving the `async with` cancels it and frees the tier."""
+        request, answer_filter = self._prepare(turn, tier)
+        return self.executor.stream(OpenGeneration(tier, request)), answer_filter
+
+    def _prepare(self, turn: Turn, tier: str) -> tuple[ChatRequest, AnswerFilter | None]:
+        """The request as `tier` is sent it, and the filter its answer goes through."""
         request, answer_filter = self.request_for(turn, tier), None
         if turn.draft is not None:
             request = with_draft(request, turn.draft)
         if self.guard is not None:
             request, answer_filter = self.guard.prepare(turn, tier, request)
-        return self.executor.stream(OpenGeneration(tier, request)), answer_filter
+        return request, answer_filter
 
     async def _collect(self, turn: Turn, tier: str) -> tuple[list[Event], bool]:
         opened, answer_filter = self._open(turn, tier)
@@ -221,29 +227,26 @@ class ExecuteStep:
     async def _stream_live(self, turn: Turn, tier: str) -> tuple[list[Event], bool]:
         """Stream as events arrive; the response starts with the first event, so earlier faults can escalate.
 
-        The events already queued when one arrives (an upstream's burst, read in one `recv`) go out in one
-        write: the same bytes in fewer sends, and none waits for a later event."""
-        events: list[Event] = []
-        sink = turn.sink
-        opened, answer_filter = self._open(turn, tier)
+        The relay (daari/pipeline/live_relay.py) goes with the generation: where the tier's executor marks its
+        upstream reads, the executor's task renders and writes each read's events itself (no hand-off to this
+        task per event: one pass of Trio's run loop less per paced event) and this task only waits for the end;
+        otherwise the events come through the stream and this task feeds them to the relay, the events already
+        queued when one arrives in one write. Either way no event waits for a later one."""
+        request, answer_filter = self._prepare(turn, tier)
+        relay = LiveRelay(turn, tier, self._kind(tier), answer_filter.feed if answer_filter is not None else None,
+                          lambda: self._dropped(turn, tier))
         try:
-            async with opened as generation:
+            async with self.executor.stream(OpenGeneration(tier, request, relay=relay)) as generation:
                 async for batch in generation.batches():
-                    chunks: list[bytes] = []
                     for received in batch:
-                        for event in answer_filter.feed(received) if answer_filter is not None else (received,):
-                            if not sink.stream_opened:
-                                settle(turn.meta, tier, self._kind(tier))
-                                self._dropped(turn, tier)
-                                chunks += await open_stream(turn)  # written with this run's events
-                            events.append(event)
-                            assert turn.renderer is not None
-                            chunks += turn.renderer.event(event)
-                    if chunks:
-                        await sink.write(chunks)
+                        relay.nowait(received)
+                    await relay.flush()
+        except DownstreamFailed:
+            assert relay.failure is not None
+            raise relay.failure from None
         finally:
-            await self._ended(turn, tier, events)
-        return events, answer_filter is not None and self._restored(tier, answer_filter)
+            await self._ended(turn, tier, relay.events)
+        return relay.events, answer_filter is not None and self._restored(tier, answer_filter)
 
     async def _ended(self, turn: Turn, tier: str, events: list[Event]) -> None:
         """The attempt ended, its answer complete or not, after the upstream had started answering: tell the budget

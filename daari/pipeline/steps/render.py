@@ -27,8 +27,14 @@ async def open_stream(turn: Turn) -> list[bytes]:
     """Start the response; returns the stream's opening chunks for the caller to write with the first events, so
     the client's first content arrives in the write that opens the stream (one send less before the first
     token: Hypercorn writes each ASGI body message with its own send)."""
-    turn.renderer = turn.wire.stream_renderer(turn.request)
+    opening = start_renderer(turn)
     await turn.sink.open_stream(turn.meta.headers(turn.controls.no_cache))
+    return opening
+
+
+def start_renderer(turn: Turn) -> list[bytes]:
+    """The stream's renderer, set on the turn; returns its opening chunks. The response is not opened here."""
+    turn.renderer = turn.wire.stream_renderer(turn.request)
     return turn.renderer.start()
 
 
