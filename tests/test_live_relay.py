@@ -1,0 +1,294 @@
+"""A live stream written from the executor's task (`OpenGeneration.relay`): the events reach the relay in runs,
+one per upstream read, never through the asker's stream; an asker that leaves while the relay waits on its client
+ends the generation, frees the slot and closes the upstream; a failed client write is the client's side; the idle
+timeout does not count the client's write. Through the ExecutorActor with a real loopback upstream, and the
+resilience wrapper with scripted executors on virtual time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import pytest
+import trio
+import trio.testing
+
+from actors.executor import ExecutorActor, OpenGeneration
+from actors.faults import FAULTS
+from actors.runtime import Address, Health, Mailbox, RestartPolicy, supervise
+from daari.config import TierConfig
+from daari.errors import UpstreamError, UpstreamTimeout
+from daari.executors.base import DownstreamFailed, Emit, Executor, read_done
+from daari.executors.registry import make_executor
+from daari.executors.resilience import ResilientExecutor
+from daari.pipeline.live_relay import LiveRelay
+from daari.pipeline.turn import Turn
+from daari.protocol.chat import ChatRequest, Message
+from daari.protocol.events import Event, Finish, TextDelta, assemble
+from daari.protocol.wire import OPENAI
+from tests.fakes.openai_upstream import FakeOpenAI
+from tests.fakes.serving import serve_app
+from tests.test_resilience import IDLE, REQUEST, ScriptedExecutor, tier_config
+
+
+class ClientRelay:
+    """Stands in for the request's `LiveRelay` (daari/pipeline/live_relay.py) at the client's end: `nowait` keeps
+    an event, `flush` writes what was kept as one write (recorded), taking `delay` (a slow client), forever with
+    `block`, or failing with `fails` (as the live relay does: `DownstreamFailed` from the sink's error)."""
+
+    def __init__(self, delay: float = 0.0, block: bool = False, fails: Exception | None = None) -> None:
+        self.delay = delay
+        self.block = block
+        self.fails = fails
+        self.kept: list[Event] = []
+        self.writes: list[list[Event]] = []
+        self.blocked = trio.Event()
+
+    def nowait(self, event: Event) -> bool:
+        self.kept.append(event)
+        return True
+
+    async def __call__(self, event: Event) -> None:
+        self.nowait(event)
+        await self.flush()
+
+    async def flush(self) -> None:
+        if not self.kept:
+            return
+        if self.fails is not None:
+            raise DownstreamFailed("writing to the client failed") from self.fails
+        if self.block:
+            self.blocked.set()
+            await trio.sleep_forever()
+        await trio.sleep(self.delay)
+        events, self.kept = self.kept, []
+        self.writes.append(events)
+
+    @property
+    def events(self) -> list[Event]:
+        return [event for write in self.writes for event in write]
+
+
+def chat(model: str, **sampling: object) -> ChatRequest:
+    return ChatRequest(messages=[Message("user", "tell me about trio")], model=model, stream=True,
+                       sampling=dict(sampling))
+
+
+@asynccontextmanager
+async def executor_actor(executors: dict[str, Executor]) -> AsyncIterator[tuple[Address, list[ExecutorActor]]]:
+    mailbox = Mailbox("executor", 16, FAULTS)
+    made: list[ExecutorActor] = []
+
+    def make() -> ExecutorActor:
+        made.append(ExecutorActor(executors))
+        return made[-1]
+
+    async with trio.open_nursery() as nursery:
+        await nursery.start(supervise, make, mailbox, Health().status("executor"), RestartPolicy())
+        yield mailbox.address, made
+        nursery.cancel_scope.cancel()
+
+
+async def through_stream(address: Address, generation: OpenGeneration) -> list[Event]:
+    """What the asker's stream carried (the relay path carries nothing)."""
+    async with address.stream(generation) as items:
+        return [event async for event in items]
+
+
+async def test_a_relayed_generation_writes_through_the_relay_and_its_stream_carries_nothing() -> None:
+    fake = FakeOpenAI()
+    async with serve_app(fake) as upstream:
+        executors = {"L3": make_executor("L3", TierConfig(executor="openai", base_url=upstream + "/v1"))}
+        assert executors["L3"].flushes_per_read  # the resilience wrapper presents its inner executor's flag
+        async with executor_actor(executors) as (address, _):
+            relay = ClientRelay()
+            with trio.fail_after(10):
+                carried = await through_stream(address, OpenGeneration("L3", chat("long", max_tokens=30),
+                                                                       relay=relay))
+    assert carried == []
+    assert isinstance(relay.events[-1], Finish) and len(assemble(relay.events).text.split()) == 30
+    assert not relay.kept  # the last events were written before the stream ended
+    assert 1 <= len(relay.writes) <= len(relay.events)  # in runs, never an event held back
+
+
+async def test_a_relayed_upstream_failure_writes_what_came_before_it_then_reports_it() -> None:
+    fake = FakeOpenAI()
+    async with serve_app(fake) as upstream:
+        executors = {"L3": make_executor("L3", TierConfig(executor="openai", base_url=upstream + "/v1"))}
+        async with executor_actor(executors) as (address, _):
+            relay = ClientRelay()
+            with trio.fail_after(10), pytest.raises(UpstreamError):
+                await through_stream(address, OpenGeneration("L3", chat("drop"), relay=relay))
+    assert relay.events and not relay.kept  # the two chunks before the break reached the client first
+    assert not isinstance(relay.events[-1], Finish)
+
+
+async def test_an_asker_gone_while_the_relay_waits_on_its_client_closes_the_upstream_and_frees_the_slot() -> None:
+    fake = FakeOpenAI()
+    async with serve_app(fake) as upstream:
+        tier = TierConfig(executor="openai", base_url=upstream + "/v1", max_concurrency=1)
+        executors = {"L3": make_executor("L3", tier)}
+        async with executor_actor(executors) as (address, made):
+            relay = ClientRelay(block=True)  # the client stopped reading: its write never returns
+            with trio.fail_after(10):
+                async with trio.open_nursery() as asker:
+                    asker.start_soon(through_stream, address, OpenGeneration("L3", chat("long", max_tokens=50),
+                                                                             relay=relay))
+                    await relay.blocked.wait()
+                    assert fake.active_streams == 1
+                    asker.cancel_scope.cancel()  # the client watch cancels the request: it leaves the stream
+                while fake.active_streams:
+                    await trio.sleep(0.01)
+            actor = made[-1]
+            assert actor.in_flight["L3"] == 0 and actor.limiters["L3"].borrowed_tokens == 0
+            after = ClientRelay()
+            with trio.fail_after(10):
+                await through_stream(address, OpenGeneration("L3", chat("good"), relay=after))
+            assert isinstance(after.events[-1], Finish)  # the slot came back: the next one answers
+
+
+async def test_a_failed_client_write_is_the_clients_side_not_the_upstreams() -> None:
+    fake = FakeOpenAI()
+    async with serve_app(fake) as upstream:
+        executors = {"L3": make_executor("L3", TierConfig(executor="openai", base_url=upstream + "/v1"))}
+        async with executor_actor(executors) as (address, _):
+            gone = ConnectionResetError("the client reset the connection")
+            with trio.fail_after(10), pytest.raises(DownstreamFailed) as info:
+                await through_stream(address, OpenGeneration("L3", chat("long"), relay=ClientRelay(fails=gone)))
+            assert not isinstance(info.value, UpstreamError)  # the request's task raises the relay's own error
+            assert executors["L3"].status()["breaker"]["consecutive_failures"] == 0
+            while fake.active_streams:
+                await trio.sleep(0.01)
+
+
+async def test_an_executor_that_does_not_mark_its_reads_streams_to_the_asker_and_leaves_the_relay_alone() -> None:
+    async def answer(emit: Emit) -> None:
+        await emit(TextDelta("a"))
+        await emit(Finish("stop"))
+
+    executors: dict[str, Executor] = {"L4": ResilientExecutor(ScriptedExecutor(tier_config(), answer))}
+    assert not executors["L4"].flushes_per_read
+    async with executor_actor(executors) as (address, _):
+        relay = ClientRelay()
+        with trio.fail_after(10):
+            carried = await through_stream(address, OpenGeneration("L4", REQUEST, relay=relay))
+    assert assemble(carried).text == "a" and relay.writes == []
+
+
+class RecordingSink:
+    """The pipeline's `Sink` at the client's end: what was sent, in order; `fails`: the next write raises it."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, bytes]] = []
+        self.fails: Exception | None = None
+        self._opened = False
+
+    @property
+    def stream_opened(self) -> bool:
+        return self._opened
+
+    async def send_json(self, status: int, body: dict[str, object], headers: dict[str, str]) -> None:
+        raise AssertionError("a live stream sends no JSON body")
+
+    async def open_stream(self, headers: dict[str, str]) -> None:
+        self._opened = True
+        self.sent.append(("start", b""))
+
+    async def write(self, chunks: list[bytes]) -> None:
+        if self.fails is not None:
+            raise self.fails
+        self.sent.append(("body", b"".join(chunks)))
+
+    async def close_stream(self) -> None:
+        self.sent.append(("end", b""))
+
+
+def live_turn(sink: RecordingSink) -> Turn:
+    turn = Turn(OPENAI, {}, b"{}", sink)
+    turn.request = chat("m")
+    return turn
+
+
+async def test_the_live_relay_opens_the_stream_with_its_first_run_in_one_write() -> None:
+    sink = RecordingSink()
+    turn = live_turn(sink)
+    first: list[str] = []
+    relay = LiveRelay(turn, "L3", "openai", None, lambda: first.append("dropped tools settled"))
+    assert relay.nowait(TextDelta("Hello")) and relay.nowait(TextDelta(" world"))
+    assert sink.sent == [] and turn.meta.tier == "L3" and first == ["dropped tools settled"]
+    await relay.flush()
+    await relay.flush()  # nothing kept: nothing written
+    await relay(TextDelta("!"))  # awaited: written at once
+    assert [kind for kind, _ in sink.sent] == ["start", "body", "body"]
+    opening = sink.sent[1][1]
+    assert opening.index(b'"role":"assistant"') < opening.index(b"Hello") < opening.index(b" world")
+    assert b'"content":"!"' in sink.sent[2][1] and first == ["dropped tools settled"]  # settled once
+    assert relay.events == [TextDelta("Hello"), TextDelta(" world"), TextDelta("!")]
+
+
+async def test_the_live_relay_carries_a_failed_write_as_downstream_failed_and_keeps_the_error() -> None:
+    sink = RecordingSink()
+    relay = LiveRelay(live_turn(sink), "L3", "openai", None, lambda: None)
+    sink.fails = gone = ConnectionResetError("reset")
+    relay.nowait(TextDelta("a"))
+    with pytest.raises(DownstreamFailed) as info:
+        await relay.flush()
+    assert relay.failure is gone and info.value.__cause__ is gone
+    assert relay.events == [TextDelta("a")]  # rendered before the write: the budget and the tail still see it
+
+
+class MarkingExecutor(ScriptedExecutor):
+    flushes_per_read = True
+
+
+@pytest.fixture
+def virtual_time(mock_clock: trio.testing.MockClock) -> trio.testing.MockClock:
+    mock_clock.autojump_threshold = 0
+    return mock_clock
+
+
+async def test_a_relay_write_that_waits_on_the_client_is_not_upstream_idle(virtual_time: object) -> None:
+    async def reads(emit: Emit) -> None:
+        await emit(TextDelta("a"))
+        await emit(TextDelta("b"))
+        await read_done(emit)  # one read's two events: one write
+        await trio.sleep(IDLE * 0.8)
+        await emit(TextDelta("c"))
+        await emit(Finish("stop"))
+        await read_done(emit)
+
+    slow_client = ClientRelay(delay=IDLE * 3)  # each write outlasts idle_s
+    executor = ResilientExecutor(MarkingExecutor(tier_config(), reads))
+    await executor.generate(REQUEST, slow_client)
+    assert slow_client.writes == [[TextDelta("a"), TextDelta("b")], [TextDelta("c"), Finish("stop")]]
+
+
+async def test_after_a_relay_write_the_upstream_gets_idle_s_again(virtual_time: object) -> None:
+    async def one_read_then_silence(emit: Emit) -> None:
+        await emit(TextDelta("a"))
+        await read_done(emit)
+        await trio.sleep_forever()
+
+    client = ClientRelay(delay=IDLE / 2)
+    executor = ResilientExecutor(MarkingExecutor(tier_config(), one_read_then_silence))
+    start = trio.current_time()
+    with pytest.raises(UpstreamTimeout, match="idle"):
+        await executor.generate(REQUEST, client)
+    assert trio.current_time() - start == pytest.approx(IDLE / 2 + IDLE)  # the write's time, then idle_s
+    assert client.writes == [[TextDelta("a")]]
+    assert executor.status()["breaker"]["consecutive_failures"] == 1  # the upstream's silence: its fault
+
+
+async def test_a_failed_relay_write_is_not_retried_nor_counted_against_the_upstream(virtual_time: object) -> None:
+    async def one_read(emit: Emit) -> None:
+        await emit(TextDelta("a"))
+        await read_done(emit)
+        await emit(Finish("stop"))
+
+    inner = MarkingExecutor(tier_config(max_retries=2), one_read)
+    executor = ResilientExecutor(inner)
+    with pytest.raises(DownstreamFailed):
+        await executor.generate(REQUEST, ClientRelay(fails=BrokenPipeError()))
+    assert inner.calls == 1
+    assert executor.status()["breaker"]["consecutive_failures"] == 0
