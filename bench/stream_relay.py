@@ -26,6 +26,7 @@ Paths (every daari request carries `X-Daari-No-Cache: true`, so it is relayed, n
     python -m bench.stream_relay                         # 1 and 2
     python -m bench.stream_relay --streams 1000          # and 1,000 held streams
     python -m bench.stream_relay --cold                  # the cold paths only
+    python -m bench.stream_relay --chunk-pace 0.005 --long 100 --short 10   # 1 and 2 with paced deltas (each alone)
     python -m bench.stream_relay --streams 1000 --held-only --backlog 100   # only 3, at Hypercorn's old backlog
 """
 
@@ -245,7 +246,8 @@ def relay_tables(args: argparse.Namespace) -> list[Table]:
     tables: list[Table] = []
     load_before = os.getloadavg()
     with workdir() as tmp, ExitStack() as stack:
-        fakes = {kind: stack.enter_context(fake_upstream(kind, tmp)) for kind in ("openai", "anthropic")}
+        fakes = {kind: stack.enter_context(fake_upstream(kind, tmp, token_delay_s=args.chunk_pace))
+                 for kind in ("openai", "anthropic")}
         targets: dict[str, tuple[str, Server]] = {}
         for path in PATHS:
             if path.via_daari:
@@ -256,7 +258,8 @@ def relay_tables(args: argparse.Namespace) -> list[Table]:
         turns = sequential(PATHS, targets, args.short, args.long, args.requests, args.rounds)
         load_after = os.getloadavg()
 
-        table = Table(f"Stream relay: CPU per chunk and TTFT ({args.long}-delta streams, one at a time)",
+        paced = f", deltas {args.chunk_pace * 1000:g} ms apart" if args.chunk_pace else ""
+        table = Table(f"Stream relay: CPU per chunk and TTFT ({args.long}-delta streams, one at a time{paced})",
                       ["path", "server", "CPU us per chunk", "CPU ms per request", "TTFT p50 ms",
                        "added TTFT p50 ms"])
         direct_ttft: dict[str, float] = {}
@@ -408,6 +411,9 @@ def main() -> None:
                         help="paths for the held-streams run (default: OpenAI direct and through daari)")
     parser.add_argument("--backlog", type=int, default=None,
                         help="daari's server.backlog for --streams (default: daari's own; Hypercorn's was 100)")
+    parser.add_argument("--chunk-pace", type=float, default=0.0,
+                        help="seconds between deltas for the CPU per chunk table (0: unpaced, bursts; paced, each "
+                        "event arrives alone and the figure is a paced chunk's cost)")
     parser.add_argument("--held-only", action="store_true", help="only the --streams run (skip 1 and 2)")
     parser.add_argument("--cold", action="store_true", help="measure the cold paths only")
     parser.add_argument("--profile", action="store_true", help="cProfile daari on one path instead")
