@@ -27,6 +27,7 @@ from daari.pipeline.turn import Turn
 from daari.protocol.chat import ChatRequest, Message
 from daari.protocol.events import Event, Finish, TextDelta, assemble
 from daari.protocol.wire import OPENAI
+from tests.fakes.anthropic_upstream import FakeAnthropic
 from tests.fakes.openai_upstream import FakeOpenAI
 from tests.fakes.serving import serve_app
 from tests.test_resilience import IDLE, REQUEST, ScriptedExecutor, tier_config
@@ -110,6 +111,25 @@ async def test_a_relayed_generation_writes_through_the_relay_and_its_stream_carr
     assert isinstance(relay.events[-1], Finish) and len(assemble(relay.events).text.split()) == 30
     assert not relay.kept  # the last events were written before the stream ended
     assert 1 <= len(relay.writes) <= len(relay.events)  # in runs, never an event held back
+
+
+@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+async def test_a_paced_relayed_stream_is_written_event_by_event_never_held_for_a_later_read(kind: str) -> None:
+    """Each upstream event arrives alone, so each is written before the next arrives: an executor that marks its
+    reads but missed one would hold events until a later read (or the end) and make fewer writes."""
+    fake: FakeOpenAI | FakeAnthropic = FakeOpenAI() if kind == "openai" else FakeAnthropic()
+    fake.token_delay_s = 0.05
+    async with serve_app(fake) as upstream:
+        executors = {"L3": make_executor("L3", TierConfig(executor=kind, base_url=upstream + "/v1"))}
+        async with executor_actor(executors) as (address, _):
+            relay = ClientRelay()
+            with trio.fail_after(10):
+                carried = await through_stream(address, OpenGeneration("L3", chat("long", max_tokens=6),
+                                                                       relay=relay))
+    assert carried == [] and isinstance(relay.events[-1], Finish)
+    deltas = [event for event in relay.events if isinstance(event, TextDelta)]
+    assert len(deltas) == 6
+    assert len(relay.writes) >= len(deltas)  # no two paced deltas in one write
 
 
 async def test_a_relayed_upstream_failure_writes_what_came_before_it_then_reports_it() -> None:

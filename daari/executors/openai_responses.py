@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 
 from daari.errors import UpstreamError
-from daari.executors.base import Emit
+from daari.executors.base import Emit, read_done
 from daari.executors.http_upstream import endpoint_url, response_started
 from daari.executors.openai_compat import OpenAIExecutor
 from daari.executors.upstream_http import UpstreamResponse
@@ -119,5 +119,6 @@ class OpenAIResponsesExecutor(OpenAIExecutor):
                     await emit(event)
                 if decoder.finished:
                     return
+            await read_done(emit)  # flushes_per_read, from OpenAIExecutor
         raise self._error(UpstreamError, f"truncated stream from {self.name}: it ended without "
                           "response.completed")
