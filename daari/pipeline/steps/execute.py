@@ -242,8 +242,9 @@ class ExecuteStep:
                         relay.nowait(received)
                     await relay.flush()
         except DownstreamFailed:
-            assert relay.failure is not None
-            raise relay.failure from None
+            if relay.failure is None:
+                raise
+            raise relay.failure from None  # the client's side, as if this task's own write had failed
         finally:
             await self._ended(turn, tier, relay.events)
         return relay.events, answer_filter is not None and self._restored(tier, answer_filter)
