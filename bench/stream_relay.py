@@ -278,7 +278,8 @@ def relay_tables(args: argparse.Namespace) -> list[Table]:
             f"{args.rounds} rounds of {args.requests} streams of {args.short} and {args.long} deltas per path; CPU "
             "per chunk = (CPU per long stream - CPU per short stream) / the difference in deltas, median of rounds",
             "daari's CPU per chunk includes everything it does per delta: reading the upstream's bytes, decoding "
-            "its SSE, the executor actor's channel, rendering, Hypercorn's write to the client",
+            "its SSE, rendering (in the generation's task where the executor marks its reads, else after the executor "
+            "actor's channel), Hypercorn's write to the client",
             f"load average {load_before[0]:.1f} before, {load_after[0]:.1f} after (2 shared cores); {machine()}",
         ]
         tables.append(table)
