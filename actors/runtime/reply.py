@@ -163,7 +163,9 @@ class StreamReader(Generic[T]):
         state = self._state
         if not state.finished:
             state.abandoned = True
-        state.scope.cancel()
+            # A finished stream's work has nothing left to await in its scope (`finish` is its last step): a
+            # cancel there would only cost a recompute of the scope's status, on every request.
+            state.scope.cancel()
         self._channel.close()
 
 
