@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 import zlib
 
+import numpy as np
+
 LINE_RUN = 5  # the same line (with letters) this many times in a row
 SYMBOL_LINE_RUN = 8  # ...or a line of symbols only ("#", "-", "}" can repeat a little in real text)
 PHRASE_RUN = 4  # a phrase of 2-8 words repeated back to back this many times
@@ -32,18 +34,27 @@ def _longest_line_run(lines: list[str]) -> tuple[int, str]:
 
 def _phrase_run(tokens: list[str], prompt: str) -> bool:
     """A unit of 1-8 words repeated back to back: a unit of n words repeated r times is a stretch of (r - 1) * n
-    positions where each word equals the word n further on (one pass per n, no slicing). A run the prompt has
-    too is copied material, not a loop."""
+    positions where each word equals the word n further on. A run the prompt has too is copied material, not a
+    loop.
+
+    The words are numbered (the same word, the same number) and compared n apart as arrays, one byte per position;
+    the stretches long enough are found with `bytes.find`. A Python loop over every word, eight times, was ~0.8 us
+    a word on these cores (~320 us for a 400-word answer, in the judge of every answer)."""
+    first: dict[str, int] = {}
+    codes = np.fromiter(map(first.setdefault, tokens, range(len(tokens))), dtype=np.int64, count=len(tokens))
     for size in range(1, 9):
         needed = WORD_RUN if size == 1 else PHRASE_RUN
         span = max((needed - 1) * size, MIN_RUN_TOKENS - size)
-        run = 0
-        for i in range(len(tokens) - size):
-            run = run + 1 if tokens[i] == tokens[i + size] else 0
-            if run >= span:
-                unit = tokens[i + 1 - size:i + 1]
-                if any(any(c.isalpha() for c in t) for t in unit) and " ".join(unit * needed) not in prompt:
-                    return True
+        # matches[i]: tokens[i] == tokens[i + size]; `span` ones ending at i are a repeated unit ending at i
+        matches = (codes[:-size] == codes[size:]).tobytes()
+        stretch = b"\x01" * span
+        start = matches.find(stretch)
+        while start >= 0:
+            i = start + span - 1
+            unit = tokens[i + 1 - size:i + 1]
+            if any(any(c.isalpha() for c in t) for t in unit) and " ".join(unit * needed) not in prompt:
+                return True
+            start = matches.find(stretch, start + 1)
     return False
 
 
