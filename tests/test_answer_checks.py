@@ -12,6 +12,7 @@ from daari.protocol.chat import Completion
 from daari.routing.classifier import classify
 from daari.trust.answer_check import answer_violations
 from daari.trust.degenerate import (
+    ARRAY_FROM_WORDS,
     MIN_RUN_TOKENS,
     PHRASE_RUN,
     WORD_RUN,
@@ -142,7 +143,7 @@ def test_the_phrase_run_matches_its_word_by_word_rule() -> None:
     outcomes = set()
     for case in range(3000):
         vocabulary = ["go", "to", "the", "7", "42", "run", "it"][:rng.randint(1, 7)]
-        tokens = [rng.choice(vocabulary) for _ in range(rng.randint(0, 60))]
+        tokens = [rng.choice(vocabulary) for _ in range(rng.randint(0, 2 * ARRAY_FROM_WORDS))]  # both forms
         if case % 3 == 0:  # a real loop inside ordinary text
             unit = [rng.choice(vocabulary) for _ in range(rng.randint(1, 8))]
             at = rng.randint(0, len(tokens))
