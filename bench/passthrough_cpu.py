@@ -13,6 +13,7 @@ cost). It moves with daari's code, not with the machine's load, so it compares c
     python -m bench.passthrough_cpu --stream        # streamed answers: CPU per stream, and CPU to the first byte
     python -m bench.passthrough_cpu --profile 300   # cProfile of 300 requests: calls by package, top functions
     python -m bench.passthrough_cpu --instructions --calls 30   # instructions per request (callgrind; minutes)
+    python -m bench.passthrough_cpu --steps         # CPU per request by pipeline step (the rest: route, subscribers)
 """
 
 from __future__ import annotations
@@ -74,8 +75,69 @@ class Client:
             raise RuntimeError(f"not a pass-through answer: {start} {body[:300]!r}")
 
 
+class TimedStep:
+    """A pipeline step whose event-loop-thread CPU time, its awaits included, is added to `spent[name]`: requests
+    run one at a time here, so what runs during a step's await is that request's own work (the executor's task
+    during `execute`), with little else (the hub's subscribers catching up)."""
+
+    def __init__(self, step: Any, spent: dict[str, float]) -> None:
+        self.step = step
+        self.name = step.name
+        self.spent = spent
+
+    async def __call__(self, *args: Any) -> Any:
+        started = time.thread_time()
+        try:
+            return await self.step(*args)
+        finally:
+            self.spent[self.name] = self.spent.get(self.name, 0.0) + time.thread_time() - started
+
+
+def timed(name: str, call: Any, spent: dict[str, float]) -> Any:
+    async def timed_call(*args: Any, **kwargs: Any) -> Any:
+        started = time.thread_time()
+        try:
+            return await call(*args, **kwargs)
+        finally:
+            spent[name] = spent.get(name, 0.0) + time.thread_time() - started
+    return timed_call
+
+
+async def by_step(client: Client, parts: Any, calls: int) -> None:
+    """CPU per request by step, best of five runs of `calls` requests (each step's best run); inside the execute
+    step, the judge and the tier's executor (in the ExecutorActor's task: the upstream call) apart."""
+    spent: dict[str, float] = {}
+    pipeline = parts.pipeline
+    execute = next(step for step in pipeline.routed if step.name == "execute")
+    execute.judge = timed("  execute: the judge", execute.judge, spent)
+    for executor in parts.executors.values():  # the ExecutorActor's own objects: `generate` runs in its task
+        executor.generate = timed("  execute: the executor's generate (resilience, client, upstream call)",
+                                  executor.generate, spent)
+    pipeline.local = tuple(TimedStep(step, spent) for step in pipeline.local)
+    pipeline.routed = tuple(TimedStep(step, spent) for step in pipeline.routed)
+    pipeline.finish = tuple(TimedStep(step, spent) for step in pipeline.finish)
+    best: dict[str, float] = {}
+    for _ in range(5):
+        spent.clear()
+        start = time.thread_time()
+        for _ in range(calls):
+            await client.call()
+            await trio.lowlevel.checkpoint()
+        await trio.sleep(0.05)
+        total = (time.thread_time() - start) / calls * 1e6
+        run = {name: value / calls * 1e6 for name, value in spent.items()}
+        run["(all)"] = total
+        run["(outside the steps: route, record, subscribers)"] = total - sum(
+            v for k, v in run.items() if k != "(all)" and not k.startswith(" "))
+        for name, value in run.items():
+            best[name] = min(best.get(name, value), value)
+    print("daari CPU per pass-through request by pipeline step, us (each line's best of five runs):")
+    for name, value in best.items():
+        print(f"  {value:8.0f}  {name}")
+
+
 async def measure(upstream_url: str, stream: bool, calls: int, profile: int, save: str,
-                  windowed: bool = False) -> None:
+                  windowed: bool = False, steps: bool = False) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="daari-ptcpu-"))
     config = make_config(tmp, tiers={"L3": upstream_tier("openai", upstream_url + "/v1", "good")},
                          cache={"l1": {"enabled": False}})
@@ -85,7 +147,9 @@ async def measure(upstream_url: str, stream: bool, calls: int, profile: int, sav
         for _ in range(20):
             await client.call()
         client.check()
-        if profile:
+        if steps:
+            await by_step(client, server.parts, calls)
+        elif profile:
             profiler = cProfile.Profile(time.thread_time)  # CPU, not the waits
             profiler.enable()
             for _ in range(profile):
@@ -171,6 +235,7 @@ def main() -> None:
     parser.add_argument("--save", default="", help="with --profile: write the profile to this file too")
     parser.add_argument("--instructions", action="store_true",
                         help="instructions per request under callgrind (needs valgrind; minutes)")
+    parser.add_argument("--steps", action="store_true", help="CPU per request by pipeline step")
     parser.add_argument("--child", default="", help=argparse.SUPPRESS)  # the measured process, given the upstream
     args = parser.parse_args()
     if args.child:
@@ -180,7 +245,7 @@ def main() -> None:
         if args.instructions:
             print(instructions(upstream.url, args.stream, args.calls, log_dir))
         else:
-            trio.run(measure, upstream.url, args.stream, args.calls, args.profile, args.save)
+            trio.run(measure, upstream.url, args.stream, args.calls, args.profile, args.save, False, args.steps)
 
 
 def instructions(upstream_url: str, stream: bool, calls: int, tmp: Path) -> str:

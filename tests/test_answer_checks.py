@@ -3,13 +3,24 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from daari.eval.judge_set import parse_request
 from daari.protocol.chat import Completion
 from daari.routing.classifier import classify
 from daari.trust.answer_check import answer_violations
-from daari.trust.degenerate import copied_span, mostly_echo, runaway_repetition
+from daari.trust.degenerate import (
+    ARRAY_FROM_WORDS,
+    MIN_RUN_TOKENS,
+    PHRASE_RUN,
+    WORD_RUN,
+    _phrase_run,
+    copied_span,
+    mostly_echo,
+    runaway_repetition,
+)
 from daari.trust.format_check import count_sentences, count_words, format_violations
 from daari.trust.stated_format import read_stated_format
 from evals.judge import judge_prompts as jp
@@ -107,6 +118,41 @@ def test_runaway_repetition() -> None:
     code = "\n".join(f"    assert parse({i}) == {i}" for i in range(12))
     assert not runaway_repetition(code)
     assert not runaway_repetition("}\n}\n}\n}\n")
+
+
+def _phrase_run_by_word(tokens: list[str], prompt: str) -> bool:
+    """The phrase-run rule word by word, as it was written before its C-speed form: the reference it must match."""
+    for size in range(1, 9):
+        needed = WORD_RUN if size == 1 else PHRASE_RUN
+        span = max((needed - 1) * size, MIN_RUN_TOKENS - size)
+        run = 0
+        for i in range(len(tokens) - size):
+            run = run + 1 if tokens[i] == tokens[i + size] else 0
+            if run >= span:
+                unit = tokens[i + 1 - size:i + 1]
+                if any(any(c.isalpha() for c in t) for t in unit) and " ".join(unit * needed) not in prompt:
+                    return True
+    return False
+
+
+def test_the_phrase_run_matches_its_word_by_word_rule() -> None:
+    """Token lists from small vocabularies (so units repeat, back to back or nearly), with numbers (no letters:
+    never a loop) and prompts that hold some of the runs (copied material): both forms agree on every one, and
+    both outcomes occur."""
+    rng = random.Random(23)
+    outcomes = set()
+    for case in range(3000):
+        vocabulary = ["go", "to", "the", "7", "42", "run", "it"][:rng.randint(1, 7)]
+        tokens = [rng.choice(vocabulary) for _ in range(rng.randint(0, 2 * ARRAY_FROM_WORDS))]  # both forms
+        if case % 3 == 0:  # a real loop inside ordinary text
+            unit = [rng.choice(vocabulary) for _ in range(rng.randint(1, 8))]
+            at = rng.randint(0, len(tokens))
+            tokens[at:at] = unit * rng.randint(2, 7)
+        prompt = " ".join(tokens[rng.randint(0, len(tokens)):]) if case % 4 == 0 else "what does this do"
+        expected = _phrase_run_by_word(tokens, prompt)
+        assert _phrase_run(tokens, prompt) == expected, (tokens, prompt)
+        outcomes.add(expected)
+    assert outcomes == {True, False}
 
 
 def test_a_short_answer_that_copies_the_prompt() -> None:

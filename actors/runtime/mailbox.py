@@ -7,10 +7,9 @@ mailboxes, so actors never wait on each other in a circle. A full mailbox makes 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from types import TracebackType
+from typing import Any, Generic, TypeVar
 
 import trio
 
@@ -63,9 +62,7 @@ class Address:
         except (trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError):
             return False
 
-    @asynccontextmanager
-    async def stream(self, message: Stream[T], *, shed: bool = False,
-                     buffer: int | None = None) -> AsyncIterator[StreamReader[T]]:
+    def stream(self, message: Stream[T], *, shed: bool = False, buffer: int | None = None) -> OpenedStream[T]:
         """`async with address.stream(msg) as items: async for item in items: ...`
 
         Leaving the block for any reason cancels the work at once (or it is never started).
@@ -74,11 +71,7 @@ class Address:
         reader: StreamReader[T]
         outbox, reader = open_stream(self.stream_buffer if buffer is None else buffer,
                                      lambda: self.fault(ActorDown, "stopped before finishing its answer"))
-        try:
-            await self._post(Envelope(message, outbox), shed=shed)
-            yield reader
-        finally:
-            reader.abandon()
+        return OpenedStream(self, Envelope(message, outbox), reader, shed)
 
     async def _post(self, envelope: Envelope, *, shed: bool) -> None:
         try:
@@ -99,6 +92,31 @@ class Address:
         """No more messages: later sends, and senders waiting for room, fail with `ActorDown`."""
         self.down_reason = reason
         self._send.close()
+
+
+class OpenedStream(Generic[T]):
+    """`Address.stream`'s context: the message posted on entry, the stream abandoned on leaving. A plain class
+    rather than an `asynccontextmanager`: every generation of every request opens one."""
+
+    __slots__ = ("_address", "_envelope", "_reader", "_shed")
+
+    def __init__(self, address: Address, envelope: Envelope, reader: StreamReader[T], shed: bool) -> None:
+        self._address = address
+        self._envelope = envelope
+        self._reader = reader
+        self._shed = shed
+
+    async def __aenter__(self) -> StreamReader[T]:
+        try:
+            await self._address._post(self._envelope, shed=self._shed)
+        except BaseException:
+            self._reader.abandon()
+            raise
+        return self._reader
+
+    async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        self._reader.abandon()
 
 
 class Mailbox:

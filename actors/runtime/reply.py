@@ -126,20 +126,20 @@ class StreamReader(Generic[T]):
         self._state = state
         self._stopped = stopped
 
-    def __aiter__(self) -> AsyncIterator[T]:
-        return self._items()
+    # The reader is its own iterator, not an async generator: one per generation of every request, and an async
+    # generator costs Trio's hooks (registered on its first step, finalized when dropped) besides its frames.
+    def __aiter__(self) -> StreamReader[T]:
+        return self
 
-    async def _items(self) -> AsyncIterator[T]:
-        while True:
-            try:
-                item = await self._channel.receive()
-            except trio.EndOfChannel:
-                if self._state.error is not None:
-                    raise self._state.error from None
-                if not self._state.finished:
-                    raise self._stopped() from None  # the actor went away mid-stream: never a silent end
-                return
-            yield item
+    async def __anext__(self) -> T:
+        try:
+            return await self._channel.receive()
+        except trio.EndOfChannel:
+            if self._state.error is not None:
+                raise self._state.error from None
+            if not self._state.finished:
+                raise self._stopped() from None  # the actor went away mid-stream: never a silent end
+            raise StopAsyncIteration from None
 
     async def batches(self) -> AsyncIterator[list[T]]:
         """The items in runs: each waits for one item, then takes every item already queued behind it without
@@ -163,7 +163,9 @@ class StreamReader(Generic[T]):
         state = self._state
         if not state.finished:
             state.abandoned = True
-        state.scope.cancel()
+            # A finished stream's work has nothing left to await in its scope (`finish` is its last step): a
+            # cancel there would only cost a recompute of the scope's status, on every request.
+            state.scope.cancel()
         self._channel.close()
 
 

@@ -47,6 +47,8 @@ DRAIN_BYTES = 16 * 1024
 DRAIN_S = 0.1
 _HEX = re.compile(rb"[0-9A-Fa-f]{1,15}")
 _QUICKACK = getattr(socket, "TCP_QUICKACK", None)  # Linux only; elsewhere delayed ACKs stay as the OS does them
+# The liveness peek's flags as a plain int: `MSG_PEEK | MSG_DONTWAIT` is an enum `__or__` in Python on every request.
+_PEEK_FLAGS = int(socket.MSG_PEEK) | int(socket.MSG_DONTWAIT)
 _NO_BODY_STATUS = frozenset({204, 304})
 Origin = tuple[str, int]
 
@@ -143,7 +145,7 @@ class Connection:
     def alive(self) -> bool:
         """Whether an idle connection can take a request: not closed by its server, nothing unread on it."""
         try:
-            self.raw.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)  # b"": closed; bytes: unasked-for data
+            self.raw.recv(1, _PEEK_FLAGS)  # b"": closed; bytes: unasked-for data
             return False
         except BlockingIOError:
             return True  # nothing to read: open and quiet
@@ -369,6 +371,7 @@ class LeanClient:
         self.idle_expiry_s = idle_expiry_s
         self._idle: dict[Origin, list[Connection]] = {}
         self._targets: dict[str, Target] = {}
+        self._last: tuple[str | httpx.URL, Target] | None = None
         self.connections_made = 0  # for tests and /healthz-style introspection
 
     def stream(self, method: str, url: str | httpx.URL, *, content: bytes | None = None, json: Any = None,
@@ -402,12 +405,16 @@ class LeanClient:
         self._idle.clear()
 
     def target(self, url: str | httpx.URL) -> Target:
+        last = self._last
+        if last is not None and url is last[0]:  # an executor's endpoint: one `httpx.URL` (`endpoint_url`), whose
+            return last[1]                       # str() is Python work on every request
         text = url if isinstance(url, str) else str(url)
         found = self._targets.get(text)
         if found is None:
             if len(self._targets) >= 256:  # an executor sends to a handful of URLs; bound it all the same
                 self._targets.clear()
             found = self._targets[text] = Target(text)
+        self._last = (url, found)  # held here, so the object (and its id) stays this URL's
         return found
 
     async def send(self, method: str, url: str | httpx.URL, content: bytes | None,

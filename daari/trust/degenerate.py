@@ -6,8 +6,11 @@ SmolLM2's 512-token commit message), or hands back a span of the conversation it
 
 from __future__ import annotations
 
+import operator
 import re
 import zlib
+
+import numpy as np
 
 LINE_RUN = 5  # the same line (with letters) this many times in a row
 SYMBOL_LINE_RUN = 8  # ...or a line of symbols only ("#", "-", "}" can repeat a little in real text)
@@ -30,20 +33,39 @@ def _longest_line_run(lines: list[str]) -> tuple[int, str]:
     return best, best_line
 
 
+# From this many words, the words are compared as numbered arrays (numpy): a fixed ~15 us, then ~10 ns a word;
+# below it, word by word in C (`map(operator.eq)`), ~40 ns a word and no fixed cost.
+ARRAY_FROM_WORDS = 64
+
+
 def _phrase_run(tokens: list[str], prompt: str) -> bool:
     """A unit of 1-8 words repeated back to back: a unit of n words repeated r times is a stretch of (r - 1) * n
-    positions where each word equals the word n further on (one pass per n, no slicing). A run the prompt has
-    too is copied material, not a loop."""
+    positions where each word equals the word n further on. A run the prompt has too is copied material, not a
+    loop.
+
+    Per n, which positions match is one byte each (`matches`), compared in C, and the stretches long enough are
+    found with `bytes.find`: a Python loop over every word, eight times, was ~0.8 us a word on these cores (~320 us
+    for a 400-word answer, in the judge of every answer)."""
+    codes = None
+    if len(tokens) >= ARRAY_FROM_WORDS:
+        first: dict[str, int] = {}  # the same word, the same number: the index where it first occurs
+        codes = np.fromiter(map(first.setdefault, tokens, range(len(tokens))), dtype=np.int64, count=len(tokens))
     for size in range(1, 9):
         needed = WORD_RUN if size == 1 else PHRASE_RUN
         span = max((needed - 1) * size, MIN_RUN_TOKENS - size)
-        run = 0
-        for i in range(len(tokens) - size):
-            run = run + 1 if tokens[i] == tokens[i + size] else 0
-            if run >= span:
-                unit = tokens[i + 1 - size:i + 1]
-                if any(any(c.isalpha() for c in t) for t in unit) and " ".join(unit * needed) not in prompt:
-                    return True
+        if len(tokens) - size < span:
+            continue  # fewer positions to compare than the run needs
+        # matches[i]: tokens[i] == tokens[i + size]; `span` ones ending at i are a repeated unit ending at i
+        matches = ((codes[:-size] == codes[size:]).tobytes() if codes is not None
+                   else bytes(map(operator.eq, tokens, tokens[size:])))
+        stretch = b"\x01" * span
+        start = matches.find(stretch)
+        while start >= 0:
+            i = start + span - 1
+            unit = tokens[i + 1 - size:i + 1]
+            if any(any(c.isalpha() for c in t) for t in unit) and " ".join(unit * needed) not in prompt:
+                return True
+            start = matches.find(stretch, start + 1)
     return False
 
 

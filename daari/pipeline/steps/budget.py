@@ -202,7 +202,8 @@ class SpendRecorder:
                 self.metrics.inc("budget_cut_off_total", source=source, tier=tier)
         elif source != "reported":  # it finished without saying what it used: estimated, not free
             self.metrics.inc("budget_unreported_usage_total", purpose=purpose, tier=tier)
-        with trio.move_on_after(SPEND_WRITE_S):
+        # Shielded: an attempt cut off by its client leaving is counted in the request's cancelled scope.
+        with trio.CancelScope(shield=True), trio.move_on_after(SPEND_WRITE_S):
             await self._count(Spend(self.clock(), payer.project, payer.client, payer.session, tier, cost, purpose))
 
     async def _count(self, spend: Spend) -> None:

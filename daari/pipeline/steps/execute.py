@@ -19,8 +19,6 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Protocol
 
-import trio
-
 from actors.executor import OpenGeneration
 from actors.runtime import Address, StreamReader
 from daari.errors import DaariError, ToolCallsUnsupportedLocally, UpstreamError
@@ -58,7 +56,7 @@ class Tiers:
 Planner = Callable[[Turn, list[str]], list[str]]
 RequestFor = Callable[[Turn, str], ChatRequest]
 # An attempt at a tier ended (its answer complete, or cut off by the client leaving or the upstream breaking off)
-# after these events arrived.
+# after these events arrived. It may be called in a cancelled scope: what it must finish, it shields.
 AttemptEnded = Callable[[Turn, str, list[Event]], Awaitable[None]]
 
 
@@ -251,12 +249,12 @@ class ExecuteStep:
 
     async def _ended(self, turn: Turn, tier: str, events: list[Event]) -> None:
         """The attempt ended, its answer complete or not, after the upstream had started answering: tell the budget
-        here, the one place each attempt passes once (so none is counted twice, whichever answer is served),
-        shielded, since the request's scope may be cancelled (the client left)."""
+        here, the one place each attempt passes once (so none is counted twice, whichever answer is served).
+        The request's scope may be cancelled (the client left): the hook shields what it awaits itself, so an
+        attempt that costs nothing (a local tier, a free model) does not pay for a shielded scope."""
         if self.on_attempt is None or not events:
             return
-        with trio.CancelScope(shield=True):
-            await self.on_attempt(turn, tier, events)
+        await self.on_attempt(turn, tier, events)
 
     def _restored(self, tier: str, answer_filter: AnswerFilter) -> bool:
         if answer_filter.restored:
