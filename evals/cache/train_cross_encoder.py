@@ -1,0 +1,234 @@
+"""Train the cross-encoder (daari/semantic/cross_encoder.py) on the tune halves; measure it out of fold.
+
+    python evals/cache/train_cross_encoder.py [--similarities FILE.npy] [--folds 0,1,2,3,4] [--epochs N]
+                                              [--qqp-weight W] [--oof FILE.npy] [--write]
+
+Reads ONLY what evals/cache/train_verifier.py trains on: the corpus's "split": "tune" pairs, PAWS-Wiki odd
+ids and QQP odd line numbers (1-based); never a held-back corpus pair, an even PAWS id or an even QQP line.
+The same rows as the pair model (no veto, same lookup context, cosine >= FLOOR) and the same 5 folds
+(seeded). For each fold asked for, the adapters are trained on the other folds and score the fold; the
+out-of-fold scores are compared with the pair model's trees (fitted on the same folds) on the QQP tune half,
+beside the corpus tune and PAWS tune bars, for the cross-encoder alone, and as one more feature of the trees.
+The lower layers are frozen, so their output is computed once per pair and only the top layers train.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from boosting import fit, predict  # noqa: E402
+from train_verifier import (  # noqa: E402
+    CORPUS_WEIGHT,
+    FLOOR,
+    FOLDS,
+    SETTINGS,
+    source,
+    tune_pairs,
+    tune_similarities,
+)
+
+from daari.config import L1Config  # noqa: E402
+from daari.eval.cache_eval import shared_data_dir  # noqa: E402
+from daari.semantic import cross_encoder as ce  # noqa: E402
+from daari.semantic.pair_features import pair_features, veto  # noqa: E402
+
+SEED = 0
+BATCH = 32
+LEARNING_RATE = 1e-3
+
+
+def fresh_model() -> tuple[object, object]:
+    """A new base model (never the embedder's, which the adapters would change) with adapters added."""
+    import torch
+    import transformers
+
+    from daari.models import minilm_dir
+
+    torch.manual_seed(SEED)
+    directory = str(minilm_dir())
+    tokenizer = transformers.AutoTokenizer.from_pretrained(directory)
+    base = transformers.AutoModel.from_pretrained(directory, attn_implementation="eager")
+    base.eval()
+    return tokenizer, ce.build(base)
+
+
+def lower_states(model: object, tokenizer: object, texts: list[tuple[str, str]]) -> list[tuple[object, object]]:
+    """Per pair, the hidden states entering the top layers (T x H, fp32) and the mask, unpadded."""
+    import torch
+
+    out = []
+    base = model.base  # type: ignore[attr-defined]
+    for i in range(0, len(texts), 64):
+        chunk = texts[i:i + 64]
+        batch = tokenizer([a for a, _ in chunk], [b for _, b in chunk], padding=True,  # type: ignore[operator]
+                          truncation=True, max_length=ce.MAX_TOKENS, return_tensors="pt")
+        with torch.inference_mode():
+            hs = base(**batch, output_hidden_states=True).hidden_states[model.first_top]  # type: ignore[attr-defined]
+        for j in range(len(chunk)):
+            n = int(batch["attention_mask"][j].sum())
+            out.append((hs[j, :n].clone(), n))
+    return out
+
+
+def collate(states: list[tuple[object, object]], idx: np.ndarray) -> tuple[object, object]:
+    import torch
+
+    longest = max(int(states[i][1]) for i in idx)  # type: ignore[call-overload]
+    h = torch.zeros(len(idx), longest, states[idx[0]][0].shape[1])  # type: ignore[attr-defined]
+    m = torch.zeros(len(idx), longest)
+    for k, i in enumerate(idx):
+        n = int(states[i][1])  # type: ignore[call-overload]
+        h[k, :n] = states[i][0]  # type: ignore[index]
+        m[k, :n] = 1
+    return h, m
+
+
+def train_top(model: object, states: list[tuple[object, object]], y: np.ndarray, w: np.ndarray, rows: np.ndarray,
+              epochs: int) -> None:
+    import torch
+
+    params = list(ce.trainable(model).values())
+    for p in params:  # the same start for every fold
+        if p.dim() == 2 and p.shape[0] == ce.RANK:
+            torch.nn.init.normal_(p, std=1 / np.sqrt(p.shape[1]))
+        else:
+            torch.nn.init.zeros_(p)
+    opt = torch.optim.AdamW(params, lr=LEARNING_RATE, weight_decay=0.01)
+    rng = np.random.default_rng(SEED)
+    steps = epochs * ((len(rows) + BATCH - 1) // BATCH)
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=LEARNING_RATE, total_steps=steps, pct_start=0.1)
+    model.train()  # type: ignore[attr-defined]
+    for _ in range(epochs):
+        order = rng.permutation(rows)
+        for s in range(0, len(order), BATCH):
+            idx = order[s:s + BATCH]
+            h, m = collate(states, idx)
+            logits = model.top(h, m)  # type: ignore[attr-defined]
+            target = torch.tensor(y[idx], dtype=torch.float32)
+            weight = torch.tensor(w[idx], dtype=torch.float32)
+            loss = (torch.nn.functional.binary_cross_entropy_with_logits(logits, target, reduction="none")
+                    * weight).sum() / weight.sum()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            sched.step()
+    model.eval()  # type: ignore[attr-defined]
+
+
+def score_top(model: object, states: list[tuple[object, object]], rows: np.ndarray) -> np.ndarray:
+    import torch
+
+    out = np.zeros(len(rows))
+    with torch.inference_mode():
+        for s in range(0, len(rows), 128):
+            idx = rows[s:s + 128]
+            h, m = collate(states, idx)
+            out[s:s + len(idx)] = model.top(h, m).numpy()  # type: ignore[attr-defined]
+    return out
+
+
+def figures(scores: np.ndarray, y: np.ndarray, eligible: np.ndarray, t: float) -> tuple[float, float, int]:
+    served = eligible & (scores >= t)
+    hits = int((served & (y == 1)).sum())
+    n = int(served.sum())
+    return (hits / n if n else 1.0), hits / max(1, int((eligible & (y == 1)).sum() + (~eligible & (y == 1)).sum())), n
+
+
+def report(name: str, p: np.ndarray, y: np.ndarray, src: np.ndarray, eligible: np.ndarray, scope: np.ndarray) -> None:
+    """The QQP tune frontier where corpus tune keeps >= 99% / 80% and PAWS tune >= 95%, and QQP's best at any bar
+    (with at least 10% recall), over the pairs in `scope` (the folds scored)."""
+    best_bars, best_any = None, None
+    for t in np.unique(np.round(p[scope & eligible], 3)):
+        f = {s: figures(p[scope & (src == s)], y[scope & (src == s)], eligible[scope & (src == s)], t)
+             for s in ("corpus", "paws", "qqp")}
+        if f["qqp"][1] >= 0.10 and (best_any is None or f["qqp"][0] > best_any[1]["qqp"][0]):
+            best_any = (t, f)
+        if f["corpus"][0] >= 0.99 and f["corpus"][1] >= 0.80 and f["paws"][0] >= 0.95 and (
+                best_bars is None or f["qqp"][0] > best_bars[1]["qqp"][0]):
+            best_bars = (t, f)
+    def line(x: tuple[float, dict[str, tuple[float, float, int]]] | None) -> str:
+        if x is None:
+            return "none"
+        t, f = x
+        return (f"p>={t:.3f}: QQP {f['qqp'][0]:.1%} (recall {f['qqp'][1]:.1%}, {f['qqp'][2]} served); "
+                f"corpus {f['corpus'][0]:.1%}/{f['corpus'][1]:.1%}; PAWS {f['paws'][0]:.1%}/{f['paws'][1]:.1%}")
+    print(f"{name:<28} with bars: {line(best_bars)}")
+    print(f"{'':<28} any bar:   {line(best_any)}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    import torch
+
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", type=Path, default=None)
+    parser.add_argument("--similarities", type=Path, default=None)
+    parser.add_argument("--folds", default="0,1,2,3,4", help="the folds to score (a quick check: 0)")
+    parser.add_argument("--epochs", type=int, default=2)
+    parser.add_argument("--qqp-weight", type=float, default=1.0)
+    parser.add_argument("--oof", type=Path, default=None, help="write the out-of-fold log-odds here (.npy)")
+    parser.add_argument("--write", action="store_true", help="train on all tune rows and write the weights")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(2)
+    started = time.monotonic()
+    pairs = tune_pairs(args.data or shared_data_dir())
+    sims = tune_similarities(pairs, args.similarities)
+    src = np.array([source(p) for p in pairs])
+    y = np.array([p.label for p in pairs], dtype=np.float64)
+    vetoed = np.array([not p.same_context or veto(p.a, p.b) is not None for p in pairs])
+    trained = ~vetoed & (sims >= FLOOR)
+    eligible = trained & (sims >= L1Config().similarity_threshold)
+    weight = np.where(src == "corpus", CORPUS_WEIGHT, np.where(src == "qqp", args.qqp_weight, 1.0))
+    rows = np.flatnonzero(trained)
+    fold_of = np.full(len(pairs), -1)
+    fold_of[rows] = np.random.default_rng(0).integers(0, FOLDS, len(rows))  # the training script's folds
+    tokenizer, model = fresh_model()
+    states: list[tuple[object, object]] = [(None, 0)] * len(pairs)
+    for i, s in zip(rows, lower_states(model, tokenizer, [(pairs[i].a, pairs[i].b) for i in rows]), strict=True):
+        states[i] = s
+    print(f"{len(rows)} rows, lower layers run once ({time.monotonic() - started:.0f}s)", flush=True)
+    x = np.array([pair_features(p.a, p.b, s) for p, s in zip(pairs, sims, strict=True)])
+    folds = [int(f) for f in args.folds.split(",")]
+    oof = np.full(len(pairs), -50.0)
+    trees_oof = np.zeros(len(pairs))
+    for f in folds:
+        train_rows, test_rows = rows[fold_of[rows] != f], rows[fold_of[rows] == f]
+        train_top(model, states, y, weight, train_rows, args.epochs)
+        oof[test_rows] = score_top(model, states, test_rows)
+        tw = np.where(src == "corpus", CORPUS_WEIGHT, 1.0)
+        trees_oof[test_rows] = predict(fit(x[train_rows], y[train_rows], tw[train_rows], SETTINGS), x[test_rows])
+        print(f"fold {f} done ({time.monotonic() - started:.0f}s)", flush=True)
+    scope = np.isin(fold_of, folds)
+    prob = 1 / (1 + np.exp(-oof))
+    report("pair_model trees (24)", trees_oof, y, src, eligible, scope)
+    report("cross-encoder alone", prob, y, src, eligible, scope)
+    report("mean of the two", (prob + trees_oof) / 2, y, src, eligible, scope)
+    report("min of the two", np.minimum(prob, trees_oof), y, src, eligible, scope)
+    if len(folds) == FOLDS:  # the cross-encoder's out-of-fold score as a 25th feature of the trees
+        x2 = np.column_stack([x, oof])
+        stacked = np.zeros(len(pairs))
+        tw = np.where(src == "corpus", CORPUS_WEIGHT, 1.0)
+        for f in range(FOLDS):
+            tr, te = rows[fold_of[rows] != f], rows[fold_of[rows] == f]
+            stacked[te] = predict(fit(x2[tr], y[tr], tw[tr], SETTINGS), x2[te])
+        report("trees + cross-encoder", stacked, y, src, eligible, scope)
+    if args.oof:
+        np.save(args.oof, oof)
+    if args.write:
+        train_top(model, states, y, weight, rows, args.epochs)
+        ce.save(model, ce.WEIGHTS, {"trained_on": "verification.jsonl split=tune, PAWS-Wiki odd ids, QQP odd lines",
+                                    "epochs": args.epochs, "qqp_weight": args.qqp_weight, "seed": SEED})
+        print(f"wrote {ce.WEIGHTS} ({ce.WEIGHTS.stat().st_size // 1024} KB)")
+    print(f"{time.monotonic() - started:.0f}s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
