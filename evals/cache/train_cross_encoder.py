@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +25,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+import cross_encoder as ce  # noqa: E402
 from boosting import fit, predict  # noqa: E402
 from train_verifier import (  # noqa: E402
     CORPUS_WEIGHT,
@@ -37,7 +39,6 @@ from train_verifier import (  # noqa: E402
 
 from daari.config import L1Config  # noqa: E402
 from daari.eval.cache_eval import shared_data_dir  # noqa: E402
-from daari.semantic import cross_encoder as ce  # noqa: E402
 from daari.semantic.pair_features import pair_features, veto  # noqa: E402
 
 SEED = 0
@@ -92,7 +93,8 @@ def collate(states: list[tuple[object, object]], idx: np.ndarray) -> tuple[objec
 
 
 def train_top(model: object, states: list[tuple[object, object]], y: np.ndarray, w: np.ndarray, rows: np.ndarray,
-              epochs: int, after_epoch: object = None) -> None:
+              epochs: int, after_epoch: Callable[[int], None] | None = None) -> None:
+    """Adapters and head from the same seeded start, `epochs` passes over `rows`; `after_epoch` sees each end."""
     import torch
 
     params = list(ce.trainable(model).values())
@@ -106,7 +108,7 @@ def train_top(model: object, states: list[tuple[object, object]], y: np.ndarray,
     steps = epochs * ((len(rows) + BATCH - 1) // BATCH)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=LEARNING_RATE, total_steps=steps, pct_start=0.1)
     model.train()  # type: ignore[attr-defined]
-    for _ in range(epochs):
+    for epoch in range(epochs):
         order = rng.permutation(rows)
         for s in range(0, len(order), BATCH):
             idx = order[s:s + BATCH]
@@ -122,7 +124,7 @@ def train_top(model: object, states: list[tuple[object, object]], y: np.ndarray,
             sched.step()
         if after_epoch is not None:
             model.eval()  # type: ignore[attr-defined]
-            after_epoch(_)  # type: ignore[operator]
+            after_epoch(epoch)
             model.train()  # type: ignore[attr-defined]
     model.eval()  # type: ignore[attr-defined]
 
@@ -180,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--oof", type=Path, default=None, help="write the out-of-fold log-odds here (.npy)")
     parser.add_argument("--states", type=Path, default=None,
                         help="a file of the lower layers' output: read if it exists, else computed and written there")
-    parser.add_argument("--write", action="store_true", help="train on all tune rows and write the weights")
+    parser.add_argument("--write", type=Path, default=None, help="then train on all tune rows, write the weights here")
     args = parser.parse_args(argv)
     torch.set_num_threads(2)
     started = time.monotonic()
@@ -212,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     trees_oof = np.zeros(len(pairs))
     for f in folds:
         train_rows, test_rows = rows[fold_of[rows] != f], rows[fold_of[rows] == f]
-        def progress(epoch: int) -> None:
+        def progress(epoch: int, test_rows: np.ndarray = test_rows, f: int = f) -> None:
             oof[test_rows] = score_top(model, states, test_rows)
             p = 1 / (1 + np.exp(-oof))
             report(f"fold {f} epoch {epoch + 1}", p, y, src, eligible, fold_of == f)
@@ -240,9 +242,9 @@ def main(argv: list[str] | None = None) -> int:
         np.save(args.oof, oof)
     if args.write:
         train_top(model, states, y, weight, rows, args.epochs)
-        ce.save(model, ce.WEIGHTS, {"trained_on": "verification.jsonl split=tune, PAWS-Wiki odd ids, QQP odd lines",
+        ce.save(model, args.write, {"trained_on": "verification.jsonl split=tune, PAWS-Wiki odd ids, QQP odd lines",
                                     "epochs": args.epochs, "qqp_weight": args.qqp_weight, "seed": SEED})
-        print(f"wrote {ce.WEIGHTS} ({ce.WEIGHTS.stat().st_size // 1024} KB)")
+        print(f"wrote {args.write} ({args.write.stat().st_size // 1024} KB)")
     print(f"{time.monotonic() - started:.0f}s")
     return 0
 

@@ -2,9 +2,9 @@
 
 The pair goes in as `[CLS] a [SEP] b [SEP]`; the top TOP_LAYERS layers' attention query and value linears get
 rank-RANK adapters (LoRA), the rest of the model stays as shipped, and a linear head on the mean-pooled last
-layer gives the log-odds that one answer serves both prompts. Only the adapters and the head are stored
-(fp16 .npz, tens of KB, daari/semantic/cross_encoder.npz), trained by evals/cache/train_cross_encoder.py on
-the tune halves only. Blocking, CPU only: run on a worker thread.
+layer gives the log-odds that one answer serves both prompts. Only the adapters and the head would be stored
+(fp16 .npz, about 50 KB). Measured by evals/cache/train_cross_encoder.py on the tune halves only and not
+shipped as a verify mode: docs/caching.md, "A cross-encoder, measured". Training and measurement only.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from typing import Any
 
 import numpy as np
 
-WEIGHTS = Path(__file__).with_name("cross_encoder.npz")
 RANK = 8
 ALPHA = 16.0
 TOP_LAYERS = 2  # layers below these are unchanged, so training can run them once per pair
