@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
@@ -27,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import cross_encoder as ce  # noqa: E402
 from boosting import fit, predict  # noqa: E402
+from qqp_frontier import classify, idf_table  # noqa: E402
 from train_verifier import (  # noqa: E402
     CORPUS_WEIGHT,
     FLOOR,
@@ -38,7 +40,7 @@ from train_verifier import (  # noqa: E402
 )
 
 from daari.config import L1Config  # noqa: E402
-from daari.eval.cache_eval import shared_data_dir  # noqa: E402
+from daari.eval.cache_eval import Pair, shared_data_dir  # noqa: E402
 from daari.semantic.pair_features import pair_features, veto  # noqa: E402
 
 SEED = 0
@@ -148,7 +150,8 @@ def figures(scores: np.ndarray, y: np.ndarray, eligible: np.ndarray, t: float) -
     return (hits / n if n else 1.0), hits / max(1, int((y == 1).sum())), n  # recall of every must-hit pair
 
 
-def report(name: str, p: np.ndarray, y: np.ndarray, src: np.ndarray, eligible: np.ndarray, scope: np.ndarray) -> None:
+def report(name: str, p: np.ndarray, y: np.ndarray, src: np.ndarray, eligible: np.ndarray,
+           scope: np.ndarray) -> float | None:
     """The QQP tune frontier where corpus tune keeps >= 99% / 80% and PAWS tune >= 95%, and QQP's best at any bar
     (with at least 10% recall), over the pairs in `scope` (the folds scored)."""
     best_bars, best_any = None, None
@@ -168,6 +171,25 @@ def report(name: str, p: np.ndarray, y: np.ndarray, src: np.ndarray, eligible: n
                 f"corpus {f['corpus'][0]:.1%}/{f['corpus'][1]:.1%}; PAWS {f['paws'][0]:.1%}/{f['paws'][1]:.1%}")
     print(f"{name:<28} with bars: {line(best_bars)}")
     print(f"{'':<28} any bar:   {line(best_any)}")
+    return None if best_bars is None else float(best_bars[0])
+
+
+def false_hit_classes(pairs: list[Pair], bars: dict[str, tuple[np.ndarray, float | None]], y: np.ndarray,
+                      src: np.ndarray, eligible: np.ndarray) -> None:
+    """QQP tune false hits of each setting at its best bar, by evals/cache/qqp_frontier.py's classes."""
+    idf = idf_table([t for p in pairs for t in (p.a, p.b)])
+    rare = float(np.median(list(idf.values())))
+    names = list(bars)
+    print("QQP tune false hits / served at each setting's bar (corpus and PAWS bars held), by class:")
+    counts: dict[str, Counter[str]] = {}
+    for name, (scores, t) in bars.items():
+        if t is None:
+            continue
+        served = (src == "qqp") & eligible & (scores >= t)
+        counts[name] = Counter(classify(pairs[i].a, pairs[i].b, idf, rare) for i in np.flatnonzero(served & (y == 0)))
+        print(f"  {name:<24} p>={t:.3f}: {sum(counts[name].values())} false of {int(served.sum())} served")
+    for cls in sorted({c for k in counts.values() for c in k}):
+        print(f"    {cls:<20} " + "  ".join(f"{counts[n][cls]:3d}" for n in names if n in counts))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -182,6 +204,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--oof", type=Path, default=None, help="write the out-of-fold log-odds here (.npy)")
     parser.add_argument("--states", type=Path, default=None,
                         help="a file of the lower layers' output: read if it exists, else computed and written there")
+    parser.add_argument("--scores", type=Path, default=None,
+                        help="the out-of-fold log-odds an earlier run wrote (--oof): compare without training")
     parser.add_argument("--write", type=Path, default=None, help="then train on all tune rows, write the weights here")
     args = parser.parse_args(argv)
     torch.set_num_threads(2)
@@ -197,47 +221,55 @@ def main(argv: list[str] | None = None) -> int:
     rows = np.flatnonzero(trained)
     fold_of = np.full(len(pairs), -1)
     fold_of[rows] = np.random.default_rng(0).integers(0, FOLDS, len(rows))  # the training script's folds
-    tokenizer, model = fresh_model()
-    states: list[tuple[object, object]] = [(None, 0)] * len(pairs)
-    if args.states is not None and args.states.exists():
-        lower = torch.load(args.states)
-    else:
-        lower = lower_states(model, tokenizer, [(pairs[i].a, pairs[i].b) for i in rows])
-        if args.states is not None:
-            torch.save(lower, args.states)
-    for i, s in zip(rows, lower, strict=True):
-        states[i] = s
-    print(f"{len(rows)} rows, lower layers run once ({time.monotonic() - started:.0f}s)", flush=True)
     x = np.array([pair_features(p.a, p.b, s) for p, s in zip(pairs, sims, strict=True)])
     folds = [int(f) for f in args.folds.split(",")]
-    oof = np.full(len(pairs), -50.0)
+    tokenizer, model = fresh_model()
+    states: list[tuple[object, object]] = [(None, 0)] * len(pairs)
+    if args.scores is not None:  # an earlier run's out-of-fold log-odds: compare only
+        oof = np.load(args.scores)
+        assert len(oof) == len(pairs), "the scores are of another set of pairs"
+        folds = list(range(FOLDS))
+    else:
+        if args.states is not None and args.states.exists():
+            lower = torch.load(args.states)
+        else:
+            lower = lower_states(model, tokenizer, [(pairs[i].a, pairs[i].b) for i in rows])
+            if args.states is not None:
+                torch.save(lower, args.states)
+        for i, s in zip(rows, lower, strict=True):
+            states[i] = s
+        print(f"{len(rows)} rows, lower layers run once ({time.monotonic() - started:.0f}s)", flush=True)
+        oof = np.full(len(pairs), -50.0)
+        for f in folds:
+            train_rows, test_rows = rows[fold_of[rows] != f], rows[fold_of[rows] == f]
+            def progress(epoch: int, test_rows: np.ndarray = test_rows, f: int = f) -> None:
+                oof[test_rows] = score_top(model, states, test_rows)
+                p = 1 / (1 + np.exp(-oof))
+                report(f"fold {f} epoch {epoch + 1}", p, y, src, eligible, fold_of == f)
+                print(f"  ({time.monotonic() - started:.0f}s)", flush=True)
+            train_top(model, states, y, weight, train_rows, args.epochs, progress if len(folds) == 1 else None)
+            oof[test_rows] = score_top(model, states, test_rows)
+            print(f"fold {f} done ({time.monotonic() - started:.0f}s)", flush=True)
+    tw = np.where(src == "corpus", CORPUS_WEIGHT, 1.0)  # the trees as train_verifier.py weighs them
     trees_oof = np.zeros(len(pairs))
     for f in folds:
-        train_rows, test_rows = rows[fold_of[rows] != f], rows[fold_of[rows] == f]
-        def progress(epoch: int, test_rows: np.ndarray = test_rows, f: int = f) -> None:
-            oof[test_rows] = score_top(model, states, test_rows)
-            p = 1 / (1 + np.exp(-oof))
-            report(f"fold {f} epoch {epoch + 1}", p, y, src, eligible, fold_of == f)
-            print(f"  ({time.monotonic() - started:.0f}s)", flush=True)
-        train_top(model, states, y, weight, train_rows, args.epochs, progress if len(folds) == 1 else None)
-        oof[test_rows] = score_top(model, states, test_rows)
-        tw = np.where(src == "corpus", CORPUS_WEIGHT, 1.0)
-        trees_oof[test_rows] = predict(fit(x[train_rows], y[train_rows], tw[train_rows], SETTINGS), x[test_rows])
-        print(f"fold {f} done ({time.monotonic() - started:.0f}s)", flush=True)
+        tr, te = rows[fold_of[rows] != f], rows[fold_of[rows] == f]
+        trees_oof[te] = predict(fit(x[tr], y[tr], tw[tr], SETTINGS), x[te])
     scope = np.isin(fold_of, folds)
     prob = 1 / (1 + np.exp(-oof))
-    report("pair_model trees (24)", trees_oof, y, src, eligible, scope)
+    bars = {"pair_model trees (24)": (trees_oof, report("pair_model trees (24)", trees_oof, y, src, eligible, scope))}
     report("cross-encoder alone", prob, y, src, eligible, scope)
-    report("mean of the two", (prob + trees_oof) / 2, y, src, eligible, scope)
+    mean = (prob + trees_oof) / 2
+    bars["mean of the two"] = (mean, report("mean of the two", mean, y, src, eligible, scope))
     report("min of the two", np.minimum(prob, trees_oof), y, src, eligible, scope)
     if len(folds) == FOLDS:  # the cross-encoder's out-of-fold score as a 25th feature of the trees
         x2 = np.column_stack([x, oof])
         stacked = np.zeros(len(pairs))
-        tw = np.where(src == "corpus", CORPUS_WEIGHT, 1.0)
         for f in range(FOLDS):
             tr, te = rows[fold_of[rows] != f], rows[fold_of[rows] == f]
             stacked[te] = predict(fit(x2[tr], y[tr], tw[tr], SETTINGS), x2[te])
-        report("trees + cross-encoder", stacked, y, src, eligible, scope)
+        bars["trees + cross-encoder"] = (stacked, report("trees + cross-encoder", stacked, y, src, eligible, scope))
+        false_hit_classes(pairs, bars, y, src, eligible)
     if args.oof:
         np.save(args.oof, oof)
     if args.write:
