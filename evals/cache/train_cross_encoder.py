@@ -192,6 +192,35 @@ def false_hit_classes(pairs: list[Pair], bars: dict[str, tuple[np.ndarray, float
         print(f"    {cls:<20} " + "  ".join(f"{counts[n][cls]:3d}" for n in names if n in counts))
 
 
+def latency(rounds: int = 2) -> None:
+    """p50 of one cross-encoder forward over a pair beside one embedding of one prompt, in the same loop, on the
+    corpus's held-back one-turn pairs (their texts only, as bench/verifier.py times them; no label is read)."""
+    import statistics
+
+    import torch
+
+    from daari.eval.cache_eval import DEFAULT_SET, load_pairs
+    from daari.semantic.minilm import load_minilm
+
+    embedder = load_minilm()
+    pairs = [p for p in load_pairs(DEFAULT_SET, embedder.seen_chars) if p.split == "heldout" and p.same_context]
+    tokenizer, model = fresh_model()
+    one, pair = [], []
+    for _ in range(rounds):
+        for p in pairs:
+            t = time.perf_counter()
+            embedder.embed([p.a])
+            one.append(time.perf_counter() - t)
+            t = time.perf_counter()
+            with torch.inference_mode():
+                model(**tokenizer(p.a, p.b, truncation=True, max_length=ce.MAX_TOKENS,  # type: ignore[operator]
+                                  return_tensors="pt"))
+            pair.append(time.perf_counter() - t)
+    e, c = statistics.median(one) * 1000, statistics.median(pair) * 1000
+    print(f"{len(one)} timings: one embedding p50 {e:.1f} ms, cross-encoder over the pair p50 {c:.1f} ms "
+          f"({c / e:.2f}x)")
+
+
 def main(argv: list[str] | None = None) -> int:
     import torch
 
@@ -207,8 +236,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scores", type=Path, default=None,
                         help="the out-of-fold log-odds an earlier run wrote (--oof): compare without training")
     parser.add_argument("--write", type=Path, default=None, help="then train on all tune rows, write the weights here")
+    parser.add_argument("--latency", action="store_true", help="only time one forward against one embedding")
     args = parser.parse_args(argv)
     torch.set_num_threads(2)
+    if args.latency:
+        latency()
+        return 0
     started = time.monotonic()
     pairs = tune_pairs(args.data or shared_data_dir())
     sims = tune_similarities(pairs, args.similarities)
