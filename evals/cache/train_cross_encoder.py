@@ -221,6 +221,21 @@ def latency(rounds: int = 2) -> None:
           f"({c / e:.2f}x)")
 
 
+def equal_served(scores: dict[str, np.ndarray], y: np.ndarray, qqp: np.ndarray, eligible: np.ndarray) -> None:
+    """QQP tune precision of each setting when each serves its N most confident pairs: the ranking compared at
+    equal recall, whatever bar the corpus and PAWS allow."""
+    print("QQP tune precision at equal served counts (each setting's N most confident QQP pairs):")
+    names = list(scores)
+    print(f"  {'served':>6}  " + "  ".join(f"{n[:22]:>22}" for n in names))
+    for n in (50, 75, 100, 150, 200, 275, 350):
+        cells = []
+        for name in names:
+            rows = np.flatnonzero(qqp & eligible)
+            top = rows[np.argsort(-scores[name][rows], kind="stable")[:n]]
+            cells.append(f"{y[top].mean():22.1%}")
+        print(f"  {n:6d}  " + "  ".join(cells))
+
+
 def main(argv: list[str] | None = None) -> int:
     import torch
 
@@ -303,6 +318,8 @@ def main(argv: list[str] | None = None) -> int:
             stacked[te] = predict(fit(x2[tr], y[tr], tw[tr], SETTINGS), x2[te])
         bars["trees + cross-encoder"] = (stacked, report("trees + cross-encoder", stacked, y, src, eligible, scope))
         false_hit_classes(pairs, bars, y, src, eligible)
+        equal_served({"pair_model trees (24)": trees_oof, "mean of the two": mean, "trees + cross-encoder": stacked,
+                      "cross-encoder alone": prob}, y, src == "qqp", eligible)
     if args.oof:
         np.save(args.oof, oof)
     if args.write:
