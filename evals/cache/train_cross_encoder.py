@@ -1,7 +1,9 @@
 """Train the cross-encoder (daari/semantic/cross_encoder.py) on the tune halves; measure it out of fold.
 
-    python evals/cache/train_cross_encoder.py [--similarities FILE.npy] [--folds 0,1,2,3,4] [--epochs N]
-                                              [--qqp-weight W] [--oof FILE.npy] [--write]
+    python evals/cache/train_cross_encoder.py [--similarities FILE.npy] [--states FILE.pt] [--folds 0,1,2,3,4]
+                                              [--epochs N] [--qqp-weight W] [--oof FILE.npy] [--write FILE.npz]
+    python evals/cache/train_cross_encoder.py --scores FILE.npy     # compare saved out-of-fold scores only
+    python evals/cache/train_cross_encoder.py --latency             # one forward against one embedding
 
 Reads ONLY what evals/cache/train_verifier.py trains on: the corpus's "split": "tune" pairs, PAWS-Wiki odd
 ids and QQP odd line numbers (1-based); never a held-back corpus pair, an even PAWS id or an even QQP line.
@@ -10,6 +12,8 @@ The same rows as the pair model (no veto, same lookup context, cosine >= FLOOR) 
 out-of-fold scores are compared with the pair model's trees (fitted on the same folds) on the QQP tune half,
 beside the corpus tune and PAWS tune bars, for the cross-encoder alone, and as one more feature of the trees.
 The lower layers are frozen, so their output is computed once per pair and only the top layers train.
+Measured: it does not rank QQP better than the trees (docs/caching.md, "A cross-encoder, measured"), so no
+verify mode uses it and no weights are committed.
 """
 
 from __future__ import annotations
