@@ -136,7 +136,9 @@ class HttpCycle:
                 raise RuntimeError("http.response.start sent twice")
             self.started = True
             headers = [*message.get("headers", ()), (b"date", http_date())]
-            if self.close_after:
+            if self.close_after or not self._body_done:
+                # Shutting down, or answering before the whole body arrived (a 413, say): the client must not
+                # send its next request on this connection, which closes after the answer.
                 headers.append((b"connection", b"close"))
             status = message["status"]
             self._head = h11.Response(status_code=status, headers=headers, reason=REASONS.get(status, b""))

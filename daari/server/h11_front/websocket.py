@@ -105,7 +105,7 @@ class WebsocketSession:
 
     async def _read_raw(self) -> None:
         try:
-            data = await self.link.stream.receive_some(RECV_BYTES)
+            data = bytes(await self.link.stream.receive_some(RECV_BYTES))
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             data = b""
         if not data:
@@ -136,7 +136,7 @@ class WebsocketSession:
             if event.message_finished:
                 return self._message()
         try:
-            data = await self.link.stream.receive_some(RECV_BYTES)
+            data = bytes(await self.link.stream.receive_some(RECV_BYTES))
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             data = b""
         if not data:
