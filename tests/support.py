@@ -17,7 +17,6 @@ from daari.config import Config, config_from_dict
 from daari.pipeline.shortcuts import ShortcutTier
 from daari.server.serve import RunningServer, run_server
 
-
 FRONT_END_ENV = "DAARI_TEST_FRONT_END"  # "h11": every test's daari uses the h11 front end
 
 

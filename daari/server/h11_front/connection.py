@@ -26,7 +26,8 @@ LINGER_S = 1.0
 
 
 class Connection:
-    def __init__(self, stream: trio.abc.HalfCloseableStream, app: App, settings: ServerConfig, shutdown: Shutdown) -> None:
+    def __init__(self, stream: trio.abc.HalfCloseableStream, app: App, settings: ServerConfig,
+                 shutdown: Shutdown) -> None:
         self.link = Link(stream, settings.max_header_bytes + REQUEST_LINE_BYTES)
         self.app = app
         self.settings = settings
