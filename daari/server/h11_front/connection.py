@@ -50,7 +50,7 @@ class Connection:
             if is_websocket_upgrade(request):
                 await WebsocketSession(self.link, request, self.app).run()
                 return
-            cycle = HttpCycle(self.link, request, close_after=self.shutdown.started)
+            cycle = HttpCycle(self.link, request, self.shutdown)
             failed = False
             try:
                 await self.app(http_scope(self.link, request), cycle.receive, cycle.send)

@@ -13,6 +13,7 @@ import h11
 import trio
 
 from daari.server.h11_front.link import Link, http_date
+from daari.server.h11_front.shutdown import Shutdown
 
 log = logging.getLogger("daari.server.h11")
 
@@ -38,13 +39,13 @@ class HttpCycle:
     """The app's `receive` and `send` for one request. `receive_nowait` (a body that came with the head, without
     waiting) is what daari's body reader looks for on `receive.__self__` (server/asgi_io.py, `_arrived`)."""
 
-    __slots__ = ("link", "is_head", "close_after", "_body", "_body_done", "_body_over", "_head", "started",
+    __slots__ = ("link", "is_head", "shutdown", "_body", "_body_done", "_body_over", "_head", "started",
                  "complete", "disconnected", "_leavers", "_pipelined")
 
-    def __init__(self, link: Link, request: h11.Request, *, close_after: bool) -> None:
+    def __init__(self, link: Link, request: h11.Request, shutdown: Shutdown) -> None:
         self.link = link
         self.is_head = request.method == b"HEAD"
-        self.close_after = close_after  # daari is shutting down: this answer says `connection: close`
+        self.shutdown = shutdown  # once it started, answers say `connection: close`
         self._body: list[bytes] = []  # arrived, not yet handed to the app
         self._body_done = False  # h11 saw the body's end
         self._body_over = False  # the app has been handed the body's last message
@@ -136,7 +137,7 @@ class HttpCycle:
                 raise RuntimeError("http.response.start sent twice")
             self.started = True
             headers = [*message.get("headers", ()), (b"date", http_date())]
-            if self.close_after or not self._body_done:
+            if self.shutdown.started or not self._body_done:
                 # Shutting down, or answering before the whole body arrived (a 413, say): the client must not
                 # send its next request on this connection, which closes after the answer.
                 headers.append((b"connection", b"close"))
