@@ -120,7 +120,8 @@ class WebsocketSession:
                 self._bytes.append(bytes(event.data))
                 self._size += len(event.data)
             elif isinstance(event, Ping):
-                await self._write(ws.send(event.response()))
+                if ws.state is ConnectionState.OPEN:  # no pong once a close frame went out
+                    await self._write(ws.send(event.response()))
                 continue
             elif isinstance(event, CloseConnection):
                 if ws.state is ConnectionState.REMOTE_CLOSING:
