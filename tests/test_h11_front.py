@@ -17,7 +17,7 @@ import httpx
 import pytest
 import trio
 import trio.testing
-from trio_websocket import open_websocket_url
+from trio_websocket import ConnectionRejected, open_websocket_url
 
 from actors.cache import L0Count
 from daari.config import ServerConfig, config_from_dict
@@ -350,3 +350,41 @@ async def test_daari_on_h11_serves_the_live_tail_websocket(tmp_path: Path) -> No
         plain = await client.get("/v1/daari/tail")
     assert decision["tier"] == "L3" and decision["cache"] == "miss"
     assert plain.status_code == 426
+
+
+async def test_websockets_echo_text_and_bytes_answer_pings_and_report_the_clients_close_code() -> None:
+    ends: list[Message] = []
+
+    async def app(scope: Message, receive: Receive, send: Send) -> None:
+        if scope["type"] != "websocket":
+            return  # no lifespan: the server goes on without it
+        assert (await receive())["type"] == "websocket.connect"
+        if scope["path"] == "/refuse":
+            await send({"type": "websocket.close", "code": 1008})
+            return
+        await send({"type": "websocket.accept"})
+        while (message := await receive())["type"] == "websocket.receive":
+            await send({"type": "websocket.send", **{k: v for k, v in message.items() if k in ("text", "bytes")}})
+        ends.append(message)
+
+    trigger = trio.Event()
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            urls = await nursery.start(partial(serve, app, ServerConfig(port=0), shutdown_trigger=trigger.wait))
+            ws_base = urls[0].replace("http://", "ws://")
+            async with open_websocket_url(ws_base + "/echo") as ws:
+                await ws.send_message("hello")
+                text = await ws.get_message()
+                await ws.send_message(b"\x00\x01")
+                data = await ws.get_message()
+                await ws.ping(b"are you there")  # returns once the pong arrived
+                await ws.aclose(code=4001, reason="done")
+            with pytest.raises(ConnectionRejected) as refused:
+                async with open_websocket_url(ws_base + "/refuse"):
+                    pass
+            while not ends:
+                await trio.sleep(0.01)
+            trigger.set()
+    assert (text, data) == ("hello", b"\x00\x01")
+    assert ends == [{"type": "websocket.disconnect", "code": 4001}]
+    assert refused.value.status_code == 403
