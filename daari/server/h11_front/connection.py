@@ -56,7 +56,9 @@ class Connection:
                 await self.app(http_scope(self.link, request), cycle.receive, cycle.send)
             except Exception:
                 failed = True
-                log.exception("unhandled error in the app on %s %s", request.method, request.target)
+                # The path only: a query may carry daari's token (GET /ui?token=...), which never goes to a log.
+                log.exception("unhandled error in the app on %s %s", request.method.decode("latin-1"),
+                              request.target.partition(b"?")[0].decode("latin-1"))
             await cycle.after_app(failed)
             if not cycle.complete or self.link.broken or self.shutdown.started:
                 return
@@ -94,7 +96,7 @@ class Connection:
             text = (f"the request head is over {self.settings.max_header_bytes} bytes of header fields "
                     "(server.max_header_bytes)\n")
         else:
-            text = f"malformed HTTP/1.1 request: {exc}\n"
+            text = "malformed HTTP/1.1 request head\n"  # h11's reason quotes the bytes: they may hold a secret
         body = text.encode()
         conn = self.link.h11
         try:

@@ -72,7 +72,8 @@ class WebsocketSession:
         try:
             await self.app(self._scope(event), self.receive, self.send)
         except Exception:
-            log.exception("unhandled error in the app's websocket on %s", self.request.target)
+            log.exception("unhandled error in the app's websocket on %s",  # the path only: not a token in a query
+                          self.request.target.partition(b"?")[0].decode("latin-1"))
         if not self.answered:  # the app ended without a word: refuse as ASGI says (403)
             await self._write(self.handshake.send(RejectConnection(status_code=403)))
         elif self.ws is not None and not self.closed:
