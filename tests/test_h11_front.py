@@ -390,3 +390,17 @@ async def test_websockets_echo_text_and_bytes_answer_pings_and_report_the_client
     assert (text, data) == ("hello", b"\x00\x01")
     assert ends == [{"type": "websocket.disconnect", "code": 4001}]
     assert refused.value.status_code == 403
+
+
+async def test_head_answers_carry_no_body_and_connection_close_ends_the_connection() -> None:
+    async with connection(echo) as (client, _, _):
+        await client.send_raw(request("/h", method="HEAD"))
+        raw = b""
+        while b"\r\n\r\n" not in raw:
+            raw += await client.stream.receive_some(65536)
+        await client.send_raw(request("/last", connection="close"))
+        last = await client.response()
+        after = await client.stream.receive_some(1)
+    head, _, body = raw.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200 ") and b"content-length: 4" in head and body == b""
+    assert last[1] == b"/last 0" and after == b""

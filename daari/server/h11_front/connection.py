@@ -62,8 +62,10 @@ class Connection:
             await cycle.after_app(failed)
             if not cycle.complete or self.link.broken or self.shutdown.started:
                 return
-            if conn.our_state is h11.MUST_CLOSE or conn.their_state is not h11.DONE:
+            if conn.their_state is not h11.DONE:  # the app answered without reading the whole body
                 await self._linger()
+                return
+            if conn.our_state is h11.MUST_CLOSE:  # `connection: close`, or HTTP/1.0
                 return
             conn.start_next_cycle()
 
