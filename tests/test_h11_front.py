@@ -6,6 +6,7 @@ The whole server-level suite also runs on it with DAARI_TEST_FRONT_END=h11 (`mak
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from functools import partial
@@ -17,6 +18,8 @@ import httpx
 import pytest
 import trio
 import trio.testing
+from hypothesis import given
+from hypothesis import strategies as st
 from trio_websocket import ConnectionRejected, open_websocket_url
 
 from actors.cache import L0Count
@@ -404,3 +407,92 @@ async def test_head_answers_carry_no_body_and_connection_close_ends_the_connecti
     head, _, body = raw.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 200 ") and b"content-length: 4" in head and body == b""
     assert last[1] == b"/last 0" and after == b""
+
+
+VALID_PIECES = [
+    request("/a", b"hello"),
+    request("/b", method="GET"),
+    b"POST /c HTTP/1.1\r\nhost: t\r\ntransfer-encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+    b"GET /d HTTP/1.0\r\n\r\n",
+    b"POST /e HTTP/1.1\r\nhost: t\r\ncontent-length: 10\r\n\r\nshort",  # a body cut short
+    b"POST /f HTTP/1.1\r\nhost: t\r\ntransfer-encoding: chunked\r\n\r\nzz\r\n",  # broken chunk framing
+    b"GET /g HTTP/1.1\r\nhost: t\r\nx-big: " + b"a" * 3000 + b"\r\n\r\n",  # over max_header_bytes 1024
+]
+
+
+class FailedConnections(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.levelno >= logging.ERROR:
+            self.records.append(record)
+
+
+@given(pieces=st.lists(st.one_of(st.sampled_from(VALID_PIECES), st.binary(max_size=80)), min_size=1, max_size=5),
+       cuts=st.lists(st.integers(1, 300), max_size=6), client_closes=st.booleans())
+def test_any_bytes_get_well_formed_answers_or_a_close_and_never_fail_the_connection(
+        pieces: list[bytes], cuts: list[int], client_closes: bool) -> None:
+    failures = FailedConnections()
+    logging.getLogger("daari.server.h11").addHandler(failures)
+    try:
+        output = trio.run(_exchange, b"".join(pieces), cuts, client_closes,
+                          clock=trio.testing.MockClock(autojump_threshold=0))
+    finally:
+        logging.getLogger("daari.server.h11").removeHandler(failures)
+    assert failures.records == []
+    statuses = _statuses(output)
+    assert set(statuses) <= {200, 400, 408, 431}
+
+
+async def _exchange(data: bytes, cuts: list[int], client_closes: bool) -> bytes:
+    """Send `data` in the pieces `cuts` makes, maybe close, and read everything until the server closes (it
+    always does: on an error, on the idle timeout, or after the client closed)."""
+    server_end, client_end = trio.testing.memory_stream_pair()
+    output = b""
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(Connection(server_end, bounded_echo, ServerConfig(max_header_bytes=1024), Shutdown()).run)
+        start = 0
+        for cut in [*cuts, len(data)]:
+            if start < len(data):
+                try:
+                    await client_end.send_all(data[start:start + cut])
+                except trio.BrokenResourceError:
+                    break
+                start += cut
+        if client_closes:
+            await client_end.send_stream.aclose()
+        while chunk := await client_end.receive_some(65536):
+            output += chunk
+    return output
+
+
+async def bounded_echo(scope: Message, receive: Receive, send: Send) -> None:
+    """`echo`, with a deadline on the body as daari's own reader has (server.body_timeout_s): 408 past it."""
+    size = 0
+    with trio.move_on_after(60):
+        while (message := await receive())["type"] == "http.request":
+            size += len(message["body"])
+            if not message.get("more_body"):
+                await answer(send, f"{scope['path']} {size}".encode())
+                return
+        return  # http.disconnect: the client left, nothing to answer
+    await answer(send, b"body too slow", 408)
+
+
+def _statuses(output: bytes) -> list[int]:
+    """The status of every answer in `output`, which must parse as HTTP/1.1 answers (the last may be cut short
+    only by the connection closing mid-body, which a server answering whole never does)."""
+    statuses = []
+    while output:
+        parser = h11.Connection(h11.CLIENT)
+        parser.send(h11.Request(method=b"GET", target=b"/", headers=[(b"host", b"t")]))
+        parser.send(h11.EndOfMessage())
+        parser.receive_data(output)
+        parser.receive_data(b"")
+        while not isinstance(event := parser.next_event(), h11.EndOfMessage):
+            if isinstance(event, h11.Response):
+                statuses.append(event.status_code)
+        output = parser.trailing_data[0]
+    return statuses
