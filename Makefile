@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 # issues 7-12); `make bench BENCH_VERSUS=` skips that part.
 BENCH_VERSUS ?= b076afb
 
-.PHONY: run test test-clients browser redis lint bench bench-peers eval fuzz clean
+.PHONY: run test test-h11 test-clients browser redis lint bench bench-peers eval fuzz clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -31,6 +31,12 @@ test: $(STAMP) browser redis
 	$(VENV)/bin/ruff check .
 	$(PY) -m mypy --strict actors daari
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -q
+
+# The server-level tests again with daari on its own h11 front end (server.front_end: h11; docs/configuration.md,
+# "Front end"): `make test` runs them on Hypercorn.
+H11_TESTS ?= $(shell grep -l "daari_server\|daari_in_thread" tests/test_*.py)
+test-h11: $(STAMP)
+	DAARI_TEST_FRONT_END=h11 HF_HUB_OFFLINE=1 $(PY) -m pytest -q $(H11_TESTS) tests/test_h11_front.py
 
 # The /ui page is tested in Debian's headless chromium: installed here when missing and we are root (CI is);
 # otherwise that one test is skipped with this reason.

@@ -1,4 +1,5 @@
 """`python -m bench.hit_calls REV`: Python calls per served L0 hit under wrk, this tree vs REV, by package.
+`python -m bench.hit_calls --front-ends`: this tree on Hypercorn vs on its h11 front end (`server.front_end`).
 
 The served process (Hypercorn, h11, Trio and daari together, as `bench.versus` runs it) under cProfile, with
 `--connections` clients for `--duration` seconds. A second run of the same tree without the load gives the
@@ -10,6 +11,7 @@ a gap, this shows whether it is daari's own work (its rows differ) or not (only 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import pstats
 from collections import Counter
 from pathlib import Path
@@ -23,11 +25,14 @@ Row = tuple[str, str]  # (package, function)
 
 
 def profile(tree: Path | None, out: Path, upstream_url: str, log_dir: Path, connections: int,
-            duration_s: float) -> int:
+            duration_s: float, front_end: str = "hypercorn") -> int:
     """Serve under cProfile into `out`; hits under load for `duration_s` (0: start, one hit, stop)."""
     launcher = [PYTHON, "-m", "cProfile", "-o", str(out), "-m", "daari"]
     requests = 0
-    with daari(proxy_config(upstream_url), log_dir, tree=tree, launcher=launcher, ready_timeout_s=300) as proxy:
+    config = proxy_config(upstream_url)
+    if front_end != "hypercorn":
+        config["server"] = {**config["server"], "front_end": front_end}  # type: ignore[dict-item]
+    with daari(config, log_dir, tree=tree, launcher=launcher, ready_timeout_s=300) as proxy:
         warm_hit(proxy)
         if duration_s:
             load = run_load(proxy.url + PATH, dumps(REQUEST), HEADERS, connections=connections,
@@ -60,19 +65,28 @@ def package(path: str) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("rev", help="the revision to compare with (e.g. 49e1cd6)")
+    parser.add_argument("rev", nargs="?", help="the revision to compare with (e.g. 49e1cd6)")
+    parser.add_argument("--front-ends", action="store_true",
+                        help="compare this tree on Hypercorn (as REV) with this tree on the h11 front end")
     parser.add_argument("--connections", type=int, default=20)
     parser.add_argument("--duration", type=float, default=15.0)
     parser.add_argument("--rows", type=int, default=25, help="functions shown, by the largest difference")
     args = parser.parse_args()
-    with workdir() as log_dir, fake_upstream("openai", log_dir) as upstream, exported(args.rev) as old:
+    if args.front_ends:
+        args.rev = "hypercorn"
+    elif args.rev is None:
+        parser.error("give REV, or --front-ends")
+    with workdir() as log_dir, fake_upstream("openai", log_dir) as upstream, \
+            (contextlib.nullcontext(None) if args.front_ends else exported(args.rev)) as old:
         tables: dict[str, Counter[Row]] = {}
-        for label, tree in (("this tree", None), (args.rev, old)):
-            idle, loaded = log_dir / f"{tree is None}-idle.prof", log_dir / f"{tree is None}-load.prof"
-            profile(tree, idle, upstream.url, log_dir, args.connections, 0)
-            hits = profile(tree, loaded, upstream.url, log_dir, args.connections, args.duration)
+        runs = ((("this tree", None, "h11"), (args.rev, None, "hypercorn")) if args.front_ends
+                else (("this tree", None, "hypercorn"), (args.rev, old, "hypercorn")))
+        for label, tree, front_end in runs:
+            idle, loaded = log_dir / f"{label}-idle.prof", log_dir / f"{label}-load.prof"
+            profile(tree, idle, upstream.url, log_dir, args.connections, 0, front_end)
+            hits = profile(tree, loaded, upstream.url, log_dir, args.connections, args.duration, front_end)
             tables[label] = per_hit(loaded, idle, hits)
-            print(f"{label}: {hits} hits at {args.connections} connections", flush=True)
+            print(f"{label} ({front_end}): {hits} hits at {args.connections} connections", flush=True)
     new, old_calls = tables["this tree"], tables[args.rev]
     packages = sorted({p for p, _ in new} | {p for p, _ in old_calls})
     print(f"\n| package | {args.rev} calls/hit | this tree calls/hit | difference |\n|---|---|---|---|")

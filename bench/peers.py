@@ -8,6 +8,7 @@ at 1 and 20 connections, the paths taking turns `--rounds` times (medians):
   and the same bytes from bench/bare_h11.py (h11 over Trio sockets, no Hypercorn: what the front end costs);
 - a cache hit: daari's L0 (the same request again) and LiteLLM with its in-memory cache (`cache_params: local`);
 - pass-through: daari with `X-Daari-No-Cache: true` and LiteLLM without a cache;
+- daari's hit, pass-through and TTFT rows again with `server.front_end: h11` (its own h11 front end);
 - streaming TTFT: the time to the first content delta of a streamed answer (the fake's "long" model, `--words`
   deltas), one stream at a time over a new connection, directly, through daari (cache off) and through LiteLLM
   (no cache), the three taking turns (bench/stream_relay.py's raw-socket client).
@@ -51,7 +52,13 @@ from bench.stream_relay import NO_CACHE, daari_config, request_of, stream, tier_
 WARMUP_S = 2.0
 MASTER_KEY = "sk-bench-" + secrets.token_hex(16)  # LiteLLM's own key, for this run only
 CONNECTIONS = (1, 20)
-TTFT_PATHS = ("upstream directly", "daari pass-through", "LiteLLM pass-through")
+TTFT_PATHS = ("upstream directly", "daari pass-through", "daari pass-through (h11 front end)", "LiteLLM pass-through")
+
+
+def on_h11(config: dict[str, Any]) -> dict[str, Any]:
+    """The same daari on its own h11 front end (`server.front_end: h11`, docs/configuration.md, "Front end")."""
+    server = config.get("server")
+    return {**config, "server": {**(server if isinstance(server, dict) else {}), "front_end": "h11"}}
 
 
 @contextlib.contextmanager
@@ -116,10 +123,13 @@ def run(executable: str, duration_s: float, rounds: int, words: int = 50, stream
     runs: dict[tuple[str, int], list[Measured]] = {}
     with workdir() as tmp, fake_upstream("openai", tmp) as upstream, \
             daari(proxy_config(upstream.url), tmp) as proxy, \
+            daari(on_h11(proxy_config(upstream.url)), tmp) as proxy_h11, \
             daari(daari_config(tier_of(upstream, "openai")), tmp) as streamer, \
+            daari(on_h11(daari_config(tier_of(upstream, "openai"))), tmp) as streamer_h11, \
             litellm(executable, upstream.url, tmp, cache=True) as cached, \
             litellm(executable, upstream.url, tmp, cache=False) as uncached:
         hit_body, hit_headers = warm_hit(proxy)
+        warm_hit(proxy_h11)
         with bare_app(hit_body, hit_headers, tmp) as bare, \
                 bare_app(hit_body, hit_headers, tmp, module="bench.bare_h11") as bare_h11:
             paths: dict[str, tuple[Server, bytes, dict[str, str]]] = {
@@ -127,8 +137,10 @@ def run(executable: str, duration_s: float, rounds: int, words: int = 50, stream
                 "bare Hypercorn-trio app (fixed body)": (bare, dumps(REQUEST), HEADERS),
                 "bare h11-on-Trio server, no ASGI (fixed body)": (bare_h11, dumps(REQUEST), HEADERS),
                 "daari L0 hit": (proxy, dumps(REQUEST), HEADERS),
+                "daari L0 hit (h11 front end)": (proxy_h11, dumps(REQUEST), HEADERS),
                 "LiteLLM, cache hit": (cached, body, litellm_headers),
                 "daari pass-through (X-Daari-No-Cache)": (proxy, body, no_cache),
+                "daari pass-through (h11 front end)": (proxy_h11, body, no_cache),
                 "LiteLLM, pass-through": (uncached, body, litellm_headers),
             }
             with httpx.Client(timeout=120) as client:  # LiteLLM's first request takes seconds: one at a time first
@@ -145,7 +157,7 @@ def run(executable: str, duration_s: float, rounds: int, words: int = 50, stream
                         server, content, headers = paths[name]
                         runs.setdefault((name, connections), []).append(measure(
                             server, PATH, content, headers, connections=connections, duration_s=duration_s))
-        ttfts = stream_ttfts(dict(zip(TTFT_PATHS, [(upstream, {}), (streamer, NO_CACHE),
+        ttfts = stream_ttfts(dict(zip(TTFT_PATHS, [(upstream, {}), (streamer, NO_CACHE), (streamer_h11, NO_CACHE),
                                                    (uncached, {"Authorization": f"Bearer {MASTER_KEY}"})],
                                       strict=True)), words, streams, rounds)
 
@@ -181,10 +193,32 @@ def run(executable: str, duration_s: float, rounds: int, words: int = 50, stream
     verdict.add("daari pass-through added p50 at 1 conn", f"{added:.2f} ms", "<= 1 ms")
     verdict.add("daari streaming added TTFT p50", f"{statistics.median(ttfts['daari pass-through']) - direct:.2f} ms",
                 "<= 1 ms")
+    _h11_rows(verdict, med, ttfts, direct)
     verdict.add("daari streaming TTFT / LiteLLM's, p50",
                 ratio(statistics.median(ttfts["daari pass-through"]), statistics.median(ttfts["LiteLLM pass-through"])),
                 "")
     return [table, streamed, verdict]
+
+
+def _h11_rows(verdict: Table, med: Any, ttfts: dict[str, list[float]], direct: float) -> None:
+    """The same targets with daari on its h11 front end (`server.front_end: h11`), and what it gains."""
+    hit, passing = "daari L0 hit (h11 front end)", "daari pass-through (h11 front end)"
+    verdict.add("h11 front end: daari L0 hit / bare Hypercorn app, req/s at 20 conns",
+                ratio(med(hit, 20, "rps"), med("bare Hypercorn-trio app (fixed body)", 20, "rps")), ">= 0.95x")
+    verdict.add("h11 front end: daari L0 hit / bare h11 server, req/s at 20 conns",
+                ratio(med(hit, 20, "rps"), med("bare h11-on-Trio server, no ASGI (fixed body)", 20, "rps")), "")
+    verdict.add("h11 front end: daari L0 hit / LiteLLM cache hit, req/s at 20 conns",
+                ratio(med(hit, 20, "rps"), med("LiteLLM, cache hit", 20, "rps")), ">= 20x")
+    verdict.add("h11 front end: daari pass-through / LiteLLM pass-through, req/s at 20 conns",
+                ratio(med(passing, 20, "rps"), med("LiteLLM, pass-through", 20, "rps")), ">= 10x")
+    verdict.add("h11 front end / Hypercorn: daari L0 hit req/s at 20 conns",
+                ratio(med(hit, 20, "rps"), med("daari L0 hit", 20, "rps")), "")
+    verdict.add("h11 front end / Hypercorn: daari pass-through req/s at 20 conns",
+                ratio(med(passing, 20, "rps"), med("daari pass-through (X-Daari-No-Cache)", 20, "rps")), "")
+    added = med(passing, 1, "p50_ms") - med("upstream directly", 1, "p50_ms")
+    verdict.add("h11 front end: daari pass-through added p50 at 1 conn", f"{added:.2f} ms", "<= 1 ms")
+    verdict.add("h11 front end: daari streaming added TTFT p50",
+                f"{statistics.median(ttfts['daari pass-through (h11 front end)']) - direct:.2f} ms", "<= 1 ms")
 
 
 def main() -> None:

@@ -87,10 +87,11 @@ def tier_of(upstream: Server, kind: str) -> dict[str, Any]:
             "max_queue": 4096}
 
 
-def daari_config(tier: dict[str, Any], backlog: int | None = None) -> dict[str, Any]:
+def daari_config(tier: dict[str, Any], backlog: int | None = None, front_end: str | None = None) -> dict[str, Any]:
     """One tier (the last: streamed live), L1 off (no model loading beside the measure); `backlog`: the listen
-    backlog (server.backlog) when not daari's default."""
-    server: dict[str, Any] = {"grace_period_s": 1, **({"backlog": backlog} if backlog is not None else {})}
+    backlog (server.backlog) when not daari's default; `front_end`: server.front_end when not the default."""
+    server: dict[str, Any] = {"grace_period_s": 1, **({"backlog": backlog} if backlog is not None else {}),
+                              **({"front_end": front_end} if front_end is not None else {})}
     return {"server": server, "cache": {"l1": {"enabled": False}}, "tiers": {"L3": tier}}
 
 
@@ -251,7 +252,8 @@ def relay_tables(args: argparse.Namespace) -> list[Table]:
         targets: dict[str, tuple[str, Server]] = {}
         for path in PATHS:
             if path.via_daari:
-                proxy = stack.enter_context(daari(daari_config(tier_of(fakes[path.upstream], path.upstream)), tmp))
+                proxy = stack.enter_context(daari(daari_config(tier_of(fakes[path.upstream], path.upstream),
+                                                               front_end=args.front_end), tmp))
                 targets[path.name] = (proxy.url, proxy)
             else:
                 targets[path.name] = (fakes[path.upstream].url, fakes[path.upstream])
@@ -300,7 +302,7 @@ def held_table(args: argparse.Namespace) -> Table:
                  for kind in sorted({p.upstream for p in paths})}
         for path in paths:
             server = stack.enter_context(daari(daari_config(tier_of(fakes[path.upstream], path.upstream),
-                                                            args.backlog), tmp)) \
+                                                            args.backlog, args.front_end), tmp)) \
                 if path.via_daari else fakes[path.upstream]
             overflows = listen_overflows()
             gaps, wall, cpu, failures = held_streams(path, server.url, server, args.streams, args.chunks, args.ramp)
@@ -415,6 +417,8 @@ def main() -> None:
     parser.add_argument("--chunk-pace", type=float, default=0.0,
                         help="seconds between deltas for the CPU per chunk table (0: unpaced, bursts; paced, each "
                         "event arrives alone and the figure is a paced chunk's cost)")
+    parser.add_argument("--front-end", choices=("hypercorn", "h11"), default=None,
+                        help="daari's server.front_end (default: daari's own default, hypercorn)")
     parser.add_argument("--held-only", action="store_true", help="only the --streams run (skip 1 and 2)")
     parser.add_argument("--cold", action="store_true", help="measure the cold paths only")
     parser.add_argument("--profile", action="store_true", help="cProfile daari on one path instead")

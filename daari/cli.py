@@ -27,6 +27,8 @@ def _serve(args: argparse.Namespace) -> int:
         overrides["server.port"] = args.port
     if args.data_dir is not None:
         overrides["data_dir"] = args.data_dir
+    if args.front_end is not None:
+        overrides["server.front_end"] = args.front_end
     config_path = args.config
     if config_path is None and os.path.exists("daari.yaml"):
         config_path = "daari.yaml"
@@ -119,6 +121,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default=None, help="listen address (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=None, help="listen port (default 8787)")
     serve.add_argument("--config", default=None, help="daari.yaml path (default ./daari.yaml if present)")
+    serve.add_argument("--front-end", choices=("hypercorn", "h11"), default=None,
+                       help="HTTP server: hypercorn (default) or h11 (daari's own, leaner; server.front_end)")
     serve.add_argument("--data-dir", default=None,
                        help="where the cache lives (default $XDG_DATA_HOME/daari, else ~/.local/share/daari)")
     # No -h of its own: `daari eval routing --help` reaches the suite's parser, which lists its options.

@@ -66,6 +66,9 @@ class ServerConfig:
     # net.core.somaxconn). Hypercorn's own default, 100, reset connections when hundreds of clients opened
     # streams at once (docs/performance.md, "Stream relay per chunk").
     backlog: Annotated[int, Ge(1)] = 1024
+    # The HTTP/1.1 front end: "hypercorn" (HTTP/1.1, h2c, websockets) or "h11", daari's own lean HTTP/1.1 and
+    # websocket server on h11/wsproto (docs/configuration.md, "Front end"). Both serve the same app and limits.
+    front_end: Literal["hypercorn", "h11"] = "hypercorn"
 
 
 @dataclass

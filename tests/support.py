@@ -1,7 +1,9 @@
-"""Run a real daari (actors + Hypercorn on 127.0.0.1, port 0) inside a Trio test or in a thread."""
+"""Run a real daari (actors + Hypercorn, or the h11 front end with DAARI_TEST_FRONT_END=h11, on 127.0.0.1, port 0)
+inside a Trio test or in a thread."""
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
@@ -15,12 +17,16 @@ from daari.config import Config, config_from_dict
 from daari.pipeline.shortcuts import ShortcutTier
 from daari.server.serve import RunningServer, run_server
 
+FRONT_END_ENV = "DAARI_TEST_FRONT_END"  # "h11": every test's daari uses the h11 front end
+
 
 def make_config(tmp_path: Path, **sections: Any) -> Config:
     # Shadow sampling off unless a test asks for it: at its default rate (2% of hits) a background call to the
     # upstream would land in a random test's count of upstream requests.
     data: dict[str, Any] = {"server": {"port": 0, "grace_period_s": 2}, "data_dir": str(tmp_path / "data"),
                             "trust": {"shadow": {"rate": 0.0}}}
+    if os.environ.get(FRONT_END_ENV):  # run any server test under the other front end (docs/configuration.md)
+        data["server"]["front_end"] = os.environ[FRONT_END_ENV]
     for key, value in sections.items():
         if isinstance(value, dict) and isinstance(data.get(key), dict):
             data[key] = {**data[key], **value}

@@ -65,12 +65,14 @@ def wait_until(condition: Callable[[], bool], timeout: float = 10) -> None:
         time.sleep(0.005)
 
 
+@pytest.mark.parametrize("front_end", [[], ["--front-end", "h11"]], ids=["hypercorn", "h11"])
 def test_serve_with_a_config_file_answers_and_stops_gracefully_on_sigterm(
-        tmp_path: Path, slow_fake: tuple[FakeOpenAI, str]) -> None:
+        tmp_path: Path, slow_fake: tuple[FakeOpenAI, str], front_end: list[str]) -> None:
     fake, upstream = slow_fake
     config = tmp_path / "daari.yaml"
     config.write_text(f"tiers:\n  L3: {{executor: openai, base_url: '{upstream}/v1'}}\nserver:\n  grace_period_s: 5\n")
-    proc, url = start_daari(["--config", str(config), "--port", "0", "--data-dir", str(tmp_path / "d")], tmp_path)
+    proc, url = start_daari(["--config", str(config), "--port", "0", "--data-dir", str(tmp_path / "d"), *front_end],
+                            tmp_path)
     try:
         with httpx.Client(base_url=url, timeout=10) as client:
             assert client.get("/healthz").status_code == 200

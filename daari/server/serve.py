@@ -1,4 +1,5 @@
-"""Start daari: actors first (with `nursery.start`, so we listen only once they are ready), then Hypercorn.
+"""Start daari: actors first (with `nursery.start`, so we listen only once they are ready), then the front end
+(Hypercorn, or daari's own h11 server with `server.front_end: "h11"`).
 
 SIGINT/SIGTERM stop accepting connections; in-flight requests get `server.grace_period_s`, then are
 cancelled; then the actors stop.
@@ -12,6 +13,7 @@ import time
 from collections.abc import Mapping
 from contextlib import aclosing
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +30,7 @@ from daari.redact import redact_url
 from daari.server.app import DaariApp
 from daari.server.compose import Parts, compose
 from daari.server.guard import GuardPolicy
+from daari.server.h11_front import serve as h11_serve
 from daari.server.idle_trim import libc_malloc_trim, trim_when_idle
 from daari.server.limits import apply_to_hypercorn
 from daari.server.observers import start_observers
@@ -52,6 +55,13 @@ def _hypercorn_config(config: Config) -> HypercornConfig:
     apply_to_hypercorn(hc, config.server)  # head size and time limits (server/limits.py)
     hc.include_server_header = False  # no "server: hypercorn-h11" on every answer: it tells clients nothing useful
     return hc
+
+
+def _front_end(config: Config, app: DaariApp, shutdown: trio.Event) -> Any:
+    """The server `front.start` runs: Hypercorn, or daari's own h11 front end (`server.front_end`)."""
+    if config.server.front_end == "h11":
+        return partial(h11_serve, app, config.server, shutdown_trigger=shutdown.wait)
+    return partial(hypercorn_serve, _asgi(app), _hypercorn_config(config), shutdown_trigger=shutdown.wait)
 
 
 def tier_table(config: Config, executors: Mapping[str, Executor]) -> str:
@@ -95,9 +105,7 @@ async def run_server(config: Config, *, handle_signals: bool = False,
             actors.start_soon(trim_when_idle, config.server.idle_trim_s, libc_malloc_trim())
         freeze_long_lived("server start")  # modules, config, actors; models freeze when they load
         async with trio.open_nursery() as front:
-            binds = await front.start(lambda task_status: hypercorn_serve(
-                _asgi(parts.app), _hypercorn_config(config), shutdown_trigger=shutdown.wait,
-                task_status=task_status))
+            binds = await front.start(_front_end(config, parts.app, shutdown))
             url = binds[0]
             log.info("daari listening on %s\n%s\n%s", url, tier_table(config, parts.executors),
                      _privacy_lines(config, parts.partition_secret, parts.app.policy))
