@@ -104,13 +104,15 @@ class WebsocketSession:
             if message is not None:
                 return message
 
-    async def _read_raw(self) -> None:
+    async def _read_raw(self) -> bytes:
+        """The client's next bytes; b"" once it left (recorded as an abnormal close)."""
         try:
             data = bytes(await self.link.stream.receive_some(RECV_BYTES))
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             data = b""
         if not data:
             self._left(CLOSE_ABNORMAL)
+        return data
 
     async def _next_message(self, ws: WsConnection) -> dict[str, Any] | None:
         for event in ws.events():
@@ -137,12 +139,8 @@ class WebsocketSession:
                 return None
             if event.message_finished:
                 return self._message()
-        try:
-            data = bytes(await self.link.stream.receive_some(RECV_BYTES))
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            data = b""
+        data = await self._read_raw()
         if not data:
-            self._left(CLOSE_ABNORMAL)
             return None
         try:
             ws.receive_data(data)
