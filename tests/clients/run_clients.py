@@ -27,6 +27,8 @@ from typing import Any
 
 import httpx
 
+from tests.support import FRONT_END_ENV
+
 REPO = Path(__file__).resolve().parents[2]
 BIN = REPO / ".clients" / "node_modules" / ".bin"
 AIDER = REPO / ".clients" / "aider" / "bin" / "aider"
@@ -80,7 +82,10 @@ def process(args: list[str], log: Path, ready_url: str, env: dict[str, str] | No
 
 def daari_config(tmp: Path, name: str, tier: str) -> Path:
     config = tmp / f"{name}.yaml"
-    config.write_text(f"data_dir: {tmp / (name + '-data')}\ntiers:\n  L3: {tier}\n")
+    # DAARI_TEST_FRONT_END=h11 (tests/support.py): the clients through the opt-in h11 front end
+    front_end = os.environ.get(FRONT_END_ENV)
+    server = f"server:\n  front_end: {front_end}\n" if front_end else ""
+    config.write_text(f"data_dir: {tmp / (name + '-data')}\n{server}tiers:\n  L3: {tier}\n")
     return config
 
 
