@@ -401,7 +401,7 @@ def profile(args: argparse.Namespace) -> None:
     """One path's daari under cProfile: `--requests` long streams, then the top functions by own time."""
     import pstats
 
-    path = next(p for p in PATHS if p.name == args.profile_path)
+    path = next(p for p in PATHS + OLLAMA_PATHS if p.name == args.profile_path)
     with workdir() as tmp, fake_upstream(path.upstream, tmp, token_delay_s=args.profile_pace) as upstream:
         out = tmp / "daari.prof"
         launcher = [PYTHON, "-m", "cProfile", "-o", str(out), "-m", "daari"]
