@@ -9,6 +9,8 @@ Paths (every daari request carries `X-Daari-No-Cache: true`, so it is relayed, n
   openai     an OpenAI chat client -> daari -> an OpenAI-compatible tier (the same protocol)
   anthropic  an Anthropic messages client -> daari -> an Anthropic tier (the same protocol)
   cross      an Anthropic messages client -> daari -> an OpenAI-compatible tier (decoded and re-encoded)
+  ollama     (`--ollama`) an OpenAI chat client -> daari -> an Ollama tier (NDJSON decoded, rendered as SSE);
+             its direct reference is the fake Ollama called with its own /api/chat
 
 1. CPU per chunk: one stream at a time, unpaced, of `--short` and `--long` deltas, the paths taking turns; a
    server's CPU time (user + system, its children included) over the turn. The per-chunk figure is the
@@ -28,6 +30,7 @@ Paths (every daari request carries `X-Daari-No-Cache: true`, so it is relayed, n
     python -m bench.stream_relay --cold                  # the cold paths only
     python -m bench.stream_relay --chunk-pace 0.005 --long 100 --short 10   # 1 and 2 with paced deltas (each alone)
     python -m bench.stream_relay --streams 1000 --held-only --backlog 100   # only 3, at Hypercorn's old backlog
+    python -m bench.stream_relay --ollama                # 1 and 2 with the Ollama paths added
 """
 
 from __future__ import annotations
@@ -56,9 +59,10 @@ ANTHROPIC_HEADERS = {"anthropic-version": "2023-06-01", "x-api-key": "bench"}
 @dataclass(frozen=True)
 class Path_:
     name: str
-    protocol: str  # the client's: "openai" or "anthropic"
+    protocol: str  # the client's: "openai", "anthropic" or "ollama" (its /api/chat, direct only)
     upstream: str  # the fake the tier (or the direct client) calls
     via_daari: bool
+    reference: str = ""  # the direct path's upstream whose TTFT this one's is compared with ("": `protocol`)
 
 
 PATHS = [
@@ -68,11 +72,18 @@ PATHS = [
     Path_("Anthropic -> daari -> Anthropic tier", "anthropic", "anthropic", True),
     Path_("Anthropic -> daari -> OpenAI tier (cross)", "anthropic", "openai", True),
 ]
+OLLAMA_PATHS = [
+    Path_("Ollama direct", "ollama", "ollama", False),
+    Path_("OpenAI -> daari -> Ollama tier", "openai", "ollama", True, reference="ollama"),
+]
 
 
 def request_of(protocol: str, words: int, salt: int = 0) -> tuple[str, bytes, dict[str, str]]:
     """The client's (path, body, headers): a stream of `words` deltas from the fakes' "long" model."""
     messages = [{"role": "user", "content": f"Write a long answer ({salt})."}]
+    if protocol == "ollama":
+        return "/api/chat", dumps({"model": "long", "stream": True, "options": {"num_predict": words},
+                                   "messages": messages}), {}
     if protocol == "openai":
         return "/v1/chat/completions", dumps({"model": "long", "stream": True, "max_tokens": words,
                                               "messages": messages}), {}
@@ -83,6 +94,8 @@ def request_of(protocol: str, words: int, salt: int = 0) -> tuple[str, bytes, di
 def tier_of(upstream: Server, kind: str) -> dict[str, Any]:
     if kind == "openai":
         return openai_tier(upstream.url, "long", max_concurrency=4096, max_queue=4096)
+    if kind == "ollama":
+        return ollama_tier(upstream.url, "long", max_concurrency=4096, max_queue=4096)
     return {"executor": "anthropic", "base_url": upstream.url, "model": "long", "max_concurrency": 4096,
             "max_queue": 4096}
 
@@ -246,18 +259,19 @@ def percentile(values: list[float], q: float) -> float:
 def relay_tables(args: argparse.Namespace) -> list[Table]:
     tables: list[Table] = []
     load_before = os.getloadavg()
+    paths = PATHS + (OLLAMA_PATHS if args.ollama else [])
     with workdir() as tmp, ExitStack() as stack:
         fakes = {kind: stack.enter_context(fake_upstream(kind, tmp, token_delay_s=args.chunk_pace))
-                 for kind in ("openai", "anthropic")}
+                 for kind in ("openai", "anthropic", *(("ollama",) if args.ollama else ()))}
         targets: dict[str, tuple[str, Server]] = {}
-        for path in PATHS:
+        for path in paths:
             if path.via_daari:
                 proxy = stack.enter_context(daari(daari_config(tier_of(fakes[path.upstream], path.upstream),
                                                                front_end=args.front_end), tmp))
                 targets[path.name] = (proxy.url, proxy)
             else:
                 targets[path.name] = (fakes[path.upstream].url, fakes[path.upstream])
-        turns = sequential(PATHS, targets, args.short, args.long, args.requests, args.rounds)
+        turns = sequential(paths, targets, args.short, args.long, args.requests, args.rounds)
         load_after = os.getloadavg()
 
         paced = f", deltas {args.chunk_pace * 1000:g} ms apart" if args.chunk_pace else ""
@@ -265,14 +279,14 @@ def relay_tables(args: argparse.Namespace) -> list[Table]:
                       ["path", "server", "CPU us per chunk", "CPU ms per request", "TTFT p50 ms",
                        "added TTFT p50 ms"])
         direct_ttft: dict[str, float] = {}
-        for path in PATHS:
+        for path in paths:
             t = turns[path.name]
             per_chunk = [(lo - sh) / (args.long - args.short) * 1e6 for sh, lo in zip(t.short_cpu, t.long_cpu,
                                                                                       strict=True)]
             ttft = statistics.median(t.ttft_ms)
             if not path.via_daari:
-                direct_ttft[path.protocol] = ttft
-            added = ttft - direct_ttft[path.protocol] if path.via_daari else float("nan")
+                direct_ttft[path.upstream] = ttft
+            added = ttft - direct_ttft[path.reference or path.protocol] if path.via_daari else float("nan")
             table.add(path.name, "daari" if path.via_daari else f"(the fake {path.upstream} upstream)",
                       statistics.median(per_chunk), statistics.median(t.long_cpu) * 1000, ttft,
                       added if path.via_daari else "")
@@ -387,7 +401,7 @@ def profile(args: argparse.Namespace) -> None:
     """One path's daari under cProfile: `--requests` long streams, then the top functions by own time."""
     import pstats
 
-    path = next(p for p in PATHS if p.name == args.profile_path)
+    path = next(p for p in PATHS + OLLAMA_PATHS if p.name == args.profile_path)
     with workdir() as tmp, fake_upstream(path.upstream, tmp, token_delay_s=args.profile_pace) as upstream:
         out = tmp / "daari.prof"
         launcher = [PYTHON, "-m", "cProfile", "-o", str(out), "-m", "daari"]
@@ -420,6 +434,8 @@ def main() -> None:
     parser.add_argument("--front-end", choices=("hypercorn", "h11"), default=None,
                         help="daari's server.front_end (default: daari's own default, hypercorn)")
     parser.add_argument("--held-only", action="store_true", help="only the --streams run (skip 1 and 2)")
+    parser.add_argument("--ollama", action="store_true",
+                        help="add the Ollama paths (the fake Ollama direct, an OpenAI client through an Ollama tier)")
     parser.add_argument("--cold", action="store_true", help="measure the cold paths only")
     parser.add_argument("--profile", action="store_true", help="cProfile daari on one path instead")
     parser.add_argument("--profile-path", default=PATHS[1].name, help="the path --profile runs")

@@ -9,8 +9,10 @@ import pytest
 import trio
 import trio.testing
 
+from actors.executor import OpenGeneration
 from daari.config import TierConfig
 from daari.errors import InvalidRequest, ModelNotInstalled, ToolCallsUnsupportedLocally
+from daari.executors.base import Executor
 from daari.executors.embedded import (
     IMAGE_NOTE,
     EmbeddedExecutor,
@@ -27,6 +29,7 @@ from daari.executors.embedded_model import (
 from daari.models import EmbeddedModel, ModelPackage
 from daari.protocol.chat import ChatRequest, Completion, Message, Tool, ToolCall
 from daari.protocol.events import Event, Finish, TextDelta, assemble
+from tests.test_live_relay import ClientRelay, executor_actor, through_stream
 
 QUESTION = "What is the capital of France? Answer in one sentence."
 
@@ -333,3 +336,44 @@ def test_llama_cpps_own_http_port_refuses_every_other_local_process(loaded_model
         for path in ("/v1/models", "/slots", "/completion", "/v1/chat/completions"):
             assert client.post(address + path, json={"prompt": "hi"}).status_code == 401, path
         assert client.get(address + "/health").status_code == 200  # the only open door, and it tells nothing
+
+
+# --- the live relay (daari/pipeline/live_relay.py) from the generation's task ----------------------------
+
+
+async def test_a_relayed_embedded_stream_writes_each_piece_before_the_model_makes_the_next(
+    loaded_model: LoadedModel,
+) -> None:
+    """Each piece of text the worker thread hands over is written at once: a missed `read_done` would keep every
+    piece until the generation ended (one write)."""
+    executors: dict[str, Executor] = {"L1": EmbeddedExecutor("L1", TierConfig(max_tokens=8))}
+    assert executors["L1"].flushes_per_read
+    async with executor_actor(executors) as (address, _):
+        relay = ClientRelay()
+        with trio.fail_after(120):
+            carried = await through_stream(address, OpenGeneration("L1", ask(), relay=relay))
+    assert carried == [] and isinstance(relay.events[-1], Finish) and not relay.kept
+    deltas = [event for event in relay.events if isinstance(event, TextDelta)]
+    assert len(deltas) >= 2
+    assert len(relay.writes) >= len(deltas)  # each piece its own write
+
+
+async def test_a_relayed_embedded_stream_whose_asker_left_while_its_write_waits_stops_the_model(
+    loaded_model: LoadedModel,
+) -> None:
+    executor = EmbeddedExecutor("L1", TierConfig(max_tokens=200))
+    async with executor_actor({"L1": executor}) as (address, made):
+        relay = ClientRelay(block=True)  # the client stopped reading: the first piece's write never returns
+        with trio.fail_after(120):
+            async with trio.open_nursery() as asker:
+                asker.start_soon(through_stream, address,
+                                 OpenGeneration("L1", ask("Write a long essay about the sea."), relay=relay))
+                await relay.blocked.wait()
+                asker.cancel_scope.cancel()  # the client watch cancels the request: it leaves the stream
+            while made[-1].in_flight["L1"]:
+                await trio.sleep(0.01)
+        assert executor.generation_limiter.borrowed_tokens == 0  # the worker thread stopped, the model is free
+        after = ClientRelay()
+        with trio.fail_after(120):
+            await through_stream(address, OpenGeneration("L1", ask(max_tokens=4), relay=after))
+        assert isinstance(after.events[-1], Finish) and relay.writes == []

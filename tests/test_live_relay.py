@@ -28,6 +28,7 @@ from daari.protocol.chat import ChatRequest, Message
 from daari.protocol.events import Event, Finish, TextDelta, assemble
 from daari.protocol.wire import OPENAI
 from tests.fakes.anthropic_upstream import FakeAnthropic
+from tests.fakes.ollama_upstream import FakeOllama
 from tests.fakes.openai_upstream import FakeOpenAI
 from tests.fakes.serving import serve_app
 from tests.test_resilience import IDLE, REQUEST, ScriptedExecutor, tier_config
@@ -312,3 +313,58 @@ async def test_a_failed_relay_write_is_not_retried_nor_counted_against_the_upstr
         await executor.generate(REQUEST, ClientRelay(fails=BrokenPipeError()))
     assert inner.calls == 1
     assert executor.status()["breaker"]["consecutive_failures"] == 0
+
+
+async def test_a_paced_ollama_stream_is_relayed_line_by_line_never_held_for_a_later_read() -> None:
+    """The Ollama executor marks its reads of the NDJSON stream: each paced line is written before the next
+    arrives (an executor that missed a `read_done` would hold the lines until the end: one write)."""
+    fake = FakeOllama()
+    fake.token_delay_s = 0.05
+    async with serve_app(fake) as upstream:
+        executors = {"L2": make_executor("L2", TierConfig(executor="ollama", base_url=upstream))}
+        assert executors["L2"].flushes_per_read
+        async with executor_actor(executors) as (address, _):
+            relay = ClientRelay()
+            with trio.fail_after(10):
+                carried = await through_stream(address, OpenGeneration("L2", chat("good"), relay=relay))
+    assert carried == [] and isinstance(relay.events[-1], Finish)
+    assert assemble(relay.events).text == "Hello there!"
+    deltas = [event for event in relay.events if isinstance(event, TextDelta)]
+    assert len(deltas) == 3
+    assert len(relay.writes) >= len(deltas)  # no two paced lines in one write
+    assert not relay.kept
+
+
+async def test_an_ollama_stream_whose_asker_left_while_its_client_write_waits_is_cut_and_frees_the_slot() -> None:
+    fake = FakeOllama()
+    fake.token_delay_s = 0.02  # "hermes" streams ~100 lines, one character each: still streaming when cut
+    async with serve_app(fake) as upstream:
+        tier = TierConfig(executor="ollama", base_url=upstream, max_concurrency=1, tool_repair="off")
+        executors = {"L2": make_executor("L2", tier)}
+        async with executor_actor(executors) as (address, made):
+            relay = ClientRelay(block=True)  # the client stopped reading: its write never returns
+            with trio.fail_after(10):
+                async with trio.open_nursery() as asker:
+                    asker.start_soon(through_stream, address, OpenGeneration("L2", chat("hermes"), relay=relay))
+                    await relay.blocked.wait()
+                    asker.cancel_scope.cancel()  # the client watch cancels the request: it leaves the stream
+                await fake.client_closed.wait()  # the upstream stream was cut, not read to its end
+            assert fake.streams_closed_by_client == 1
+            actor = made[-1]
+            assert actor.in_flight["L2"] == 0 and actor.limiters["L2"].borrowed_tokens == 0
+            after = ClientRelay()
+            with trio.fail_after(10):
+                await through_stream(address, OpenGeneration("L2", chat("good"), relay=after))
+            assert assemble(after.events).text == "Hello there!"  # the slot came back: the next one answers
+
+
+async def test_an_ollama_error_after_relayed_lines_writes_them_then_reports_it() -> None:
+    fake = FakeOllama()
+    async with serve_app(fake) as upstream:
+        executors = {"L2": make_executor("L2", TierConfig(executor="ollama", base_url=upstream))}
+        async with executor_actor(executors) as (address, _):
+            relay = ClientRelay()
+            with trio.fail_after(10), pytest.raises(UpstreamError, match="mid-stream"):
+                await through_stream(address, OpenGeneration("L2", chat("stream_error"), relay=relay))
+    assert [type(event) for event in relay.events] == [TextDelta] and not relay.kept  # "Hel", written first
+    assert assemble([*relay.events, Finish("stop")]).text == "Hel"

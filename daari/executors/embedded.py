@@ -23,7 +23,7 @@ import trio
 from daari.config import TierConfig
 from daari.cpu_budget import REQUEST_WORK
 from daari.errors import InvalidRequest, ToolCallsUnsupportedLocally
-from daari.executors.base import Emit, Executor
+from daari.executors.base import Emit, Executor, read_done
 from daari.executors.embedded_model import (
     CONTEXT_WINDOW,
     GenerationResult,
@@ -155,6 +155,9 @@ class EmbeddedExecutor(Executor):
 
     kind = "embedded"
     supports_tools = False
+    # Each piece of text the worker thread hands over is one "read" (`read_done` after it): a relayed stream
+    # writes it to the client from the generation's task, in the same trip from the thread.
+    flushes_per_read = True
 
     def __init__(self, tier: str, config: TierConfig, holder: ModelHolder | None = None,
                  data_dir: str | None = None) -> None:
@@ -199,8 +202,15 @@ class EmbeddedExecutor(Executor):
         turns = prompt_messages(request.messages)
         loaded = await self._model()
 
+        nowait = getattr(emit, "nowait", None)  # a `NowaitEmit` (the asker's stream, the request's relay)
+
+        async def deliver(event: TextDelta) -> None:
+            if nowait is None or not nowait(event):
+                await emit(event)
+            await read_done(emit)  # never held for the next token: the model may take its time over it
+
         def send(text: str, logprob: float | None, tokens: int) -> None:
-            trio.from_thread.run(emit, TextDelta(text, logprob=logprob, tokens=tokens))
+            trio.from_thread.run(deliver, TextDelta(text, logprob=logprob, tokens=tokens))
 
         def run() -> tuple[FittedPrompt, GenerationResult]:
             fitted = fit_prompt(loaded.estimate_tokens, turns, loaded.context_window, settings.max_new_tokens)

@@ -15,14 +15,14 @@ import trio
 
 from daari.config import TierConfig
 from daari.errors import InvalidRequest, UpstreamError, UpstreamRateLimited, UpstreamUnavailable
-from daari.executors.base import Emit
+from daari.executors.base import Emit, read_done
 from daari.executors.http_upstream import HttpUpstream, endpoint, request_never_arrived, response_started
 from daari.executors.upstream_http import UpstreamResponse
 from daari.jsonio import loads
 from daari.local.context_fit import num_ctx
 from daari.local.tool_repair import repairing, repairs_tools
 from daari.protocol.chat import ChatRequest, FinishReason, Message, Tool, Usage
-from daari.protocol.events import Finish, KeepAlive, TextDelta, ToolCallDelta, ToolCallStart
+from daari.protocol.events import Event, Finish, KeepAlive, TextDelta, ToolCallDelta, ToolCallStart
 from daari.protocol.tokens import estimate_request_tokens
 
 log = logging.getLogger("daari.upstream")
@@ -34,6 +34,7 @@ SAME_NAME_OPTIONS = ("top_p", "top_k", "seed", "presence_penalty", "frequency_pe
 class OllamaExecutor(HttpUpstream):
     kind = "ollama"
     supports_tools = True
+    flushes_per_read = True  # `_relay` calls read_done after each read's lines
 
     def __init__(self, tier: str, config: TierConfig) -> None:
         super().__init__(tier, config)
@@ -120,40 +121,23 @@ class OllamaExecutor(HttpUpstream):
                                 upstream=self.name, retryable=request_never_arrived(exc)) from exc
 
     async def _relay(self, response: UpstreamResponse, emit: Emit) -> None:
-        """NDJSON lines -> events. Ollama gives no tool call ids, so they are made here."""
-        tool_calls = 0
-        async for line in response.aiter_lines():
-            if not line.strip():
-                continue
-            chunk = _parse_line(line, self.name)
-            if "error" in chunk:
-                raise UpstreamError(f"{self.name}: Ollama error mid-stream: {chunk['error']}",
-                                    upstream=self.name)
-            message = chunk.get("message") or {}
-            content = message.get("content") or ""
-            if content:
-                logprob, tokens = _logprob_sum(chunk.get("logprobs"))
-                await emit(TextDelta(content, logprob=logprob, tokens=tokens))
-            elif message.get("thinking"):
-                await emit(KeepAlive())  # a thinking model reasoning: alive, nothing to show
-            for call in message.get("tool_calls") or []:
-                function = call.get("function") or {}
-                arguments = function.get("arguments")
-                if not isinstance(arguments, str):
-                    arguments = json.dumps(arguments if arguments is not None else {})
-                call_id = call.get("id") or f"call_{secrets.token_hex(6)}"
-                await emit(ToolCallStart(index=tool_calls, id=call_id, name=function.get("name", "")))
-                await emit(ToolCallDelta(index=tool_calls, arguments=arguments))
-                tool_calls += 1
-            if chunk.get("done"):
-                await emit(Finish(
-                    reason=_finish_reason(chunk.get("done_reason"), tool_calls > 0),
-                    usage=Usage(prompt_tokens=int(chunk.get("prompt_eval_count") or 0),
-                                completion_tokens=int(chunk.get("eval_count") or 0)),
-                    model=chunk.get("model") or "",
-                ))
-                return
-        raise UpstreamError(f"{self.name}: truncated stream (ended without done)", upstream=self.name)
+        """NDJSON lines -> events, as each upstream read brings them: `read_done` after each read's lines (so a
+        relayed stream writes them to the client then, none held for a later read). A line split across reads
+        waits for its end, as bytes (a character split across reads is decoded whole)."""
+        lines = _NdjsonEvents(self.name)
+        pending = b""
+        async for piece in response.aiter_bytes():
+            *complete, pending = (pending + piece).split(b"\n")
+            for line in complete:
+                for event in lines.feed(line):
+                    await emit(event)
+                if lines.done:
+                    return
+            await read_done(emit)
+        for event in lines.feed(pending):  # a last line without its newline
+            await emit(event)
+        if not lines.done:
+            raise UpstreamError(f"{self.name}: truncated stream (ended without done)", upstream=self.name)
 
     def _status_error(self, response: UpstreamResponse, model: str) -> UpstreamError:
         status = response.status_code
@@ -173,6 +157,51 @@ class OllamaExecutor(HttpUpstream):
                                  upstream_status=status, retryable=True, retry_after=retry_after)
         return UpstreamError(f"{self.name}: Ollama rejected the request ({status}): {detail}",
                              upstream=self.name, upstream_status=status)
+
+
+class _NdjsonEvents:
+    """One Ollama stream's NDJSON lines -> neutral events. Ollama gives no tool call ids, so they are made here;
+    `done` once the final line (`done: true`) was read."""
+
+    __slots__ = ("done", "name", "tool_calls")
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.tool_calls = 0
+        self.done = False
+
+    def feed(self, line: bytes) -> list[Event]:
+        if not line.strip():
+            return []
+        chunk = _parse_line(line, self.name)
+        if "error" in chunk:
+            raise UpstreamError(f"{self.name}: Ollama error mid-stream: {chunk['error']}", upstream=self.name)
+        events: list[Event] = []
+        message = chunk.get("message") or {}
+        content = message.get("content") or ""
+        if content:
+            logprob, tokens = _logprob_sum(chunk.get("logprobs"))
+            events.append(TextDelta(content, logprob=logprob, tokens=tokens))
+        elif message.get("thinking"):
+            events.append(KeepAlive())  # a thinking model reasoning: alive, nothing to show
+        for call in message.get("tool_calls") or []:
+            function = call.get("function") or {}
+            arguments = function.get("arguments")
+            if not isinstance(arguments, str):
+                arguments = json.dumps(arguments if arguments is not None else {})
+            call_id = call.get("id") or f"call_{secrets.token_hex(6)}"
+            events.append(ToolCallStart(index=self.tool_calls, id=call_id, name=function.get("name", "")))
+            events.append(ToolCallDelta(index=self.tool_calls, arguments=arguments))
+            self.tool_calls += 1
+        if chunk.get("done"):
+            self.done = True
+            events.append(Finish(
+                reason=_finish_reason(chunk.get("done_reason"), self.tool_calls > 0),
+                usage=Usage(prompt_tokens=int(chunk.get("prompt_eval_count") or 0),
+                            completion_tokens=int(chunk.get("eval_count") or 0)),
+                model=chunk.get("model") or "",
+            ))
+        return events
 
 
 
@@ -300,10 +329,10 @@ def _finish_reason(done_reason: str | None, had_tool_calls: bool) -> FinishReaso
     return "length" if done_reason == "length" else "stop"
 
 
-def _parse_line(line: str, name: str) -> dict[str, Any]:
+def _parse_line(line: bytes, name: str) -> dict[str, Any]:
     try:
         chunk = loads(line)
-    except json.JSONDecodeError:
+    except ValueError:  # not JSON, or not UTF-8
         chunk = None
     if not isinstance(chunk, dict):
         raise UpstreamError(f"{name}: malformed NDJSON from Ollama", upstream=name)

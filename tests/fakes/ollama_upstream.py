@@ -1,6 +1,7 @@
 """A fake Ollama server (ASGI): POST /api/chat as NDJSON (stream or one object) and GET /api/tags.
 
-The behaviour is picked by the request's model name: good, refuse, short, tools, hang, error500, drop,
+The behaviour is picked by the request's model name: good, refuse, short, long (`options.num_predict` words, 100
+without it, one line each: benchmarks of the stream relay), tools, hang, error500, drop,
 malformed, stream_error, missing, flaky (500 on its first request, then good), and the tool calls local models
 write as text, streamed one character a line so every split point is crossed: hermes (`<tool_call>{json}`),
 qwen (`<function=..><parameter=..>`), bare (a JSON object), fenced (```json), mistral (`[TOOL_CALLS]`),
@@ -26,8 +27,8 @@ from daari.server.asgi_io import answer_lifespan, read_all
 Scope = dict[str, Any]
 
 # What /api/tags lists: every behaviour but "missing" (a model that was never pulled).
-BEHAVIOURS = ("good", "tools", "refuse", "short", "hang", "error500", "drop", "malformed", "stream_error", "flaky",
-              "hermes", "qwen", "bare", "fenced", "mistral", "badargs")
+BEHAVIOURS = ("good", "long", "tools", "refuse", "short", "hang", "error500", "drop", "malformed", "stream_error",
+              "flaky", "hermes", "qwen", "bare", "fenced", "mistral", "badargs")
 MODELS = [f"{name}:latest" for name in BEHAVIOURS]
 CREATED_AT = "2025-01-01T00:00:00.000000Z"
 
@@ -94,7 +95,8 @@ class FakeOllama:
             await trio.sleep_forever()
         stream = request.get("stream", True)
         logprobs = bool(request.get("logprobs"))
-        lines = _script(behaviour, model, logprobs)
+        predict = (request.get("options") or {}).get("num_predict")
+        lines = _script(behaviour, model, logprobs, predict if isinstance(predict, int) else 100)
         self.usages += [(line["prompt_eval_count"], line["eval_count"]) for line in lines
                         if isinstance(line, dict) and line.get("done")]
         if not stream:
@@ -151,7 +153,9 @@ def _done(model: str, reason: str, prompt: int = 12, completion: int = 3) -> dic
             "eval_duration": 800_000}
 
 
-def _script(behaviour: str, model: str, logprobs: bool) -> list[dict[str, Any] | bytes]:
+def _script(behaviour: str, model: str, logprobs: bool, words: int = 100) -> list[dict[str, Any] | bytes]:
+    if behaviour == "long":
+        return [*(_chunk(model, f"word{i} ", logprobs) for i in range(words)), _done(model, "length", completion=words)]
     if behaviour in ("good", "flaky"):
         return [_chunk(model, "Hello", logprobs), _chunk(model, " there", logprobs),
                 _chunk(model, "!", logprobs), _done(model, "stop")]
