@@ -1,10 +1,15 @@
-"""ExecutorActor: owns every tier's executor (upstream connections, the embedded model) and runs generations.
+"""ExecutorActor: owns every tier's executor (upstream connections, the embedded model) and lends request tasks
+slots to run generations on them, in the request's own task.
 
-A generation is a stream the request task owns: `async with rt.executor.stream(OpenGeneration(tier, req))`.
-It runs as a task under the asker's cancel scope: leaving the block (a client disconnect included) cancels
-it at once, which frees the tier's slot and closes the upstream connection; a generation whose asker left
-while it was queued never starts. Per-tier concurrency is a CapacityLimiter each; past `max_concurrency +
-max_queue` a tier sheds with 503 / 529. One generation failing never touches another.
+A generation is `await generations.run(tier, request, emit)` (`Generations`, the actor's door, which outlives its
+restarts as an address does): no mailbox round trip, no task, no channel; the events go straight from the executor
+to the asker's `emit`. The actor keeps everything stateful: the executors (started and closed in its lifespan, so
+their connection pools live and die with it), a CapacityLimiter per tier, the running and waiting counts,
+shedding, background preemption and shutdown. Running under the asker's cancel scope, a generation ends the moment
+its asker leaves (a client disconnect included), which frees the tier's slot and closes the upstream connection;
+one whose asker left while it was queued never starts. Past `max_concurrency + max_queue` a tier sheds with
+503 / 529. One generation failing never touches another. The actor stopping cancels every lease it lent (the
+asker hears `ActorDown`) and waits for them to unwind before it closes the executors.
 
 A `background` generation (a shadow sample, actors/shadow.py) is the lowest priority on its tier: it starts
 only when the tier has a free slot and no client waits for one, it is not counted against the tier's queue, and
@@ -17,33 +22,71 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, cast
 
 import trio
 
-from actors.runtime import Actor, Call, Outbox, Stream, handles, streams
+from actors import runtime
+from actors.faults import FAULTS
+from actors.runtime import Actor, Call, Faults, handles
 from daari.errors import DaariError, NotFound, Overloaded, UpstreamError
 from daari.executors.base import DownstreamFailed, Executor, RelayEmit
 from daari.protocol.chat import ChatRequest
-from daari.protocol.events import Event
+from daari.protocol.events import Emit
 
 log = logging.getLogger("daari.executor")
 
-
-@dataclass(frozen=True)
-class OpenGeneration(Stream[Event]):
-    tier: str
-    request: ChatRequest
-    background: bool = False  # lowest priority: waits for an idle slot, yields it to any client (above)
-    # The request's live relay: where the tier's executor marks its reads (`flushes_per_read`), the generation
-    # emits into it, rendering and writing to the client from this task, and the stream carries no events;
-    # otherwise the events come through the stream as usual and the asker feeds them to the relay itself.
-    relay: RelayEmit | None = field(default=None, compare=False)
+# How long a stopping actor waits for the generations it cancelled to unwind before it closes their executors'
+# connections anyway (an executor that shields its cleanup for longer is a bug; the close must still happen).
+DRAIN_S = 5.0
 
 
 class Preempted(DaariError):
     """A background generation gave its slot to a client (or the tier never had an idle one for it)."""
+
+
+class Generations:
+    """Where request tasks run generations: the running ExecutorActor's slots, reached without its mailbox.
+
+    Made before the actor (compose.py's `Shared`) and handed to whoever generates; each run of the actor attaches
+    itself once its executors started and detaches as it stops. Asked between two runs (a restart), `run` waits
+    for the next one, as a message waits in the mailbox; asked once the supervisor stopped or gave up (`close`),
+    it raises the runtime's `ActorDown` in daari's shape (503 / Anthropic 529), as a closed address does."""
+
+    def __init__(self, name: str = "executor", faults: Faults = FAULTS) -> None:
+        self.name = name
+        self.faults = faults
+        self.actor: ExecutorActor | None = None
+        self._up = trio.Event()
+        self._down: str | None = None
+
+    def attach(self, actor: ExecutorActor) -> None:
+        self.actor = actor
+        self._up.set()
+
+    def detach(self, actor: ExecutorActor) -> None:
+        if self.actor is actor:
+            self.actor, self._up = None, trio.Event()
+
+    def close(self, reason: str) -> None:
+        """No more runs (`ActorSpec.on_down`): waiting and later askers hear the actor is down, and why."""
+        self._down = reason
+        self.actor = None
+        self._up.set()
+
+    async def run(self, tier: str, request: ChatRequest, emit: Emit, *, background: bool = False) -> None:
+        """Generate `request` at `tier` in this task, each event to `emit`. An emit with `flush` (the request's
+        live relay, a `RelayEmit`) writes to the client as the executor reads; an executor's failure is an
+        `UpstreamError` (its `DaariError` as it is); leaving (cancelled) frees the slot at once."""
+        actor = self.actor
+        while actor is None:
+            if self._down is not None:
+                raise self.faults.translate(runtime.ActorDown(self.name, f"the {self.name} actor is down "
+                                                                         f"({self._down})"))
+            await self._up.wait()
+            actor = self.actor
+        await actor.generate(tier, request, emit, background=background)
 
 
 @dataclass(frozen=True)
@@ -78,55 +121,99 @@ class ListModels(Call[list[str]]):
 class ExecutorActor(Actor):
     name = "executor"
 
-    def __init__(self, executors: dict[str, Executor]) -> None:
+    def __init__(self, executors: dict[str, Executor], door: Generations | None = None) -> None:
         self.executors = executors
+        self.door = door
         self.limiters = {tier: trio.CapacityLimiter(ex.config.concurrency()) for tier, ex in executors.items()}
         self.in_flight = dict.fromkeys(executors, 0)  # running plus queued, per tier (clients only)
         self.waiting = dict.fromkeys(executors, 0)  # client generations waiting for a slot, per tier
         self.background: dict[str, set[trio.CancelScope]] = {tier: set() for tier in executors}
         self.slot_freed = {tier: trio.Event() for tier in executors}
+        self.leases: set[trio.CancelScope] = set()  # every generation lent a slot or waiting for one
+        self.stopping = False
+        self._drained = trio.Event()
 
     @asynccontextmanager
     async def lifespan(self) -> AsyncIterator[None]:
         async with trio.open_nursery() as nursery:
             for executor in self.executors.values():
                 await executor.start(nursery)
+            if self.door is not None:
+                self.door.attach(self)
             try:
                 yield
             finally:
+                if self.door is not None:
+                    self.door.detach(self)
+                with trio.CancelScope(shield=True):
+                    await self._end_leases()
                 nursery.cancel_scope.cancel()
                 with trio.CancelScope(shield=True):
                     for executor in self.executors.values():
                         await executor.aclose()
 
-    @streams(OpenGeneration)
-    async def generate(self, request: OpenGeneration, out: Outbox[Event]) -> None:
-        executor = self.executors.get(request.tier)
-        if executor is None:
-            raise NotFound(f"tier {request.tier} is not configured")
-        if request.background:
-            await self._background(request, executor, out)
-            return
-        config = executor.config
-        if self.in_flight[request.tier] >= config.concurrency() + config.max_queue:
-            # Shed rather than queue without bound: a client retrying later beats one waiting forever.
-            raise Overloaded(f"tier {request.tier} is busy: {config.concurrency()} running and "
-                             f"{config.max_queue} queued (tiers.{request.tier}.max_queue); retry shortly")
-        self.in_flight[request.tier] += 1
-        try:
-            await self._slot(request.tier)
-            try:
-                await _run(executor, request, out)
-            finally:
-                self._release(request.tier)
-        finally:
-            self.in_flight[request.tier] -= 1
+    async def _end_leases(self) -> None:
+        """Cancel every generation this run lent a slot (or that waits for one) and let them unwind, so none is
+        left using a connection pool that is about to close."""
+        self.stopping = True
+        for lease in self.leases:
+            lease.cancel()
+        if self.leases:
+            with trio.move_on_after(DRAIN_S):
+                await self._drained.wait()
 
-    async def _slot(self, tier: str) -> None:
-        """A client's slot: at once when one is free, else queued, and background work there is cancelled."""
+    async def generate(self, tier: str, request: ChatRequest, emit: Emit, *, background: bool = False) -> None:
+        """Run a generation in the caller's task under a lease: shed, queue for a slot, run, free the slot.
+        Called through `Generations.run`."""
+        executor = self.executors.get(tier)
+        if executor is None:
+            raise NotFound(f"tier {tier} is not configured")
+        if self.stopping:
+            raise self._stopped()
+        with trio.CancelScope() as lease:
+            self.leases.add(lease)
+            try:
+                if background:
+                    await self._background(tier, executor, request, emit, lease)
+                else:
+                    await self._client(tier, executor, request, emit, lease)
+            finally:
+                self.leases.discard(lease)
+                if self.stopping and not self.leases:
+                    self._drained.set()
+        if lease.cancelled_caught:
+            if self.stopping:
+                raise self._stopped()
+            raise Preempted(f"tier {tier}: a client queued for the slot this background generation held",
+                            code="preempted")
+
+    def _stopped(self) -> BaseException:
+        return FAULTS.translate(runtime.ActorDown(self.name, f"the {self.name} actor stopped before finishing "
+                                                             f"its answer"))
+
+    async def _client(self, tier: str, executor: Executor, request: ChatRequest, emit: Emit,
+                      lease: trio.CancelScope) -> None:
+        config = executor.config
+        if self.in_flight[tier] >= config.concurrency() + config.max_queue:
+            # Shed rather than queue without bound: a client retrying later beats one waiting forever.
+            raise Overloaded(f"tier {tier} is busy: {config.concurrency()} running and "
+                             f"{config.max_queue} queued (tiers.{tier}.max_queue); retry shortly")
+        self.in_flight[tier] += 1
+        try:
+            await self._slot(tier, lease)
+            try:
+                await _run(executor, request, emit)
+            finally:
+                self._release(tier, lease)
+        finally:
+            self.in_flight[tier] -= 1
+
+    async def _slot(self, tier: str, lease: trio.CancelScope) -> None:
+        """A client's slot: at once when one is free, else queued, and background work there is cancelled. The
+        lease is the borrower (not the task: a task may hold slots of two generations, a side question's too)."""
         limiter = self.limiters[tier]
         try:
-            limiter.acquire_nowait()
+            limiter.acquire_on_behalf_of_nowait(lease)
             return
         except trio.WouldBlock:
             pass
@@ -134,35 +221,29 @@ class ExecutorActor(Actor):
         try:
             for scope in self.background[tier]:
                 scope.cancel()  # its slot comes back when its generation has unwound
-            await limiter.acquire()
+            await limiter.acquire_on_behalf_of(lease)
         finally:
             self.waiting[tier] -= 1
 
-    def _release(self, tier: str) -> None:
-        self.limiters[tier].release()
+    def _release(self, tier: str, lease: trio.CancelScope) -> None:
+        self.limiters[tier].release_on_behalf_of(lease)
         freed, self.slot_freed[tier] = self.slot_freed[tier], trio.Event()
         freed.set()
 
-    async def _background(self, request: OpenGeneration, executor: Executor, out: Outbox[Event]) -> None:
+    async def _background(self, tier: str, executor: Executor, request: ChatRequest, emit: Emit,
+                          lease: trio.CancelScope) -> None:
         """Wait (under the asker's scope, which bounds the wait) for an idle slot nobody waits for; give it
-        back to the first client that queues."""
-        tier = request.tier
+        back to the first client that queues (cancelling the lease: `generate` raises `Preempted`)."""
         limiter = self.limiters[tier]
         while self.waiting[tier] or limiter.available_tokens == 0:
             await self.slot_freed[tier].wait()
-        limiter.acquire_nowait()  # no await since the check: the slot is still free
+        limiter.acquire_on_behalf_of_nowait(lease)  # no await since the check: the slot is still free
+        self.background[tier].add(lease)
         try:
-            with trio.CancelScope() as scope:
-                self.background[tier].add(scope)
-                try:
-                    await _run(executor, request, out)
-                finally:
-                    self.background[tier].discard(scope)
+            await _run(executor, request, emit)
         finally:
-            self._release(tier)
-        if scope.cancelled_caught:
-            raise Preempted(f"tier {tier}: a client queued for the slot this background generation held",
-                            code="preempted")
+            self.background[tier].discard(lease)
+            self._release(tier, lease)
 
     @handles(TierStatus)
     async def status(self, request: TierStatus) -> dict[str, dict[str, Any]]:
@@ -203,32 +284,13 @@ class ExecutorActor(Actor):
         return sorted(names)
 
 
-class _StreamEmit:
-    """The executor's `emit` into the asker's stream (a `NowaitEmit`): an event the stream has room for goes in
-    without a checkpoint, so an upstream event costs the executor's task no extra pass of Trio's run loop. An
-    executor emitting in a tight loop still yields at the latest once the buffer is full (`Address.stream`'s
-    buffer, 64), when its emit has to wait for the asker."""
-
-    __slots__ = ("_out",)
-
-    def __init__(self, out: Outbox[Event]) -> None:
-        self._out = out
-
-    async def __call__(self, event: Event) -> None:
-        await self._out.send(event)
-
-    def nowait(self, event: Event) -> bool:
-        return self._out.send_nowait(event)
-
-
-async def _run(executor: Executor, request: OpenGeneration, out: Outbox[Event]) -> None:
-    relay = request.relay if executor.flushes_per_read else None
-    if relay is not None:
-        await _relayed(executor, request.request, relay)
+async def _run(executor: Executor, request: ChatRequest, emit: Emit) -> None:
+    if getattr(emit, "flush", None) is not None:  # a `RelayEmit`: told by its attribute, as resilience.py does
+        await _relayed(executor, request, cast(RelayEmit, emit))
         return
     try:
-        await executor.generate(request.request, _StreamEmit(out))
-    except (DaariError, trio.BrokenResourceError, trio.ClosedResourceError):
+        await executor.generate(request, emit)
+    except DaariError:
         raise
     except Exception as exc:
         log.exception("executor %s failed", executor.name)
@@ -236,16 +298,17 @@ async def _run(executor: Executor, request: OpenGeneration, out: Outbox[Event]) 
 
 
 async def _relayed(executor: Executor, request: ChatRequest, relay: RelayEmit) -> None:
-    """The generation writes to the client through the request's relay, in this task: an upstream event reaches
-    the client's socket without waking the request's task. What the relay kept when the executor ended (its last
-    events, or those before a failure) is written before the end or the error is reported, as a stream's queued
-    events are delivered before its error. A failed write comes as `DownstreamFailed` (the relay's: a
-    `DaariError`, so it is passed on as the asker's answer, not logged as this executor's failure)."""
+    """The generation writes to the client through the request's relay: an executor that marks its reads
+    (`flushes_per_read`) gets the relay itself, so a read's events go out in one write; any other gets the relay's
+    call, which writes each event as it comes (nothing in between to batch them, and no event waits for a later
+    one). What the relay kept when the executor ended (its last events, or those before a failure) is written
+    before the end or the error is reported. A failed write comes as `DownstreamFailed` (the relay's: a
+    `DaariError`, passed on as the asker's answer, not logged as this executor's failure)."""
     try:
-        await executor.generate(request, relay)
+        await executor.generate(request, relay if executor.flushes_per_read else relay.__call__)
     except DownstreamFailed:
         raise
-    except (DaariError, trio.BrokenResourceError, trio.ClosedResourceError):
+    except DaariError:
         await relay.flush()
         raise
     except Exception as exc:

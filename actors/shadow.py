@@ -28,13 +28,14 @@ import numpy as np
 import trio
 
 from actors.embedder import Embed, EmbedderStatus
-from actors.executor import OpenGeneration, Preempted
+from actors.executor import Generations, Preempted
 from actors.runtime import Actor, Address, Call, handles
 from actors.semantic_cache import L1Demote
 from daari.budget.payer import Payer, SideSpend
 from daari.budget.project import project_of
 from daari.config import ShadowConfig
 from daari.errors import DaariError
+from daari.executors.base import Collect
 from daari.metrics import Metrics
 from daari.protocol.chat import ChatRequest, Completion
 from daari.protocol.events import Event, assemble
@@ -83,7 +84,7 @@ class ShadowDeps:
     """What the actor is given at start (server/compose.py builds it)."""
 
     config: ShadowConfig
-    executor: Address
+    generations: Generations  # the ExecutorActor's door: each call runs in the worker's task
     configured: list[str]  # tiers in escalation order
     facts: dict[str, TierFacts]
     archive: ShadowArchive
@@ -239,9 +240,7 @@ class ShadowActor(Actor):
                     ) -> tuple[Completion | None, int]:
         with trio.move_on_after(self.deps.config.wait_s) as waited:
             try:
-                async with self.deps.executor.stream(OpenGeneration(tier, request, background=True)) as stream:
-                    async for event in stream:
-                        events.append(event)
+                await self.deps.generations.run(tier, request, Collect(events), background=True)
             except Preempted:
                 self._skip("preempted")
                 return None, prompt_estimate  # the upstream may have read the prompt before it was cut off

@@ -1,6 +1,7 @@
 """Work belongs to the asker: generations whose requests left are never started, and their slots come back.
 
-Through the ExecutorActor with a real loopback upstream and with the real embedded model; and through a
+Through the ExecutorActor's door (generations run in the asker's task) with a real loopback upstream and with the
+real embedded model; and through a
 running daari: a failing status() or a failing generation never cuts another client's stream, and an
 executor the supervisor gave up on answers actor_down at once in each protocol's shape.
 """
@@ -18,12 +19,12 @@ import pytest
 import trio
 import trio.testing
 
-from actors.executor import ExecutorActor, OpenGeneration
+from actors.executor import ExecutorActor, Generations
 from actors.faults import FAULTS
-from actors.runtime import Address, Health, Mailbox, RestartPolicy, supervise
+from actors.runtime import Health, Mailbox, RestartPolicy, supervise
 from daari.config import TierConfig
 from daari.errors import ActorCrashed
-from daari.executors.base import Executor
+from daari.executors.base import Collect, Executor
 from daari.executors.embedded import EmbeddedExecutor
 from daari.executors.registry import make_executor
 from daari.executors.resilience import ResilientExecutor
@@ -43,7 +44,7 @@ def request(model: str, text: str = "tell me about trio", **sampling: Any) -> Ch
 class Running:
     def __init__(self, mailbox: Mailbox) -> None:
         self.mailbox = mailbox
-        self.address: Address = mailbox.address
+        self.generations = Generations()
         self.actor: ExecutorActor | None = None
 
 
@@ -51,25 +52,23 @@ class Running:
 async def executor_actor(nursery: trio.Nursery, running: Running, executors: dict[str, Executor]
                          ) -> AsyncIterator[None]:
     def make() -> ExecutorActor:
-        running.actor = ExecutorActor(executors)
+        running.actor = ExecutorActor(executors, running.generations)
         return running.actor
 
     await nursery.start(supervise, make, running.mailbox, Health().status("executor"), RestartPolicy())
     yield
 
 
-async def consume(address: Address, generation: OpenGeneration, events: list[Event] | None = None) -> None:
-    async with address.stream(generation) as items:
-        async for event in items:
-            if events is not None:
-                events.append(event)
+async def consume(generations: Generations, tier: str, asked: ChatRequest, events: list[Event] | None = None
+                  ) -> None:
+    await generations.run(tier, asked, Collect(events if events is not None else []))
 
 
-async def queue_and_abandon(nursery: trio.Nursery, address: Address, generation: OpenGeneration) -> None:
+async def queue_and_abandon(nursery: trio.Nursery, generations: Generations, tier: str, asked: ChatRequest) -> None:
     """QUEUED requests ask for a generation, wait, and are all cancelled (their clients went away)."""
     async with trio.open_nursery() as askers:
         for _ in range(QUEUED):
-            askers.start_soon(consume, address, generation)
+            askers.start_soon(consume, generations, tier, asked)
         await trio.testing.wait_all_tasks_blocked()
         askers.cancel_scope.cancel()
 
@@ -81,18 +80,18 @@ async def test_queued_generations_whose_askers_left_never_reach_the_upstream(tmp
         executors = {"L3": make_executor("L3", tier)}
         running = Running(Mailbox("executor", 2 * QUEUED, FAULTS))
         async with trio.open_nursery() as nursery:
-            # 1. Asked while the actor is not reading its mailbox yet (busy, restarting): queued there.
-            await queue_and_abandon(nursery, running.address, OpenGeneration("L3", request("good")))
+            # 1. Asked while no run of the actor is up yet (starting, restarting): waiting at its door.
+            await queue_and_abandon(nursery, running.generations, "L3", request("good"))
             async with executor_actor(nursery, running, executors):
                 actor = running.actor
                 assert actor is not None
                 # 2. Behind a full tier: one generation holds the only slot, the rest wait for it.
                 async with trio.open_nursery() as holder:
-                    holder.start_soon(consume, running.address, OpenGeneration("L3", request("hang")))
+                    holder.start_soon(consume, running.generations, "L3", request("hang"))
                     with trio.fail_after(10):
                         while fake.active_streams < 1:
                             await trio.sleep(0.01)
-                    await queue_and_abandon(nursery, running.address, OpenGeneration("L3", request("good")))
+                    await queue_and_abandon(nursery, running.generations, "L3", request("good"))
                     await trio.testing.wait_all_tasks_blocked()  # the cancelled generations unwind
                     assert actor.in_flight["L3"] == 1  # only the holder: the queued ones left the tier
                     holder.cancel_scope.cancel()
@@ -104,7 +103,7 @@ async def test_queued_generations_whose_askers_left_never_reach_the_upstream(tmp
                 assert actor.in_flight["L3"] == 0 and actor.limiters["L3"].borrowed_tokens == 0
                 events: list[Event] = []
                 with trio.fail_after(10):
-                    await consume(running.address, OpenGeneration("L3", request("good")), events)
+                    await consume(running.generations, "L3", request("good"), events)
                 assert isinstance(events[-1], Finish) and assemble(events).text
                 nursery.cancel_scope.cancel()
 
@@ -112,29 +111,33 @@ async def test_queued_generations_whose_askers_left_never_reach_the_upstream(tmp
 async def test_the_embedded_tier_answers_after_its_queued_askers_left() -> None:
     executor = EmbeddedExecutor("L3", TierConfig(executor="embedded", max_tokens=200, max_queue=QUEUED))
     running = Running(Mailbox("executor", 2 * QUEUED, FAULTS))
-    long_answer = OpenGeneration("L3", request("smollm2", "Write a long essay about the sea.", max_tokens=200))
+    long_answer = request("smollm2", "Write a long essay about the sea.", max_tokens=200)
     async with trio.open_nursery() as nursery:
-        await queue_and_abandon(nursery, running.address, long_answer)
+        await queue_and_abandon(nursery, running.generations, "L3", long_answer)
         async with executor_actor(nursery, running, {"L3": executor}):
             actor = running.actor
             assert actor is not None
             async with trio.open_nursery() as holder:
                 first = trio.Event()
 
-                async def hold() -> None:
-                    async with running.address.stream(long_answer) as items:
-                        await items.receive()
+                class Stalled:
+                    """Takes the first piece, then never returns: a client that stopped reading."""
+
+                    async def __call__(self, event: Event) -> None:
                         first.set()
-                        await trio.sleep_forever()  # reads no more: the thread fills the buffer and waits
+                        await trio.sleep_forever()
+
+                async def hold() -> None:
+                    await running.generations.run("L3", long_answer, Stalled())
 
                 holder.start_soon(hold)
                 with trio.fail_after(120):  # the model loads on first use
                     await first.wait()
-                await queue_and_abandon(nursery, running.address, long_answer)
+                await queue_and_abandon(nursery, running.generations, "L3", long_answer)
                 holder.cancel_scope.cancel()
             events: list[Event] = []
             with trio.fail_after(120):  # an orphaned generation would hold the one slot forever
-                await consume(running.address, OpenGeneration("L3", request("smollm2", max_tokens=4)), events)
+                await consume(running.generations, "L3", request("smollm2", max_tokens=4), events)
             assert isinstance(events[-1], Finish) and events[-1].usage is not None
             assert actor.in_flight["L3"] == 0 and executor.generation_limiter.borrowed_tokens == 0
             nursery.cancel_scope.cancel()

@@ -1,8 +1,8 @@
-"""A live stream written from the executor's task (`OpenGeneration.relay`): the events reach the relay in runs,
-one per upstream read, never through the asker's stream; an asker that leaves while the relay waits on its client
-ends the generation, frees the slot and closes the upstream; a failed client write is the client's side; the idle
-timeout does not count the client's write. Through the ExecutorActor with a real loopback upstream, and the
-resilience wrapper with scripted executors on virtual time.
+"""A live stream written as the executor reads (the request's relay is the generation's emit): the events reach
+the relay in runs, one per upstream read; an asker that leaves while the relay waits on its client ends the
+generation, frees the slot and closes the upstream; a failed client write is the client's side; the idle timeout
+does not count the client's write. Through the ExecutorActor's door (`Generations`) with a real loopback upstream,
+and the resilience wrapper with scripted executors on virtual time.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import pytest
 import trio
 import trio.testing
 
-from actors.executor import ExecutorActor, OpenGeneration
+from actors.executor import ExecutorActor, Generations
 from actors.faults import FAULTS
-from actors.runtime import Address, Health, Mailbox, RestartPolicy, supervise
+from actors.runtime import Health, Mailbox, RestartPolicy, supervise
 from daari.config import TierConfig
 from daari.errors import UpstreamError, UpstreamTimeout
 from daari.executors.base import DownstreamFailed, Emit, Executor, read_done
@@ -78,37 +78,36 @@ def chat(model: str, **sampling: object) -> ChatRequest:
 
 
 @asynccontextmanager
-async def executor_actor(executors: dict[str, Executor]) -> AsyncIterator[tuple[Address, list[ExecutorActor]]]:
+async def executor_actor(executors: dict[str, Executor]) -> AsyncIterator[tuple[Generations, list[ExecutorActor]]]:
+    """A supervised ExecutorActor and its door, as daari runs them (server/actor_table.py)."""
     mailbox = Mailbox("executor", 16, FAULTS)
+    generations = Generations()
     made: list[ExecutorActor] = []
 
     def make() -> ExecutorActor:
-        made.append(ExecutorActor(executors))
+        made.append(ExecutorActor(executors, generations))
         return made[-1]
 
     async with trio.open_nursery() as nursery:
         await nursery.start(supervise, make, mailbox, Health().status("executor"), RestartPolicy())
-        yield mailbox.address, made
+        yield generations, made
         nursery.cancel_scope.cancel()
 
 
-async def through_stream(address: Address, generation: OpenGeneration) -> list[Event]:
-    """What the asker's stream carried (the relay path carries nothing)."""
-    async with address.stream(generation) as items:
-        return [event async for event in items]
+async def through_stream(generations: Generations, tier: str, request: ChatRequest, relay: ClientRelay) -> None:
+    """A live generation: the relay is its emit, in this task."""
+    await generations.run(tier, request, relay)
 
 
-async def test_a_relayed_generation_writes_through_the_relay_and_its_stream_carries_nothing() -> None:
+async def test_a_relayed_generation_writes_through_the_relay_in_runs() -> None:
     fake = FakeOpenAI()
     async with serve_app(fake) as upstream:
         executors = {"L3": make_executor("L3", TierConfig(executor="openai", base_url=upstream + "/v1"))}
         assert executors["L3"].flushes_per_read  # the resilience wrapper presents its inner executor's flag
-        async with executor_actor(executors) as (address, _):
+        async with executor_actor(executors) as (generations, _):
             relay = ClientRelay()
             with trio.fail_after(10):
-                carried = await through_stream(address, OpenGeneration("L3", chat("long", max_tokens=30),
-                                                                       relay=relay))
-    assert carried == []
+                await through_stream(generations, "L3", chat("long", max_tokens=30), relay)
     assert isinstance(relay.events[-1], Finish) and len(assemble(relay.events).text.split()) == 30
     assert not relay.kept  # the last events were written before the stream ended
     assert 1 <= len(relay.writes) <= len(relay.events)  # in runs, never an event held back
@@ -122,12 +121,11 @@ async def test_a_paced_relayed_stream_is_written_event_by_event_never_held_for_a
     fake.token_delay_s = 0.05
     async with serve_app(fake) as upstream:
         executors = {"L3": make_executor("L3", TierConfig(executor=kind, base_url=upstream + "/v1"))}
-        async with executor_actor(executors) as (address, _):
+        async with executor_actor(executors) as (generations, _):
             relay = ClientRelay()
             with trio.fail_after(10):
-                carried = await through_stream(address, OpenGeneration("L3", chat("long", max_tokens=6),
-                                                                       relay=relay))
-    assert carried == [] and isinstance(relay.events[-1], Finish)
+                await through_stream(generations, "L3", chat("long", max_tokens=6), relay)
+    assert isinstance(relay.events[-1], Finish)
     deltas = [event for event in relay.events if isinstance(event, TextDelta)]
     assert len(deltas) == 6
     assert len(relay.writes) >= len(deltas)  # no two paced deltas in one write
@@ -137,10 +135,10 @@ async def test_a_relayed_upstream_failure_writes_what_came_before_it_then_report
     fake = FakeOpenAI()
     async with serve_app(fake) as upstream:
         executors = {"L3": make_executor("L3", TierConfig(executor="openai", base_url=upstream + "/v1"))}
-        async with executor_actor(executors) as (address, _):
+        async with executor_actor(executors) as (generations, _):
             relay = ClientRelay()
             with trio.fail_after(10), pytest.raises(UpstreamError):
-                await through_stream(address, OpenGeneration("L3", chat("drop"), relay=relay))
+                await through_stream(generations, "L3", chat("drop"), relay)
     assert relay.events and not relay.kept  # the two chunks before the break reached the client first
     assert not isinstance(relay.events[-1], Finish)
 
@@ -150,12 +148,11 @@ async def test_an_asker_gone_while_the_relay_waits_on_its_client_closes_the_upst
     async with serve_app(fake) as upstream:
         tier = TierConfig(executor="openai", base_url=upstream + "/v1", max_concurrency=1)
         executors = {"L3": make_executor("L3", tier)}
-        async with executor_actor(executors) as (address, made):
+        async with executor_actor(executors) as (generations, made):
             relay = ClientRelay(block=True)  # the client stopped reading: its write never returns
             with trio.fail_after(10):
                 async with trio.open_nursery() as asker:
-                    asker.start_soon(through_stream, address, OpenGeneration("L3", chat("long", max_tokens=50),
-                                                                             relay=relay))
+                    asker.start_soon(through_stream, generations, "L3", chat("long", max_tokens=50), relay)
                     await relay.blocked.wait()
                     assert fake.active_streams == 1
                     asker.cancel_scope.cancel()  # the client watch cancels the request: it leaves the stream
@@ -165,7 +162,7 @@ async def test_an_asker_gone_while_the_relay_waits_on_its_client_closes_the_upst
             assert actor.in_flight["L3"] == 0 and actor.limiters["L3"].borrowed_tokens == 0
             after = ClientRelay()
             with trio.fail_after(10):
-                await through_stream(address, OpenGeneration("L3", chat("good"), relay=after))
+                await through_stream(generations, "L3", chat("good"), after)
             assert isinstance(after.events[-1], Finish)  # the slot came back: the next one answers
 
 
@@ -173,28 +170,30 @@ async def test_a_failed_client_write_is_the_clients_side_not_the_upstreams() -> 
     fake = FakeOpenAI()
     async with serve_app(fake) as upstream:
         executors = {"L3": make_executor("L3", TierConfig(executor="openai", base_url=upstream + "/v1"))}
-        async with executor_actor(executors) as (address, _):
+        async with executor_actor(executors) as (generations, _):
             gone = ConnectionResetError("the client reset the connection")
             with trio.fail_after(10), pytest.raises(DownstreamFailed) as info:
-                await through_stream(address, OpenGeneration("L3", chat("long"), relay=ClientRelay(fails=gone)))
+                await through_stream(generations, "L3", chat("long"), ClientRelay(fails=gone))
             assert not isinstance(info.value, UpstreamError)  # the request's task raises the relay's own error
             assert executors["L3"].status()["breaker"]["consecutive_failures"] == 0
             while fake.active_streams:
                 await trio.sleep(0.01)
 
 
-async def test_an_executor_that_does_not_mark_its_reads_streams_to_the_asker_and_leaves_the_relay_alone() -> None:
+async def test_an_executor_that_does_not_mark_its_reads_has_each_event_written_as_it_comes() -> None:
+    """With no channel between the executor and the relay there is nothing to batch events in: an executor that
+    does not mark its reads is handed the relay's call, which writes each event at once."""
     async def answer(emit: Emit) -> None:
         await emit(TextDelta("a"))
         await emit(Finish("stop"))
 
     executors: dict[str, Executor] = {"L4": ResilientExecutor(ScriptedExecutor(tier_config(), answer))}
     assert not executors["L4"].flushes_per_read
-    async with executor_actor(executors) as (address, _):
+    async with executor_actor(executors) as (generations, _):
         relay = ClientRelay()
         with trio.fail_after(10):
-            carried = await through_stream(address, OpenGeneration("L4", REQUEST, relay=relay))
-    assert assemble(carried).text == "a" and relay.writes == []
+            await through_stream(generations, "L4", REQUEST, relay)
+    assert relay.writes == [[TextDelta("a")], [Finish("stop")]]
 
 
 class RecordingSink:
@@ -323,11 +322,11 @@ async def test_a_paced_ollama_stream_is_relayed_line_by_line_never_held_for_a_la
     async with serve_app(fake) as upstream:
         executors = {"L2": make_executor("L2", TierConfig(executor="ollama", base_url=upstream))}
         assert executors["L2"].flushes_per_read
-        async with executor_actor(executors) as (address, _):
+        async with executor_actor(executors) as (generations, _):
             relay = ClientRelay()
             with trio.fail_after(10):
-                carried = await through_stream(address, OpenGeneration("L2", chat("good"), relay=relay))
-    assert carried == [] and isinstance(relay.events[-1], Finish)
+                await through_stream(generations, "L2", chat("good"), relay)
+    assert isinstance(relay.events[-1], Finish)
     assert assemble(relay.events).text == "Hello there!"
     deltas = [event for event in relay.events if isinstance(event, TextDelta)]
     assert len(deltas) == 3
@@ -341,11 +340,11 @@ async def test_an_ollama_stream_whose_asker_left_while_its_client_write_waits_is
     async with serve_app(fake) as upstream:
         tier = TierConfig(executor="ollama", base_url=upstream, max_concurrency=1, tool_repair="off")
         executors = {"L2": make_executor("L2", tier)}
-        async with executor_actor(executors) as (address, made):
+        async with executor_actor(executors) as (generations, made):
             relay = ClientRelay(block=True)  # the client stopped reading: its write never returns
             with trio.fail_after(10):
                 async with trio.open_nursery() as asker:
-                    asker.start_soon(through_stream, address, OpenGeneration("L2", chat("hermes"), relay=relay))
+                    asker.start_soon(through_stream, generations, "L2", chat("hermes"), relay)
                     await relay.blocked.wait()
                     asker.cancel_scope.cancel()  # the client watch cancels the request: it leaves the stream
                 await fake.client_closed.wait()  # the upstream stream was cut, not read to its end
@@ -354,7 +353,7 @@ async def test_an_ollama_stream_whose_asker_left_while_its_client_write_waits_is
             assert actor.in_flight["L2"] == 0 and actor.limiters["L2"].borrowed_tokens == 0
             after = ClientRelay()
             with trio.fail_after(10):
-                await through_stream(address, OpenGeneration("L2", chat("good"), relay=after))
+                await through_stream(generations, "L2", chat("good"), after)
             assert assemble(after.events).text == "Hello there!"  # the slot came back: the next one answers
 
 
@@ -362,9 +361,9 @@ async def test_an_ollama_error_after_relayed_lines_writes_them_then_reports_it()
     fake = FakeOllama()
     async with serve_app(fake) as upstream:
         executors = {"L2": make_executor("L2", TierConfig(executor="ollama", base_url=upstream))}
-        async with executor_actor(executors) as (address, _):
+        async with executor_actor(executors) as (generations, _):
             relay = ClientRelay()
             with trio.fail_after(10), pytest.raises(UpstreamError, match="mid-stream"):
-                await through_stream(address, OpenGeneration("L2", chat("stream_error"), relay=relay))
+                await through_stream(generations, "L2", chat("stream_error"), relay)
     assert [type(event) for event in relay.events] == [TextDelta] and not relay.kept  # "Hel", written first
     assert assemble([*relay.events, Finish("stop")]).text == "Hel"

@@ -1,8 +1,9 @@
 """A background (shadow) generation is the lowest priority on its tier: it starts only on an idle slot nobody
 waits for, a client that has to queue cancels it at once, and it never counts against the tier's queue.
 
-Through the ExecutorActor with a real loopback upstream (tests/fakes/openai_upstream.py); the bounded wait is
-checked with Trio's MockClock against an executor that holds its slot until told (time matters there only)."""
+Through the ExecutorActor's door (generations in the asker's task) with a real loopback upstream
+(tests/fakes/openai_upstream.py); the bounded wait is checked with Trio's MockClock against an executor that holds
+its slot until told (time matters there only)."""
 
 from __future__ import annotations
 
@@ -13,12 +14,12 @@ import pytest
 import trio
 import trio.testing
 
-from actors.executor import ExecutorActor, OpenGeneration, Preempted
+from actors.executor import ExecutorActor, Generations, Preempted
 from actors.faults import FAULTS
-from actors.runtime import Address, Mailbox
+from actors.runtime import Mailbox
 from daari.config import TierConfig
 from daari.errors import DaariError
-from daari.executors.base import Emit, Executor
+from daari.executors.base import Collect, Emit, Executor
 from daari.executors.registry import make_executor
 from daari.protocol.chat import ChatRequest, Message
 from daari.protocol.events import Event, Finish, TextDelta, assemble
@@ -31,18 +32,21 @@ def request(model: str, text: str = "tell me about trio") -> ChatRequest:
 
 
 @asynccontextmanager
-async def running(executors: dict[str, Executor]) -> AsyncIterator[tuple[Address, ExecutorActor]]:
+async def running(executors: dict[str, Executor]) -> AsyncIterator[tuple[Generations, ExecutorActor]]:
     mailbox = Mailbox("executor", 64, FAULTS)
-    actor = ExecutorActor(executors)
+    generations = Generations()
+    actor = ExecutorActor(executors, generations)
     async with trio.open_nursery() as nursery:
         await nursery.start(actor.serve_inbox, mailbox.inbox, FAULTS)
-        yield mailbox.address, actor
+        yield generations, actor
         nursery.cancel_scope.cancel()
 
 
-async def collect(address: Address, generation: OpenGeneration) -> list[Event]:
-    async with address.stream(generation) as items:
-        return [event async for event in items]
+async def collect(generations: Generations, tier: str, asked: ChatRequest, *, background: bool = False
+                  ) -> list[Event]:
+    events: list[Event] = []
+    await generations.run(tier, asked, Collect(events), background=background)
+    return events
 
 
 async def until(condition: object, what: str) -> None:
@@ -61,13 +65,13 @@ async def test_a_client_that_queues_cancels_the_background_generation_and_gets_i
 
             async def background() -> None:
                 try:
-                    await collect(executor, OpenGeneration("L3", request("hang"), background=True))
+                    await collect(executor, "L3", request("hang"), background=True)
                 except DaariError as err:
                     outcome.append(err)
 
             nursery.start_soon(background)
             await until(lambda: fake.active_streams == 1, "the background call reached the upstream")
-            answer = assemble(await collect(executor, OpenGeneration("L3", request("good"))))
+            answer = assemble(await collect(executor, "L3", request("good")))
             await until(lambda: outcome, "the background generation ended")
     assert isinstance(outcome[0], Preempted) and outcome[0].code == "preempted"
     assert "careful answer" in answer.text
@@ -83,15 +87,15 @@ async def test_a_background_generation_waits_for_an_idle_slot_and_never_jumps_th
         async with running({"L3": make_executor("L3", tier)}) as (executor, _), trio.open_nursery() as nursery:
             order: list[str] = []
 
-            async def ask(name: str, generation: OpenGeneration) -> None:
-                await collect(executor, generation)
+            async def ask(name: str, asked: ChatRequest, background: bool = False) -> None:
+                await collect(executor, "L3", asked, background=background)
                 order.append(name)
 
-            nursery.start_soon(ask, "client-1", OpenGeneration("L3", request("good", "one")))
+            nursery.start_soon(ask, "client-1", request("good", "one"))
             await until(lambda: len(fake.requests) == 1, "the first client is upstream")
-            nursery.start_soon(ask, "background", OpenGeneration("L3", request("good", "shadow"), background=True))
+            nursery.start_soon(ask, "background", request("good", "shadow"), True)
             await trio.testing.wait_all_tasks_blocked()
-            nursery.start_soon(ask, "client-2", OpenGeneration("L3", request("good", "two")))
+            nursery.start_soon(ask, "client-2", request("good", "two"))
     # The background generation asked before the second client and still went after it.
     assert order == ["client-1", "client-2", "background"]
     assert [r.body["messages"][0]["content"] for r in fake.requests] == ["one", "two", "shadow"]
@@ -120,11 +124,11 @@ async def test_a_background_generation_that_never_finds_an_idle_slot_is_given_up
     mock_clock.autojump_threshold = 0
     held = HeldExecutor()
     async with running({"L3": held}) as (executor, actor), trio.open_nursery() as nursery:
-        nursery.start_soon(collect, executor, OpenGeneration("L3", request("hold")))
+        nursery.start_soon(collect, executor, "L3", request("hold"))
         await trio.testing.wait_all_tasks_blocked()
         started = trio.current_time()
         with trio.move_on_after(300) as waited:  # the ShadowActor's wait_s
-            await collect(executor, OpenGeneration("L3", request("shadow"), background=True))
+            await collect(executor, "L3", request("shadow"), background=True)
         assert waited.cancelled_caught and trio.current_time() - started == pytest.approx(300)
         assert held.started == 1  # it never ran
         held.release.set()

@@ -8,6 +8,7 @@ closes the upstream connection.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
 import trio
@@ -18,7 +19,7 @@ from daari.protocol.chat import ChatRequest
 from daari.protocol.events import Emit, Event
 
 # Emit is defined with the events; executors import it from here
-__all__ = ["DownstreamFailed", "Emit", "Executor", "NowaitEmit", "RelayEmit", "read_done"]
+__all__ = ["Collect", "DownstreamFailed", "Emit", "Executor", "NowaitEmit", "RelayEmit", "read_done"]
 
 
 @runtime_checkable
@@ -39,6 +40,28 @@ class RelayEmit(NowaitEmit, Protocol):
     events, so a burst goes out in one write and no event waits for a later read."""
 
     async def flush(self) -> None: ...
+
+
+class Collect:
+    """A `NowaitEmit` that keeps a generation's events in `events` (through `feed`, a filter that may rewrite
+    them, when given): for an answer read whole (buffered tiers, side questions, shadow calls). Never waits: the
+    executor's own reads are its checkpoints."""
+
+    __slots__ = ("events", "feed")
+
+    def __init__(self, events: list[Event], feed: Callable[[Event], list[Event]] | None = None) -> None:
+        self.events = events
+        self.feed = feed
+
+    def nowait(self, event: Event) -> bool:
+        if self.feed is None:
+            self.events.append(event)
+        else:
+            self.events.extend(self.feed(event))
+        return True
+
+    async def __call__(self, event: Event) -> None:
+        self.nowait(event)
 
 
 class DownstreamFailed(DaariError):

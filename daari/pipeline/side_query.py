@@ -8,10 +8,10 @@ from collections.abc import Callable
 
 import trio
 
-from actors.executor import OpenGeneration
-from actors.runtime import Address
+from actors.executor import Generations
 from daari.budget.payer import Payer, SideSpend
 from daari.errors import DaariError
+from daari.executors.base import Collect
 from daari.protocol.chat import ChatRequest, Message
 from daari.protocol.events import Event, assemble
 
@@ -20,8 +20,8 @@ Shield = Callable[[str, ChatRequest], ChatRequest]
 
 
 class SideQuestions:
-    def __init__(self, executor: Address, shield: Shield | None = None, spend: SideSpend | None = None) -> None:
-        self.executor = executor
+    def __init__(self, generations: Generations, shield: Shield | None = None, spend: SideSpend | None = None) -> None:
+        self.generations = generations
         self.shield = shield
         self.spend = spend
 
@@ -34,9 +34,7 @@ class SideQuestions:
             probe = self.shield(tier, probe)  # a verdict needs no restoring: its placeholders stay
         events: list[Event] = []
         try:
-            async with self.executor.stream(OpenGeneration(tier, probe)) as generation:
-                async for event in generation:
-                    events.append(event)
+            await self.generations.run(tier, probe, Collect(events))
             return assemble(events).text
         except (DaariError, ValueError):
             return None

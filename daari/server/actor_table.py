@@ -14,14 +14,14 @@ from pathlib import Path
 from actors.cache import CacheActor
 from actors.decision_log import DecisionLogActor, DecisionQueue
 from actors.embedder import EmbedderActor, EmbedderStatus
-from actors.executor import ExecutorActor
+from actors.executor import ExecutorActor, Generations
 from actors.faults import FAULTS
 from actors.hub import Hub, HubActor
 from actors.l1_index import L1Index
 from actors.org_cache import OrgCacheActor
 from actors.org_l1 import OrgL1Actor
 from actors.redis_link import RedisActor
-from actors.runtime import ActorSpec, ActorTable, Address, RestartPolicy
+from actors.runtime import ActorSpec, ActorTable, RestartPolicy
 from actors.semantic_cache import IndexStats, SemanticCacheActor
 from actors.shadow import ShadowActor, ShadowDeps
 from actors.tool_runner import ToolRunnerActor
@@ -53,6 +53,9 @@ class Shared:
     shadow: Callable[[ActorTable], ShadowDeps] | None = None
     redis: RedisLink | None = None  # cache.backend: redis: the link the L0 and L1 stores share
     org: OrgCache | None = None  # cache.org.url: the org cache's tenant links
+    # The ExecutorActor's door: request tasks (the execute step, side questions, shadow calls) run generations
+    # in their own task on slots the running actor lends them, without its mailbox (actors/executor.py).
+    generations: Generations = field(default_factory=Generations)
 
 
 def _mb(megabytes: float) -> int:
@@ -60,15 +63,16 @@ def _mb(megabytes: float) -> int:
 
 
 def actor_table(config: Config, executors: dict[str, Executor], shared: Shared,
-                model_asker: Callable[[Address], AskModel]) -> ActorTable:
+                model_asker: Callable[[Generations], AskModel]) -> ActorTable:
     """The actors to start, in order (each is ready before the next starts). `model_asker` makes, from the
-    ExecutorActor's address, how the VerifierActor asks a model (cache.l1.verify: model)."""
+    ExecutorActor's door, how the VerifierActor asks a model (cache.l1.verify: model)."""
     policy = RestartPolicy(config.actors.max_restarts, config.actors.restart_window_s,
                            config.actors.backoff_initial_s, config.actors.backoff_max_s)
     data_dir = Path(config.data_dir)
     size = config.actors.mailbox_size
     l0, l1 = config.cache.l0, config.cache.l1
     decisions = shared.decisions
+    generations = shared.generations
     rows = [
         ActorSpec("hub", lambda: HubActor(decisions), size, policy, on_down=decisions.close),
     ]
@@ -84,7 +88,10 @@ def actor_table(config: Config, executors: dict[str, Executor], shared: Shared,
                                               else data_dir / "l0.sqlite", shared.memory,
                                               max_disk_bytes=_mb(l0.max_disk_mb), ttl_s=l0.ttl_s,
                                               metrics=shared.metrics), size, policy),
-        ActorSpec("executor", lambda: ExecutorActor(executors), size, policy),
+        # Its mailbox serves the tier calls (status, token counts, model lists); generations go through the door,
+        # which the supervisor closes with the address's reason once no run will come.
+        ActorSpec("executor", lambda: ExecutorActor(executors, generations), size, policy,
+                  on_down=lambda: generations.close(table.address("executor").down_reason or "stopped")),
     ]
     if l1.enabled:
         # An answer L0 no longer serves for being too old is not served by L1 either.
@@ -104,7 +111,7 @@ def actor_table(config: Config, executors: dict[str, Executor], shared: Shared,
               if org is not None and (org.settings.team is not None or config.cache.org.l1_key_tenants > 0)
               else []),
             # Built when it starts, from the executor's address (the table made it with the others).
-            ActorSpec("verifier", lambda: VerifierActor(l1.verify, model_asker(table.address("executor"))), size,
+            ActorSpec("verifier", lambda: VerifierActor(l1.verify, model_asker(generations)), size,
                       policy),
         ]
     if config.tools.enabled:  # commands run only when asked for in the config

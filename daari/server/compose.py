@@ -18,6 +18,7 @@ from pathlib import Path
 import trio
 
 from actors.decision_log import DecisionQueue
+from actors.executor import Generations
 from actors.hub import Hub
 from actors.runtime import ActorTable, Address, Health
 from actors.verifier import AskModel
@@ -132,6 +133,7 @@ class Parts:
     stopping: trio.Event  # set when daari starts shutting down
     sessions: SessionStore  # agent sessions: warm provider caches, thinking-block producers
     client_watches: ClientWatches  # routed requests' watch tasks: serving gives them its nursery
+    generations: Generations  # the ExecutorActor's door: generations run in the asker's task (actors/executor.py)
     started_at: float = field(default=0.0)
     redis_link: RedisLink | None = None  # cache.backend: redis
 
@@ -154,7 +156,7 @@ def l0_memory(config: Config) -> L0Memory:
 
 
 def model_asker(config: Config, shield: Shield | None = None, spend: SideSpend | None = None
-                ) -> Callable[[Address], AskModel]:
+                ) -> Callable[[Generations], AskModel]:
     """How the verifier asks a model (cache.l1.verify: model): the configured verify tier, else the first tier;
     with none configured, model verdicts reject. A priced tier's verdicts are spend (purpose "verify", daari's)."""
     l1 = config.cache.l1
@@ -163,8 +165,8 @@ def model_asker(config: Config, shield: Shield | None = None, spend: SideSpend |
     if verify_tier not in tiers:  # not configured (or L6 with frontier off)
         verify_tier = None
 
-    def asker(executor: Address) -> AskModel:
-        questions = SideQuestions(executor, shield, spend)
+    def asker(generations: Generations) -> AskModel:
+        questions = SideQuestions(generations, shield, spend)
 
         async def ask_model(messages: list[Message]) -> str | None:
             if verify_tier is None:
@@ -330,7 +332,7 @@ async def compose(config: Config, *, shortcuts: Mapping[str, ShortcutTier] | Non
     key_memo, hit_requests = L0KeyMemo(), HitRequests()
     guard = CacheGuard(table.address("cache"), metrics)
     parse = ParseStep(body_work)
-    questions = SideQuestions(executor, shield, spend.side)
+    questions = SideQuestions(shared.generations, shield, spend.side)
     configured = [t for t in config.configured_tiers() if t in executors]
     classify = ClassifyStep(partial(is_lt_command, min_confidence=config.tools.min_confidence)
                             if config.tools.enabled else no_lt_probe,
@@ -369,7 +371,7 @@ async def compose(config: Config, *, shortcuts: Mapping[str, ShortcutTier] | Non
     if project not in routed:
         routed.append(project)
     routed += [ClientCallStep(config.routing.client_calls, config.routing.models), SessionStep(sessions),
-               ExecuteStep(executor, plan, Judge(config.confidence, questions, schema_checked), metrics,
+               ExecuteStep(shared.generations, plan, Judge(config.confidence, questions, schema_checked), metrics,
                            planners=planners,
                            request_for=SessionHygiene(sessions, upstreams),
                            guard=privacy, on_attempt=spend.attempt)]
@@ -446,4 +448,4 @@ async def compose(config: Config, *, shortcuts: Mapping[str, ShortcutTier] | Non
                  body_work=body_work, classify=classify, shortcuts=tiers, pipeline=pipeline, tail=tail,
                  responses=archive, app=app, partition_secret=partition_secret, log_secret=log_secret,
                  stopping=stopping, started_at=started_at, sessions=sessions, redis_link=redis,
-                 client_watches=chat.client_watches)
+                 client_watches=chat.client_watches, generations=shared.generations)

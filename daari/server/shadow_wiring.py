@@ -49,7 +49,7 @@ class Trust:
         l1_on = config.cache.l1.enabled
 
         def make(table: ActorTable) -> ShadowDeps:
-            return ShadowDeps(config.trust.shadow, table.address("executor"), configured, facts, self.archive,
+            return ShadowDeps(config.trust.shadow, shared.generations, configured, facts, self.archive,
                               self.budget, self.bars, self.diversity, metrics, self.skips,
                               l1=table.address("l1") if l1_on else None,
                               embedder=table.address("embedder") if l1_on else None,

@@ -4,8 +4,9 @@ Reads: `turn.classification` (ceiling, whether it may escalate), the tier overri
 answered as tool calls, parts only a native tier can read). Decides: the tier chain (daari_meta.attempts records
 every tier tried, skipped or failed) and the answer, with whether L0 may store it.
 
-Each generation is the request's own stream from the ExecutorActor: leaving its `async with` (a client that
-left, included) cancels it, frees the tier's slot and closes the upstream connection. Every attempt whose upstream
+Each generation runs in the request's own task, on a slot the ExecutorActor lends it (actors/executor.py,
+`Generations`): the request's scope cancelled (a client that left, included) ends it, frees the tier's slot and
+closes the upstream connection. Every attempt whose upstream
 started answering goes to `on_attempt` once it ended, however it ended (answered, escalated past, cut off): the
 budget counts what the upstream billed, once per attempt. A stream that reaches the client live (the last tier,
 or every tier with `routing.stream_escalation: live`) cannot escalate once its first event went out.
@@ -15,14 +16,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from actors.executor import OpenGeneration
-from actors.runtime import Address, StreamReader
+from actors.executor import Generations
 from daari.errors import DaariError, ToolCallsUnsupportedLocally, UpstreamError
-from daari.executors.base import DownstreamFailed
+from daari.executors.base import Collect, DownstreamFailed
 from daari.metrics import Metrics
 from daari.pipeline.hosted_tools import DropLog, settle_dropped
 from daari.pipeline.live_relay import LiveRelay
@@ -82,11 +81,11 @@ def _as_sent(turn: Turn, tier: str) -> ChatRequest:
 class ExecuteStep:
     name = "execute"
 
-    def __init__(self, executor: Address, tiers: Tiers, judge: Judge, metrics: Metrics,
+    def __init__(self, generations: Generations, tiers: Tiers, judge: Judge, metrics: Metrics,
                  drop_log: DropLog | None = None, planners: Sequence[Planner] = (),
                  request_for: RequestFor = _as_sent, guard: TierGuard | None = None,
                  on_attempt: AttemptEnded | None = None) -> None:
-        self.executor = executor
+        self.generations = generations
         self.tiers = tiers
         self.judge = judge
         self.metrics = metrics
@@ -196,12 +195,6 @@ class ExecuteStep:
     def _kind(self, tier: str) -> str:
         return self.tiers.kinds.get(tier, "shortcut")
 
-    def _open(self, turn: Turn, tier: str) -> tuple[AbstractAsyncContextManager[StreamReader[Event]],
-                                                   AnswerFilter | None]:
-        """The generation is this request's: leaving the `async with` cancels it and frees the tier."""
-        request, answer_filter = self._prepare(turn, tier)
-        return self.executor.stream(OpenGeneration(tier, request)), answer_filter
-
     def _prepare(self, turn: Turn, tier: str) -> tuple[ChatRequest, AnswerFilter | None]:
         """The request as `tier` is sent it, and the filter its answer goes through."""
         request, answer_filter = self.request_for(turn, tier), None
@@ -212,12 +205,10 @@ class ExecuteStep:
         return request, answer_filter
 
     async def _collect(self, turn: Turn, tier: str) -> tuple[list[Event], bool]:
-        opened, answer_filter = self._open(turn, tier)
+        request, answer_filter = self._prepare(turn, tier)
         events: list[Event] = []
         try:
-            async with opened as generation:
-                async for received in generation:
-                    events.extend(answer_filter.feed(received) if answer_filter is not None else (received,))
+            await self.generations.run(tier, request, Collect(events, answer_filter.feed if answer_filter else None))
         finally:
             await self._ended(turn, tier, events)
         return events, answer_filter is not None and self._restored(tier, answer_filter)
@@ -225,20 +216,14 @@ class ExecuteStep:
     async def _stream_live(self, turn: Turn, tier: str) -> tuple[list[Event], bool]:
         """Stream as events arrive; the response starts with the first event, so earlier faults can escalate.
 
-        The relay (daari/pipeline/live_relay.py) goes with the generation: where the tier's executor marks its
-        upstream reads, the executor's task renders and writes each read's events itself (no hand-off to this
-        task per event: one pass of Trio's run loop less per paced event) and this task only waits for the end;
-        otherwise the events come through the stream and this task feeds them to the relay, the events already
-        queued when one arrives in one write. Either way no event waits for a later one."""
+        The relay (daari/pipeline/live_relay.py) is the generation's emit: the executor, in this task, renders and
+        writes each upstream read's events in one write where it marks its reads, each event as it comes where it
+        does not; no event waits for a later one."""
         request, answer_filter = self._prepare(turn, tier)
         relay = LiveRelay(turn, tier, self._kind(tier), answer_filter.feed if answer_filter is not None else None,
                           lambda: self._dropped(turn, tier))
         try:
-            async with self.executor.stream(OpenGeneration(tier, request, relay=relay)) as generation:
-                async for batch in generation.batches():
-                    for received in batch:
-                        relay.nowait(received)
-                    await relay.flush()
+            await self.generations.run(tier, request, relay)
         except DownstreamFailed:
             if relay.failure is None:
                 raise
