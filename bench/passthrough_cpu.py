@@ -105,12 +105,13 @@ def timed(name: str, call: Any, spent: dict[str, float]) -> Any:
 
 async def by_step(client: Client, parts: Any, calls: int) -> None:
     """CPU per request by step, best of five runs of `calls` requests (each step's best run); inside the execute
-    step, the judge and the tier's executor (in the ExecutorActor's task: the upstream call) apart."""
+    step, the judge and the tier's executor (the upstream call, in the request's task on a slot the ExecutorActor
+    lends) apart."""
     spent: dict[str, float] = {}
     pipeline = parts.pipeline
     execute = next(step for step in pipeline.routed if step.name == "execute")
     execute.judge = timed("  execute: the judge", execute.judge, spent)
-    for executor in parts.executors.values():  # the ExecutorActor's own objects: `generate` runs in its task
+    for executor in parts.executors.values():  # the ExecutorActor's own objects, run in the request's task
         executor.generate = timed("  execute: the executor's generate (resilience, client, upstream call)",
                                   executor.generate, spent)
     pipeline.local = tuple(TimedStep(step, spent) for step in pipeline.local)
