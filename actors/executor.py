@@ -29,7 +29,7 @@ import trio
 
 from actors import runtime
 from actors.faults import FAULTS
-from actors.runtime import Actor, Call, Faults, handles
+from actors.runtime import Actor, Call, handles
 from daari.errors import DaariError, NotFound, Overloaded, UpstreamError
 from daari.executors.base import DownstreamFailed, Executor, RelayEmit
 from daari.protocol.chat import ChatRequest
@@ -54,9 +54,8 @@ class Generations:
     for the next one, as a message waits in the mailbox; asked once the supervisor stopped or gave up (`close`),
     it raises the runtime's `ActorDown` in daari's shape (503 / Anthropic 529), as a closed address does."""
 
-    def __init__(self, name: str = "executor", faults: Faults = FAULTS) -> None:
+    def __init__(self, name: str = "executor") -> None:
         self.name = name
-        self.faults = faults
         self.actor: ExecutorActor | None = None
         self._up = trio.Event()
         self._down: str | None = None
@@ -82,8 +81,7 @@ class Generations:
         actor = self.actor
         while actor is None:
             if self._down is not None:
-                raise self.faults.translate(runtime.ActorDown(self.name, f"the {self.name} actor is down "
-                                                                         f"({self._down})"))
+                raise FAULTS.translate(runtime.ActorDown(self.name, f"the {self.name} actor is down ({self._down})"))
             await self._up.wait()
             actor = self.actor
         await actor.generate(tier, request, emit, background=background)
