@@ -27,15 +27,17 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	HF_HUB_OFFLINE=1 $(VENV)/bin/daari serve
 
+# The whole suite on Hypercorn (the default front end), then the server-level tests again on the opt-in h11 one.
 test: $(STAMP) browser redis
 	$(VENV)/bin/ruff check .
 	$(PY) -m mypy --strict actors daari
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -q
+	$(MAKE) --no-print-directory test-h11
 
 # The server-level tests again with daari on its own h11 front end (server.front_end: h11; docs/configuration.md,
-# "Front end"): `make test` runs them on Hypercorn.
+# "Front end"), so the option a user can pick is tested as the default is.
 H11_TESTS ?= $(shell grep -l "daari_server\|daari_in_thread" tests/test_*.py)
-test-h11: $(STAMP)
+test-h11: $(STAMP) browser redis
 	DAARI_TEST_FRONT_END=h11 HF_HUB_OFFLINE=1 $(PY) -m pytest -q $(H11_TESTS) tests/test_h11_front.py
 
 # The /ui page is tested in Debian's headless chromium: installed here when missing and we are root (CI is);

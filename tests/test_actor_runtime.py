@@ -776,3 +776,20 @@ async def test_send_nowait_fills_the_askers_buffer_then_says_full_and_breaks_onc
     reader.abandon()
     with pytest.raises(trio.BrokenResourceError):
         outbox.send_nowait(3)
+
+
+async def test_a_stream_failure_reaches_the_reader_with_its_own_cause() -> None:
+    from actors.runtime.reply import open_stream
+
+    outbox, reader = open_stream(8, lambda: ActorDown("stopped"))
+    root = ConnectionResetError("the upstream reset the connection")
+    try:
+        raise Refused("the upstream broke off") from root
+    except Refused as failure:
+        outbox.fail(failure)
+    with pytest.raises(Refused) as raised:
+        async for _ in reader:
+            pass
+    # The reader raises the actor's error where it did not happen; the chain must still lead to the real cause.
+    assert raised.value.__cause__ is root
+    assert raised.value.__suppress_context__  # the reader's own EndOfChannel is not shown as part of it

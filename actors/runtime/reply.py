@@ -135,8 +135,11 @@ class StreamReader(Generic[T]):
         try:
             return await self._channel.receive()
         except trio.EndOfChannel:
-            if self._state.error is not None:
-                raise self._state.error from None
+            error = self._state.error
+            if error is not None:
+                # Raised here, not where it happened: keep the actor's cause (the upstream's own exception) and
+                # drop only this EndOfChannel from the chain.
+                raise error from error.__cause__
             if not self._state.finished:
                 raise self._stopped() from None  # the actor went away mid-stream: never a silent end
             raise StopAsyncIteration from None
