@@ -84,13 +84,15 @@ def stages(upstream: str, client: str) -> dict[str, Callable[[list[bytes]], int]
 
     def sse(reads: list[bytes]) -> int:
         body, decoder = ChunkedBody(), SSEDecoder()
-        return sum(len(decoder.feed(body.feed(r))) for r in reads)
+        feed = getattr(decoder, "feed_bytes", decoder.feed)
+        return sum(len(feed(body.feed(r))) for r in reads)
 
     def json(reads: list[bytes]) -> int:
         body, decoder, n = ChunkedBody(), SSEDecoder(), 0
+        feed = getattr(decoder, "feed_bytes", decoder.feed)
         for r in reads:
-            for item in decoder.feed(body.feed(r)):
-                if item.data != "[DONE]":
+            for item in feed(body.feed(r)):
+                if item.data[:1] in ("{", b"{"):
                     n += len(loads(item.data))
         return n
 
@@ -109,16 +111,8 @@ def stages(upstream: str, client: str) -> dict[str, Callable[[list[bytes]], int]
 
 
 def _decoder(upstream: str, native: bool) -> Callable[[bytes], list[Any]]:
-    """The executor's per-read decode: the body's bytes of one read -> its neutral events."""
-    try:
-        from daari.protocol.stream_decode import anthropic_stream, openai_stream  # type: ignore[attr-defined]
-    except ImportError:
-        return _decoder_before(upstream, native)
-    return openai_stream() if upstream == "openai" else anthropic_stream(native)
-
-
-def _decoder_before(upstream: str, native: bool) -> Callable[[bytes], list[Any]]:
-    """The per-read decode as the executors did it before `daari.protocol.stream_decode` (their `_relay` loops)."""
+    """The executor's per-read decode (its `_relay` loop without the emits): one read's body bytes -> its neutral
+    events. A tree whose SSE decoder has `feed_bytes` runs it as its executors do (the data parsed as bytes)."""
     from daari.jsonio import loads
     from daari.protocol.anthropic_render import AnthropicEventDecoder, decode_json
     from daari.protocol.events import NativeEvent
@@ -126,16 +120,19 @@ def _decoder_before(upstream: str, native: bool) -> Callable[[bytes], list[Any]]
     from daari.protocol.sse import SSEDecoder
 
     sse = SSEDecoder()
+    feed: Callable[[bytes], list[Any]] = getattr(sse, "feed_bytes", sse.feed)
     if upstream == "openai":
         chunks = ChunkDecoder()
 
         def openai(data: bytes) -> list[Any]:
             out: list[Any] = []
-            for event in sse.feed(data):
-                if not event.data.strip():
-                    continue
-                if event.data.strip() == "[DONE]":
-                    return out + chunks.end()
+            for event in feed(data):
+                if event.data[:1] not in ("{", b"{"):
+                    text = event.data if isinstance(event.data, str) else event.data.decode()
+                    if not text.strip():
+                        continue
+                    if text.strip() == "[DONE]":
+                        return out + chunks.end()
                 out += chunks.feed(loads(event.data))
             return out
         return openai
@@ -143,7 +140,7 @@ def _decoder_before(upstream: str, native: bool) -> Callable[[bytes], list[Any]]
 
     def anthropic(data: bytes) -> list[Any]:
         out: list[Any] = []
-        for item in sse.feed(data):
+        for item in feed(data):
             value = decode_json(item.data)
             name = item.event or str(value.get("type") or "")
             if native and name not in ("ping", "error"):

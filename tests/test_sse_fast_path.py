@@ -3,11 +3,15 @@ real streams in every shape the spec allows, cut at random read boundaries, unde
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from daari.protocol.sse import SSEDecoder, SSEError, SSEEvent
+from daari.jsonio import loads
+from daari.protocol.sse import SSEDecoder, SSEError, SSEEvent, loads_data
 from tests.stream_captures import SHAPES, captures, variant
 
 CAPTURES = captures()
@@ -55,7 +59,8 @@ def test_fast_feed_breaks_the_same_limits_as_the_line_by_line_feed(
         assert fast == by_line
 
 
-@given(text=st.text(min_size=1, max_size=20), cut=st.integers(min_value=0, max_value=200))
+@given(text=st.text(st.characters(blacklist_characters="\r\n", blacklist_categories=["Cs"]), min_size=1, max_size=20),
+       cut=st.integers(min_value=0, max_value=200))
 def test_a_utf8_character_cut_between_reads_is_decoded_whole(text: str, cut: int) -> None:
     body = b'data: {"t": "' + text.encode() + b'"}\n\n' + b'event: x\ndata: ' + text.encode() + b"\n\n"
     cut %= len(body) + 1
@@ -77,3 +82,37 @@ def test_each_shape_of_a_real_stream_decodes_to_the_lf_shapes_events(shape: str)
         assert [e for e in events if e.data] == lf
     else:
         assert events == lf
+
+
+@settings(max_examples=200, deadline=None)
+@given(name=st.sampled_from(sorted(CAPTURES)), shape=st.sampled_from(SHAPES),
+       cuts=st.lists(st.integers(min_value=0, max_value=1 << 20), max_size=20))
+def test_feed_bytes_gives_feeds_events_with_the_data_as_bytes(name: str, shape: str, cuts: list[int]) -> None:
+    reads = _cut(variant(CAPTURES[name], shape), cuts)
+    as_text, as_bytes = SSEDecoder(), SSEDecoder()
+    for read in reads:
+        text_events, byte_events = as_text.feed(read), as_bytes.feed_bytes(read)
+        assert [(e.event, e.data.decode("utf-8", "replace")) for e in byte_events] == list(text_events)
+        assert [_outcome(loads_data, e.data) for e in byte_events] == [_outcome(loads, e.data) for e in text_events]
+
+
+def _outcome(parse: Callable[[Any], object], data: str | bytes) -> object:
+    try:
+        return parse(data)
+    except ValueError as exc:
+        return str(exc)
+
+
+@pytest.mark.parametrize("data", [b'{"a": "\xff\xfe"}', b'{"n": NaN}', b'{"big": 123456789012345678901234567890}',
+                                  b"{not json", b'{"a": "\xc3"}', b'{"e": "\\ud800"}', b"[" * 2000 + b"]" * 2000])
+def test_loads_data_parses_bytes_as_loads_parses_their_text(data: bytes) -> None:
+    text = data.decode("utf-8", errors="replace")
+    try:
+        expected: object = loads(text)
+    except ValueError as exc:
+        with pytest.raises(ValueError) as caught:
+            loads_data(data)
+        assert str(caught.value) == str(exc)
+        return
+    got = loads_data(data)
+    assert got == expected or (expected != expected and got != got)  # NaN is not equal to itself
