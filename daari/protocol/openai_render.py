@@ -355,6 +355,25 @@ class ChunkDecoder:
                       model=self._model)
 
     def feed(self, chunk: object) -> list[Event]:
+        """The events of one chunk. A plain text delta (nearly every chunk of a stream: content, no tool calls,
+        finish_reason, logprobs, usage nor error) is read with a few look-ups; any other goes through
+        `feed_by_shape`, the decoder of record (the same events: tested on real and generated chunks)."""
+        if type(chunk) is dict and self._reason is None and chunk.get("usage") is None \
+                and not chunk.get("error"):
+            choices = chunk.get("choices")
+            if type(choices) is list and choices and type(choice := choices[0]) is dict:
+                delta = choice.get("delta")
+                if type(delta) is dict and type(text := delta.get("content")) is str and text \
+                        and delta.get("tool_calls") is None and choice.get("finish_reason") is None \
+                        and choice.get("logprobs") is None:
+                    model = chunk.get("model")
+                    if type(model) is str:
+                        self._model = model
+                    return [TextDelta(text)]
+        return self.feed_by_shape(chunk)
+
+    def feed_by_shape(self, chunk: object) -> list[Event]:
+        """`feed`, every field checked as the chunk's schema says."""
         if not isinstance(chunk, dict):
             raise _malformed("a stream chunk is not a JSON object")
         if chunk.get("error"):
