@@ -174,6 +174,7 @@ async def measure(upstream_url: str, stream: bool, calls: int, profile: int, sav
                 sys.stdin.readline()
         else:
             runs, firsts = [], []
+            reads = _count_reads()
             for _ in range(5):
                 start, first = time.thread_time(), 0.0
                 for _ in range(calls):
@@ -189,7 +190,26 @@ async def measure(upstream_url: str, stream: bool, calls: int, profile: int, sav
                   f"(best of {', '.join(f'{r:,.0f}' for r in runs)})")
             print(f"  of which before the first body byte: {min(firsts):,.0f} us "
                   f"(best of {', '.join(f'{r:,.0f}' for r in firsts)})")
+            print(f"  upstream reads per {kind}: {reads[0] / (5 * calls):,.1f} (the lean client's socket reads with "
+                  "data, the response head's included)")
         server.shutdown.set()
+
+
+def _count_reads() -> list[int]:
+    """Counts the lean client's upstream reads that returned data from now on (in this benchmark's process only:
+    its `Connection.receive` wrapped): how many events a read carries decides what a relayed delta costs."""
+    from daari.executors import lean_http
+
+    count = [0]
+    receive = lean_http.Connection.receive
+
+    async def counted(self: lean_http.Connection, *, wait: bool = False) -> bytes:
+        data = await receive(self, wait=wait)
+        count[0] += bool(data)
+        return data
+
+    lean_http.Connection.receive = counted  # type: ignore[method-assign]
+    return count
 
 
 def package(path: str) -> str:
