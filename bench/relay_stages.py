@@ -15,8 +15,10 @@ Each row is cumulative (a stage's own cost is the difference from the row above)
 (delta), the fastest of `--repeat` timed passes over the whole stream. The same command runs the code of whatever
 tree PYTHONPATH points at, so two trees' figures come from one machine at one time:
 
-    python -m bench.relay_stages                          # this tree
-    PYTHONPATH=/tmp/base python -m bench.relay_stages     # another tree (this file copied in)
+    python -m bench.relay_stages                                      # this tree
+    cd /tmp/base && PYTHONPATH=/tmp/base python -m bench.relay_stages # another tree (this file copied in; run it
+                                                                      # from there: `-m` puts the current
+                                                                      # directory first on sys.path)
 """
 
 from __future__ import annotations
