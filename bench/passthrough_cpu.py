@@ -14,6 +14,7 @@ cost). It moves with daari's code, not with the machine's load, so it compares c
     python -m bench.passthrough_cpu --profile 300   # cProfile of 300 requests: calls by package, top functions
     python -m bench.passthrough_cpu --instructions --calls 30   # instructions per request (callgrind; minutes)
     python -m bench.passthrough_cpu --steps         # CPU per request by pipeline step (the rest: route, subscribers)
+    python -m bench.passthrough_cpu --stream --words 400   # a 400-delta stream (with --words 20: CPU per delta)
 """
 
 from __future__ import annotations
@@ -138,13 +139,14 @@ async def by_step(client: Client, parts: Any, calls: int) -> None:
 
 
 async def measure(upstream_url: str, stream: bool, calls: int, profile: int, save: str,
-                  windowed: bool = False, steps: bool = False) -> None:
+                  windowed: bool = False, steps: bool = False, words: int = 0) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="daari-ptcpu-"))
-    config = make_config(tmp, tiers={"L3": upstream_tier("openai", upstream_url + "/v1", "good")},
+    model = "long" if words else "good"  # the fake's "long" answer: `max_tokens` words, one delta each
+    config = make_config(tmp, tiers={"L3": upstream_tier("openai", upstream_url + "/v1", model)},
                          cache={"l1": {"enabled": False}})
     async with daari_server(config) as server:
-        client = Client(server.parts.app, server.url.removeprefix("http://"),
-                        json.dumps({**REQUEST, "stream": stream}).encode())
+        body = {**REQUEST, "stream": stream, **({"model": model, "max_tokens": words} if words else {})}
+        client = Client(server.parts.app, server.url.removeprefix("http://"), json.dumps(body).encode())
         for _ in range(20):
             await client.call()
         client.check()
@@ -173,6 +175,7 @@ async def measure(upstream_url: str, stream: bool, calls: int, profile: int, sav
                 sys.stdin.readline()
         else:
             runs, firsts = [], []
+            reads = _count_reads()
             for _ in range(5):
                 start, first = time.thread_time(), 0.0
                 for _ in range(calls):
@@ -188,7 +191,26 @@ async def measure(upstream_url: str, stream: bool, calls: int, profile: int, sav
                   f"(best of {', '.join(f'{r:,.0f}' for r in runs)})")
             print(f"  of which before the first body byte: {min(firsts):,.0f} us "
                   f"(best of {', '.join(f'{r:,.0f}' for r in firsts)})")
+            print(f"  upstream reads per {kind}: {reads[0] / (5 * calls):,.1f} (the lean client's socket reads with "
+                  "data, the response head's included)")
         server.shutdown.set()
+
+
+def _count_reads() -> list[int]:
+    """Counts the lean client's upstream reads that returned data from now on (in this benchmark's process only:
+    its `Connection.receive` wrapped): how many events a read carries decides what a relayed delta costs."""
+    from daari.executors import lean_http
+
+    count = [0]
+    receive = lean_http.Connection.receive
+
+    async def counted(self: lean_http.Connection, *, wait: bool = False) -> bytes:
+        data = await receive(self, wait=wait)
+        count[0] += bool(data)
+        return data
+
+    lean_http.Connection.receive = counted  # type: ignore[method-assign]
+    return count
 
 
 def package(path: str) -> str:
@@ -231,6 +253,9 @@ def report(stats: pstats.Stats, requests: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--stream", action="store_true", help="streamed answers")
+    parser.add_argument("--words", type=int, default=0,
+                        help="ask the fake's \"long\" model for this many words, one delta each (0: its short "
+                        "\"good\" answer); two runs at two lengths give the CPU per relayed delta")
     parser.add_argument("--calls", type=int, default=300, help="requests per run (five runs)")
     parser.add_argument("--profile", type=int, default=0, help="cProfile this many requests instead")
     parser.add_argument("--save", default="", help="with --profile: write the profile to this file too")
@@ -240,23 +265,25 @@ def main() -> None:
     parser.add_argument("--child", default="", help=argparse.SUPPRESS)  # the measured process, given the upstream
     args = parser.parse_args()
     if args.child:
-        trio.run(measure, args.child, args.stream, args.calls, 0, "", True)
+        trio.run(measure, args.child, args.stream, args.calls, 0, "", True, False, args.words)
         return
     with workdir() as log_dir, fake_upstream("openai", log_dir) as upstream:
         if args.instructions:
-            print(instructions(upstream.url, args.stream, args.calls, log_dir))
+            print(instructions(upstream.url, args.stream, args.calls, log_dir, args.words))
         else:
-            trio.run(measure, upstream.url, args.stream, args.calls, args.profile, args.save, False, args.steps)
+            trio.run(measure, upstream.url, args.stream, args.calls, args.profile, args.save, False, args.steps,
+                     args.words)
 
 
-def instructions(upstream_url: str, stream: bool, calls: int, tmp: Path) -> str:
+def instructions(upstream_url: str, stream: bool, calls: int, tmp: Path, words: int = 0) -> str:
     """The measured process under callgrind: its counters dumped before and after each of three windows of
     `calls` requests; the median window's instructions per request."""
     from bench.body_size import _dump
 
     out = tmp / "cg.out"
     argv = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable, "-m",
-            "bench.passthrough_cpu", "--child", upstream_url, "--calls", str(calls), *(["--stream"] if stream else [])]
+            "bench.passthrough_cpu", "--child", upstream_url, "--calls", str(calls), *(["--stream"] if stream else []),
+            "--words", str(words)]
     per_request: list[float] = []
     with (tmp / "measured.log").open("w") as log, subprocess.Popen(
             argv, env={**os.environ, "HF_HUB_OFFLINE": "1"}, stdin=subprocess.PIPE, stdout=subprocess.PIPE,

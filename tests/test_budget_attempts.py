@@ -10,10 +10,13 @@ from typing import Any
 
 import httpx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from daari.config import PriceConfig, PricingConfig
 from daari.pricing import usage_cost
 from daari.protocol.chat import Usage
+from daari.protocol.events import Event, Finish, NativeEvent, TextDelta
 from tests.fakes.ollama_upstream import FakeOllama
 from tests.fakes.openai_upstream import FakeOpenAI
 from tests.fakes.serving import serve_app
@@ -157,3 +160,16 @@ def test_a_final_count_of_nothing_is_estimated() -> None:
 
     usage, source, model = usage_so_far([TextDelta("x" * 40), Finish("stop", Usage(), model="m")], 99)
     assert (usage.prompt_tokens, usage.completion_tokens, source, model) == (99, 10, "estimated", "m")
+
+
+@settings(max_examples=300, deadline=None)
+@given(events=st.lists(st.one_of(
+    st.builds(TextDelta, st.text(max_size=9), tokens=st.integers(0, 3)),
+    st.builds(Finish, st.just("stop"),
+              st.builds(Usage, prompt_tokens=st.integers(0, 5), completion_tokens=st.integers(0, 5)),
+              model=st.sampled_from(["", "m"])),
+    st.just(NativeEvent("anthropic", "message_start", {"message": {"model": "a", "usage": {"input_tokens": 4}}})),
+), max_size=12))
+def test_usage_so_far_of_a_completed_answer_is_what_the_walk_over_its_events_gives(events: list[Event]) -> None:
+    from daari.budget.abandoned import _walked, usage_so_far
+    assert usage_so_far(events, 99) == _walked(events, 99)

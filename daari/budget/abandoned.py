@@ -18,6 +18,24 @@ Source = Literal["reported", "reported_input", "estimated"]
 
 def usage_so_far(events: Sequence[Event], prompt_estimate: int) -> tuple[Usage, Source, str | None]:
     """The usage of an answer that ended after `events`, how it was known, and the model the upstream named."""
+    final = _only_final_count(events)
+    if final is not None:
+        return final.usage, "reported", final.model
+    return _walked(events, prompt_estimate)
+
+
+def _only_final_count(events: Sequence[Event]) -> Finish | None:
+    """The answer's one Finish when it is the last event, carries the upstream's count and names the model: what
+    `_walked` would return, found without a Python step per event (an answer that completed, nearly every one;
+    the walk cost ~1-2 us per relayed delta on these cores)."""
+    last = events[-1] if events else None
+    if type(last) is not Finish or not (last.usage.prompt_tokens or last.usage.completion_tokens) or not last.model:
+        return None
+    kinds = list(map(type, events))  # in C: is it the only Finish?
+    return last if kinds.count(Finish) == 1 else None
+
+
+def _walked(events: Sequence[Event], prompt_estimate: int) -> tuple[Usage, Source, str | None]:
     reported: dict[str, object] = {}
     model: str | None = None
     relayed_tokens = 0

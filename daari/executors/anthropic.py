@@ -200,7 +200,7 @@ class AnthropicExecutor(HttpUpstream):
         decoder = AnthropicEventDecoder()
         async for chunk in response.aiter_bytes():
             try:
-                items = sse.feed(chunk)
+                items = sse.feed_bytes(chunk)
             except SSEError as exc:
                 raise UpstreamError(f"upstream {self.name}: {exc}", upstream=self.name) from None
             for item in items:

@@ -45,7 +45,7 @@ from daari.protocol.chat import ChatRequest
 from daari.protocol.openai_headers import forwarded_headers
 from daari.protocol.openai_render import ChunkDecoder, events_from_response
 from daari.protocol.openai_wire import to_upstream_body
-from daari.protocol.sse import SSEDecoder, SSEError
+from daari.protocol.sse import SSEDecoder, SSEError, loads_data
 from daari.redact import redact_url, scrub, url_secrets
 
 _KEY_LIKE = re.compile(r"\b(sk-|sk_|key-)[A-Za-z0-9_\-*]{6,}")
@@ -223,22 +223,25 @@ class OpenAIExecutor(HttpUpstream):
         chunks = ChunkDecoder()
         async for raw in response.aiter_bytes():
             try:
-                events = sse.feed(raw)
+                events = sse.feed_bytes(raw)
             except SSEError as exc:
                 raise self._error(UpstreamError, f"upstream {self.name}: {exc}") from None
             for event in events:
-                if not event.data.strip():  # a keep-alive with an empty data line
-                    continue
-                if event.data.strip() == "[DONE]":
-                    for ev in chunks.end():
-                        await emit(ev)
-                    return
+                data = event.data
+                if data[:1] != b"{":  # not a chunk: a keep-alive, [DONE], or not JSON (as text, as it was read)
+                    text = data.decode("utf-8", errors="replace").strip()
+                    if not text:  # a keep-alive with an empty data line
+                        continue
+                    if text == "[DONE]":
+                        for ev in chunks.end():
+                            await emit(ev)
+                        return
                 try:
-                    data = loads(event.data)
+                    value = loads_data(data)
                 except ValueError:
                     raise self._error(UpstreamError, f"upstream {self.name} sent a stream event that is not "
                                       "JSON") from None
-                for ev in chunks.feed(data):
+                for ev in chunks.feed(value):
                     await emit(ev)
             await read_done(emit)
         for ev in chunks.end():

@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from daari.errors import DaariError, UpstreamError, UpstreamOverloaded, UpstreamRateLimited, UpstreamRejected
-from daari.jsonio import loads
+from daari.jsonio import dumps, loads
 from daari.protocol import sse
 from daari.protocol.anthropic_wire import compact_json, parse_arguments
 from daari.protocol.chat import ChatRequest, Completion, FinishReason, Usage
@@ -119,6 +119,10 @@ def _event(name: str, data: dict[str, Any]) -> bytes:
     return sse.encode(data, event=name)
 
 
+_MARK = "\x00daari:delta\x00"  # stands for a delta's text in a frame built once (`_delta_frame`)
+_MARK_JSON = dumps(_MARK)
+
+
 class AnthropicStreamRenderer:
     """Writes one Messages stream: `start()`, then `event(ev)` per event, then `finish(meta)` or `error`."""
 
@@ -134,6 +138,9 @@ class AnthropicStreamRenderer:
         self._native_input_usage: dict[str, Any] = {}  # the upstream message_start's prompt counts
         self._started = False  # message_start written
         self._native_start = False  # ... and it was the upstream's own
+        # Per content block index, the content_block_delta frame of a text or input_json delta around the JSON
+        # string it carries: built by `_event` itself (a mark where the string goes), so the bytes stay the same.
+        self._frames: dict[tuple[str, int], tuple[bytes, bytes] | None] = {}
 
     def start(self) -> list[bytes]:
         """Nothing yet: message_start goes out with the first event, so a native answer's can be the upstream's."""
@@ -152,6 +159,34 @@ class AnthropicStreamRenderer:
                 _event("ping", {"type": "ping"})]
 
     def event(self, ev: Event) -> list[bytes]:
+        """The SSE frames of one event. A text or tool-input delta inside its open block (nearly every event of a
+        neutral stream) is its frame's bytes around `dumps(text)`; the rest goes through `event_by_shape`, the
+        same bytes (tested)."""
+        if self._started and not self._native:
+            if isinstance(ev, TextDelta) and self._open == "text":
+                return self._delta_frame("text_delta", "text", self._next_index - 1, ev.text)
+            if isinstance(ev, ToolCallDelta) and ev.index in self._tool_blocks:
+                return self._delta_frame("input_json_delta", "partial_json", self._tool_blocks[ev.index],
+                                         ev.arguments)
+        return self.event_by_shape(ev)
+
+    def _delta_frame(self, kind: str, field: str, index: int, text: str) -> list[bytes]:
+        if not text:
+            return []
+        key = (kind, index)
+        if key not in self._frames:
+            whole = _event("content_block_delta", {"type": "content_block_delta", "index": index,
+                                                   "delta": {"type": kind, field: _MARK}})
+            parts = whole.split(_MARK_JSON)
+            self._frames[key] = (parts[0], parts[1]) if len(parts) == 2 else None
+        frame = self._frames[key]
+        if frame is None:
+            return [_event("content_block_delta", {"type": "content_block_delta", "index": index,
+                                                   "delta": {"type": kind, field: text}})]
+        return [frame[0] + dumps(text) + frame[1]]
+
+    def event_by_shape(self, ev: Event) -> list[bytes]:
+        """`event`, each event built as a dict and encoded whole: the renderer of record."""
         if isinstance(ev, NativeEvent) and ev.protocol == "anthropic":
             return self._native_event(ev)
         head = self._start()
@@ -491,10 +526,11 @@ class AnthropicEventDecoder:
         return [KeepAlive()]  # thinking and signature deltas: only the native stream carries them
 
 
-def decode_json(text: str) -> dict[str, Any]:
-    """Upstream JSON that must be an object; anything else is an UpstreamError, never a KeyError."""
+def decode_json(text: str | bytes) -> dict[str, Any]:
+    """Upstream JSON that must be an object; anything else is an UpstreamError, never a KeyError. Bytes are an
+    SSE event's data as sent (`SSEDecoder.feed_bytes`), parsed as their text would be (`loads_data`)."""
     try:
-        value = loads(text)
+        value = loads(text) if isinstance(text, str) else sse.loads_data(text)
     except ValueError:
         raise _malformed("invalid JSON") from None
     if not isinstance(value, dict):

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
-from daari.jsonio import dumps
+import orjson
+
+from daari.jsonio import dumps, loads
 
 
 def encode(data: dict[str, Any] | str, event: str | None = None) -> bytes:
@@ -16,10 +17,26 @@ def encode(data: dict[str, Any] | str, event: str | None = None) -> bytes:
     return head + b"data: " + payload + b"\n\n"
 
 
-@dataclass(frozen=True)
-class SSEEvent:
+class SSEEvent(NamedTuple):  # a tuple: built per upstream event, ~3x cheaper than a frozen dataclass
     event: str | None
     data: str
+
+
+class SSEBytes(NamedTuple):
+    """An event as `SSEDecoder.feed_bytes` gives it: its data as the upstream's bytes (lines joined with LF)."""
+
+    event: str | None
+    data: bytes
+
+
+def loads_data(data: bytes) -> Any:
+    """An event's data (`SSEBytes.data`) parsed as JSON, as `loads` would parse the text `feed` gives: orjson
+    reads UTF-8 bytes ~1.7x faster than a str; bytes that are not UTF-8 are decoded with replacement first, as
+    `feed` decodes them (so they parse the same, or raise the same ValueError)."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:  # the text's own path: the stdlib's fallbacks, the same errors
+        return loads(data.decode("utf-8", errors="replace"))
 
 
 class SSEError(ValueError):
@@ -53,6 +70,66 @@ class SSEDecoder:
         self._data_bytes = 0
 
     def feed(self, chunk: bytes) -> list[SSEEvent]:
+        """The events `chunk` completes (see `_feed`)."""
+        return self._feed(chunk, False)
+
+    def feed_bytes(self, chunk: bytes) -> list[SSEBytes]:
+        """`feed`, each event's data left as bytes (for a caller that parses it at once: `loads_data`)."""
+        return self._feed(chunk, True)
+
+    def _by_line(self, chunk: bytes, raw: bool) -> list[Any]:
+        events = self.feed_by_line(chunk)
+        return [SSEBytes(e.event, e.data.encode()) for e in events] if raw else events
+
+    def _feed(self, chunk: bytes, raw: bool) -> list[Any]:
+        """The events `chunk` completes. Per read, not per line: once no event is half-read, the rest of the
+        chunk is cut at its blank lines with `bytes.split` (in C) and each event of the common shapes (one
+        `data:` line, or an `event:` line and a `data:` line) is taken whole; anything else, and a line or event
+        cut between two chunks, goes through `feed_by_line`, the decoder of record (the same events: tested
+        on random splits of real streams)."""
+        if self._first_line or self._after_cr or chunk[-1:] == b"\r":
+            return self._by_line(chunk, raw)  # a BOM to drop, or a CRLF that may be cut between chunks
+        if b"\r" in chunk:  # CRLF or CR line ends: the same lines with LF (none is cut: the chunk ends otherwise)
+            chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        events: list[Any] = []
+        if self._partial or self._data or self._event is not None:  # an event begun in an earlier chunk
+            if not self._partial and chunk[:1] == b"\n":  # the blank line that ends it opens this chunk
+                end = 1
+            else:
+                end = chunk.find(b"\n\n") + 2
+                if end < 2:  # it goes on past this chunk
+                    return self._by_line(chunk, raw)
+            events += self._by_line(chunk[:end], raw)
+            chunk = chunk[end:]
+        blocks = chunk.split(b"\n\n")
+        rest = blocks.pop()  # an event not ended yet (b"" when the chunk ends with one)
+        max_line, max_event = self.max_line_bytes, self.max_event_bytes
+        for block in blocks:
+            if block[:5] == b"data:" and b"\n" not in block:
+                if len(block) > max_line:
+                    raise SSEError(f"an SSE line is longer than {max_line} bytes")
+                if len(block) > max_event:
+                    raise SSEError(f"an SSE event is larger than {max_event} bytes")
+                value = block[6:] if block[5:6] == b" " else block[5:]
+                events.append(SSEBytes(None, value) if raw else SSEEvent(None, value.decode("utf-8", "replace")))
+            elif block[:6] == b"event:" and block.count(b"\n") == 1 and b"\ndata:" in block:
+                head, line = block.split(b"\n")
+                if len(head) > max_line or len(line) > max_line:
+                    raise SSEError(f"an SSE line is longer than {max_line} bytes")
+                if len(line) > max_event:
+                    raise SSEError(f"an SSE event is larger than {max_event} bytes")
+                name = head[7:] if head[6:7] == b" " else head[6:]
+                value = line[6:] if line[5:6] == b" " else line[5:]
+                event = name.decode("utf-8", errors="replace")
+                events.append(SSEBytes(event, value) if raw else SSEEvent(event, value.decode("utf-8", "replace")))
+            elif block:
+                events += self._by_line(block + b"\n\n", raw)
+        if rest:
+            events += self._by_line(rest, raw)
+        return events
+
+    def feed_by_line(self, chunk: bytes) -> list[SSEEvent]:
+        """`feed`, one line at a time: the rules as the spec states them, for any chunk in any state."""
         events: list[SSEEvent] = []
         start = 0
         if self._after_cr and chunk[:1] == b"\n":
