@@ -27,7 +27,11 @@ class ChatRoute:
         self.client_watches = ClientWatches()  # in the server's nursery once `run_server` starts it
 
     async def __call__(self, req: HttpRequest) -> None:
-        await self.serve(req, req.wire, AsgiSink(req.send))
+        out = AsgiSink(req.send, hold_json=True)  # a JSON answer is sent from here: two frames deep, not ten
+        try:
+            await self.serve(req, req.wire, out)
+        finally:
+            await out.flush()
 
     async def serve(self, req: HttpRequest, wire: Wire, out: Sink, prepare: Prepare | None = None) -> None:
         """Answer `req` in `wire`'s protocol through `out`; `prepare` may rewrite the decoded body first."""
