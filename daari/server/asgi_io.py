@@ -104,7 +104,8 @@ async def _receive_body(receive: Receive, limit: int, decoder: BodyDecoder | Non
 
 def _raw_headers(headers: dict[str, str], content_type: str) -> list[tuple[bytes, bytes]]:
     raw = [(b"content-type", content_type.encode())]
-    raw.extend((k.encode("latin-1"), v.encode("latin-1")) for k, v in headers.items())
+    for name, value in headers.items():  # a loop, not a generator: no frame resumed per header
+        raw.append((name.encode("latin-1"), value.encode("latin-1")))
     return raw
 
 
@@ -156,8 +157,8 @@ async def watch_disconnect(receive: Receive, scope: trio.CancelScope) -> None:
 class AsgiSink:
     """The pipeline's `Sink` over ASGI `send`.
 
-    With `hold_json`, a whole JSON response is held (its two ASGI messages built) and sent by `flush`, which the
-    sink's owner calls once the pipeline has returned. Why: Hypercorn's `send` yields to Trio's scheduler about
+    With `hold_json`, a whole JSON response is held (its two ASGI messages built) and its owner sends them once the
+    pipeline has returned (`take_held`). Why: Hypercorn's `send` yields to Trio's scheduler about
     nine times per response (its send lock, each socket write, the stream's close), and every yield suspends and
     resumes every coroutine frame between the app's task and that `send`: ~10 of daari's (route, pipeline, step,
     render, recorder, sink) against the bare app's one. Sent from the route, an L0 hit's response crosses two
@@ -191,13 +192,11 @@ class AsgiSink:
                           {"type": "http.response.body", "body": payload, "more_body": False})
         self.finished = True
 
-    async def flush(self) -> None:
-        """Send the held JSON response, if any (`hold_json`); the owner calls it when the pipeline is done."""
+    def take_held(self) -> tuple[dict[str, Any], dict[str, Any]] | None:
+        """The held JSON response's two messages, if any (`hold_json`), for the owner to send once the pipeline
+        is done; taken once."""
         held, self._held = self._held, None
-        if held is not None:
-            send = self._send
-            await send(held[0])
-            await send(held[1])
+        return held
 
     async def open_stream(self, headers: dict[str, str]) -> None:
         raw = _raw_headers({**headers, "cache-control": "no-cache", "x-accel-buffering": "no"},
