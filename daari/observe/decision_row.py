@@ -8,7 +8,7 @@ from typing import Any
 from daari.config import PricingConfig
 from daari.observe.decision_log import COLUMNS, Values
 from daari.pipeline.decision import AttemptRecord, RoutingDecision
-from daari.pricing import AnswerCosts
+from daari.pricing import AnswerCosts, PriceKey
 from daari.sessions.economics import lost_cache_cost, rates_for
 
 
@@ -29,9 +29,12 @@ class DecisionRows:
     batch at a time, each flush), so the common case (no details, no attempts) does no work it need not, and
     the costs of recent (tier, model, tokens) are remembered (`AnswerCosts`)."""
 
-    def __init__(self, pricing: PricingConfig) -> None:
+    def __init__(self, pricing: PricingConfig, remembered: int = 1024) -> None:
         self.pricing = pricing
         self.costs = AnswerCosts(pricing)
+        # The priced columns of recent kinds, rounded once: `round(x, 8)` formats through a string, three per row.
+        self.remembered = remembered
+        self._priced: dict[PriceKey, tuple[float, float, float]] = {}
 
     def values(self, decision: RoutingDecision) -> Values:
         """The row's values in `COLUMNS` order (what the writer binds)."""
@@ -41,8 +44,14 @@ class DecisionRows:
         if tier is None or decision.error is not None:
             priced = _UNPRICED
         else:
-            actual, at_l6 = self.costs((tier, decision.model, prompt_tokens, completion_tokens))
-            priced = (round(actual, 8), round(at_l6, 8), round(at_l6 - actual, 8))
+            key = (tier, decision.model, prompt_tokens, completion_tokens)
+            found = self._priced.get(key)
+            if found is None:
+                if len(self._priced) >= self.remembered:
+                    self._priced.clear()
+                actual, at_l6 = self.costs(key)
+                found = self._priced[key] = (round(actual, 8), round(at_l6, 8), round(at_l6 - actual, 8))
+            priced = found
         details = decision.details
         similarity: float | None = None
         verdict: str | None = None

@@ -125,4 +125,5 @@ class DecisionRecorder:
 
 
 def _ms(seconds: float) -> float:
-    return round(seconds * 1000, 3)
+    """Milliseconds to 3 decimals: round() to an integer is a third of round(x, 3)'s cost (no string)."""
+    return round(seconds * 1_000_000) / 1000

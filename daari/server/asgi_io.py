@@ -104,7 +104,8 @@ async def _receive_body(receive: Receive, limit: int, decoder: BodyDecoder | Non
 
 def _raw_headers(headers: dict[str, str], content_type: str) -> list[tuple[bytes, bytes]]:
     raw = [(b"content-type", content_type.encode())]
-    raw.extend((k.encode("latin-1"), v.encode("latin-1")) for k, v in headers.items())
+    for name, value in headers.items():  # a loop, not a generator: no frame resumed per header
+        raw.append((name.encode("latin-1"), value.encode("latin-1")))
     return raw
 
 
@@ -154,22 +155,48 @@ async def watch_disconnect(receive: Receive, scope: trio.CancelScope) -> None:
 
 
 class AsgiSink:
-    """The pipeline's `Sink` over ASGI `send`."""
+    """The pipeline's `Sink` over ASGI `send`.
 
-    __slots__ = ("_send", "_stream_opened", "finished")
+    With `hold_json`, a whole JSON response is held (its two ASGI messages built) and its owner sends them once the
+    pipeline has returned (`take_held`). Why: Hypercorn's `send` yields to Trio's scheduler about
+    nine times per response (its send lock, each socket write, the stream's close), and every yield suspends and
+    resumes every coroutine frame between the app's task and that `send`: ~10 of daari's (route, pipeline, step,
+    render, recorder, sink) against the bare app's one. Sent from the route, an L0 hit's response crosses two
+    (docs/performance.md, "The L0 hit on Hypercorn, fourth stop"). Nothing the pipeline or the decision records
+    changes: the response is complete when held, and the recorder notes its status and start at that moment, as
+    it did when the send was awaited there. Streams are never held."""
 
-    def __init__(self, send: Send) -> None:
+    __slots__ = ("_send", "_stream_opened", "finished", "_hold_json", "_held")
+
+    def __init__(self, send: Send, *, hold_json: bool = False) -> None:
         self._send = send
         self._stream_opened = False
         self.finished = False
+        self._hold_json = hold_json
+        self._held: tuple[dict[str, Any], dict[str, Any]] | None = None
 
     @property
     def stream_opened(self) -> bool:
         return self._stream_opened
 
     async def send_json(self, status: int, body: dict[str, Any], headers: dict[str, str]) -> None:
-        await send_json(self._send, status, body, headers)
+        if not self._hold_json:
+            await send_json(self._send, status, body, headers)
+            self.finished = True
+            return
+        if self._held is None:  # a second response is dropped, as the server drops one after a response ended
+            payload = dumps(body)
+            raw = _raw_headers(headers, "application/json")
+            raw.append((b"content-length", str(len(payload)).encode()))
+            self._held = ({"type": "http.response.start", "status": status, "headers": raw},
+                          {"type": "http.response.body", "body": payload, "more_body": False})
         self.finished = True
+
+    def take_held(self) -> tuple[dict[str, Any], dict[str, Any]] | None:
+        """The held JSON response's two messages, if any (`hold_json`), for the owner to send once the pipeline
+        is done; taken once."""
+        held, self._held = self._held, None
+        return held
 
     async def open_stream(self, headers: dict[str, str]) -> None:
         raw = _raw_headers({**headers, "cache-control": "no-cache", "x-accel-buffering": "no"},

@@ -1,0 +1,173 @@
+"""`python -m bench.served_instructions [REV]`: instructions per request of the served process, daari's L0 hit vs
+the bare Hypercorn app, under callgrind: the whole server (Hypercorn, h11, Trio, the app), as wrk drives it.
+
+bench.hit_instructions counts daari's app called in process; what Hypercorn does around it, and what daari does
+only when served (its decision log's hand-over, the tasks it wakes), shows only here. Each server runs under
+`valgrind --tool=callgrind --instr-atstart=no` (start-up is not counted, and runs faster uninstrumented);
+instrumentation is switched on with `callgrind_control`, `--requests` hits are sent over `--connections`
+keep-alive connections (a fixed count: under valgrind a server is ~50x slower, so a count is what compares),
+and the counters are dumped. Instructions are load-independent; `--cache-sim` also counts simulated cache misses
+(first-level data and instruction misses, last-level misses), which is where a larger process pays more per
+request for the same instructions. L1 is on as configured by default, as in bench.hit_ratio; the decision log's
+writer is a child process and is not counted (`children` in bench.hit_ratio's CPU figure is).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import http.client
+import json
+import re
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from bench.l0_hit import HEADERS, PATH, REQUEST, proxy_config, warm_hit
+from bench.report import Table, print_tables
+from bench.servers import (
+    HOST,
+    PYTHON,
+    ROOT,
+    Server,
+    _spawn,
+    _wait_http,
+    daari,
+    dumps,
+    fake_upstream,
+    free_port,
+    stop,
+    workdir,
+)
+from bench.versus import exported
+
+LENGTH = "bare Hypercorn app, with Content-Length"
+EVENTS = ("Ir", "I1mr", "D1mr", "D1mw", "ILmr", "DLmr", "DLmw")
+
+
+def valgrind(out: Path, cache_sim: bool) -> list[str]:
+    return ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}",
+            *(["--cache-sim=yes"] if cache_sim else []), PYTHON]
+
+
+@contextlib.contextmanager
+def bare_under(launcher: list[str], body: bytes, headers: list[tuple[str, str]], log_dir: Path) -> Iterator[Server]:
+    port = free_port()
+    body_path, headers_path = log_dir / f"bare-{port}.body", log_dir / f"bare-{port}.headers.json"
+    body_path.write_bytes(body)
+    headers_path.write_text(json.dumps(headers))
+    process, log_path = _spawn(f"bare-{port}", [*launcher, "-m", "bench.bare_app", "--port", str(port), "--body-file",
+                                                str(body_path), "--headers-file", str(headers_path)], log_dir, None)
+    server = Server("bare app", f"http://{HOST}:{port}", process, log_path)
+    try:
+        _wait_http(server, "/healthz", 600)
+        yield server
+    finally:
+        stop(server, timeout_s=120)
+
+
+def hits(server: Server, requests: int, connections: int) -> None:
+    """`requests` POSTs over `connections` keep-alive connections at once; every answer must be a 200."""
+    host, port = server.url.removeprefix("http://").split(":")
+    body = dumps(REQUEST)
+    failures: list[str] = []
+
+    def one_connection(count: int) -> None:
+        conn = http.client.HTTPConnection(host, int(port), timeout=600)
+        try:
+            for _ in range(count):
+                conn.request("POST", PATH, body=body, headers=HEADERS)
+                response = conn.getresponse()
+                response.read()
+                if response.status != 200:
+                    failures.append(f"HTTP {response.status}")
+        finally:
+            conn.close()
+
+    share = [requests // connections + (1 if i < requests % connections else 0) for i in range(connections)]
+    threads = [threading.Thread(target=one_connection, args=(n,)) for n in share]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if failures:
+        raise RuntimeError(f"{server.name}: {len(failures)} failed requests ({failures[0]})")
+
+
+def counted(server: Server, out: Path, requests: int, connections: int) -> dict[str, int]:
+    """Instrument `server` (running under callgrind), send the hits, dump; the dump's totals by event."""
+    pid = str(server.process.pid)
+    hits(server, connections * 2, connections)  # connections open and warm before counting
+    subprocess.run(["callgrind_control", "--instr=on", pid], check=True, capture_output=True)
+    hits(server, requests, connections)
+    time.sleep(1.0)  # what a hit queued for later (the decision log's hand-over) runs inside the count
+    subprocess.run(["callgrind_control", "--dump=measured", pid], check=True, capture_output=True)
+    subprocess.run(["callgrind_control", "--instr=off", pid], check=True, capture_output=True)
+    dumps_ = sorted(out.parent.glob(out.name + "*"), key=lambda p: p.stat().st_mtime)
+    for path in reversed(dumps_):
+        text = path.read_text(errors="replace")
+        if "measured" in text:
+            events = re.search(r"^events:\s*(.+)$", text, re.M)
+            totals = re.search(r"^(?:summary|totals):\s*(.+)$", text, re.M)
+            if events and totals:
+                return dict(zip(events.group(1).split(), map(int, totals.group(1).split()), strict=False))
+    raise RuntimeError(f"no callgrind dump for {server.name} in {out.parent}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("rev", nargs="?", help="also count daari at this git revision")
+    parser.add_argument("--requests", type=int, default=2000)
+    parser.add_argument("--connections", type=int, default=20)
+    parser.add_argument("--cache-sim", action="store_true", help="also count simulated cache misses (slower)")
+    parser.add_argument("--with-length", action="store_true",
+                        help="also count the bare app answering with a Content-Length (its default answer is chunked: "
+                             "the hit's headers it is given have none)")
+    args = parser.parse_args()
+    results: dict[str, dict[str, int]] = {}
+    with workdir() as tmp, fake_upstream("openai", tmp) as upstream, \
+            (exported(args.rev) if args.rev else contextlib.nullcontext(None)) as old_tree:
+        trees: list[tuple[str, Path | None]] = [("daari L0 hit (this tree)", None)]
+        if old_tree is not None:
+            trees.append((f"daari L0 hit ({args.rev})", Path(old_tree)))
+        hit_body: bytes | None = None
+        hit_headers: list[tuple[str, str]] = []
+        for label, tree in trees:
+            out = tmp / f"cg-{len(results)}.out"
+            with daari(proxy_config(upstream.url), tmp, tree=tree, launcher=[*valgrind(out, args.cache_sim), "-m",
+                                                                             "daari"], ready_timeout_s=900) as proxy:
+                body, headers = warm_hit(proxy)
+                if hit_body is None:
+                    hit_body, hit_headers = body, headers
+                results[label] = counted(proxy, out, args.requests, args.connections)
+            print(f"{label}: {results[label]}", flush=True)
+        assert hit_body is not None
+        out = tmp / "cg-bare.out"
+        with bare_under(valgrind(out, args.cache_sim), hit_body, hit_headers, tmp) as bare:
+            results["bare Hypercorn app"] = counted(bare, out, args.requests, args.connections)
+        print(f"bare Hypercorn app: {results['bare Hypercorn app']}", flush=True)
+        if args.with_length:
+            out = tmp / "cg-bare-length.out"
+            sized = [*hit_headers, ("content-length", str(len(hit_body)))]
+            with bare_under(valgrind(out, args.cache_sim), hit_body, sized, tmp) as bare:
+                results[LENGTH] = counted(bare, out, args.requests, args.connections)
+            print(f"{LENGTH}: {results[LENGTH]}", flush=True)
+    bare_ir = results["bare Hypercorn app"]["Ir"] / args.requests
+    shown = [e for e in EVENTS if all(e in r for r in results.values())]
+    table = Table(f"The served process per request under callgrind ({args.requests} requests over "
+                  f"{args.connections} connections)", ["server", *[f"{e}/req" for e in shown], "Ir vs bare",
+                                                        "Ir over bare"])
+    for label, counts in results.items():
+        ir = counts["Ir"] / args.requests
+        table.add(label, *[f"{counts[e] / args.requests:,.0f}" for e in shown], f"{ir / bare_ir:.3f}x",
+                  f"{ir - bare_ir:+,.0f}")
+    table.notes.append("Ir: instructions; I1mr/D1mr/D1mw: first-level instruction/data read/write misses; "
+                       "ILmr/DLmr/DLmw: last-level misses (callgrind's simulated caches, with --cache-sim); "
+                       f"{ROOT.name}'s bench/bare_app.py is the bare app")
+    print_tables([table])
+
+
+if __name__ == "__main__":
+    main()
