@@ -25,11 +25,11 @@ from bench.versus import exported
 
 WARMUP_S = 2.0
 BARE = "bare Hypercorn app"
-BARE_LENGTH = "bare Hypercorn app, with Content-Length"
+BARE_CHUNKED = "bare Hypercorn app, chunked (the reference before 2026-12-02 noon)"
 
 
 def run(rev: str | None, duration_s: float, rounds: int, connections: int,
-        variants: dict[str, dict[str, Any]] | None = None, with_length: bool = False) -> list[Table]:
+        variants: dict[str, dict[str, Any]] | None = None, chunked: bool = False) -> list[Table]:
     body = dumps(REQUEST)
     runs: dict[str, list[Measured]] = {}
     with workdir() as tmp, fake_upstream("openai", tmp) as upstream, \
@@ -49,9 +49,9 @@ def run(rev: str | None, duration_s: float, rounds: int, connections: int,
             servers[f"daari L0 hit ({label})"] = stack.enter_context(daari(config, tmp))
             warm_hit(servers[f"daari L0 hit ({label})"])
         servers[BARE] = stack.enter_context(bare_app(hit_body, hit_headers, tmp))
-        if with_length:  # the bare app's answer is chunked by default: the hit's headers it is given have no length
-            servers[BARE_LENGTH] = stack.enter_context(bare_app(
-                hit_body, [*hit_headers, ("content-length", str(len(hit_body)))], tmp))
+        if chunked:  # the same answer without its length, so Hypercorn sends it chunked: earlier runs' reference
+            servers[BARE_CHUNKED] = stack.enter_context(bare_app(
+                hit_body, [(k, v) for k, v in hit_headers if k != "content-length"], tmp))
         for server in servers.values():
             measure(server, PATH, body, HEADERS, connections=connections, duration_s=WARMUP_S)
         names = list(servers)
@@ -70,9 +70,9 @@ def run(rev: str | None, duration_s: float, rounds: int, connections: int,
                   statistics.median(m.load.p50_ms for m in measured),
                   "" if name == BARE else f"{statistics.median(ratios):.3f}x",
                   "" if name == BARE else " / ".join(f"{r:.2f}" for r in ratios))
-    if with_length:
-        table.notes.append(f"{BARE_LENGTH}: the same bytes with a Content-Length header (as daari answers); "
-                           f"the ratios are to {BARE}, issue 23's reference, which answers chunked")
+    if chunked:
+        table.notes.append(f"{BARE_CHUNKED}: the same bytes without a Content-Length header; the ratios are to "
+                           f"{BARE}, which sends the hit's headers, its length included, as daari does")
     table.notes.append(f"client: {tool_name()} (1 thread), after a {WARMUP_S:g} s warm-up per server; the servers "
                        "took turns, the order rotating each round; CPU includes each server's child processes "
                        "(daari's decision log writer)")
@@ -88,11 +88,12 @@ def main() -> None:
     parser.add_argument("--variant", action="append", default=[], metavar="NAME=JSON",
                         help="also serve this tree with JSON config sections merged in, e.g. "
                              "'no L1={\"cache\": {\"l1\": {\"enabled\": false}}}'")
-    parser.add_argument("--with-length", action="store_true",
-                        help="also serve the bare app answering with a Content-Length, as daari does")
+    parser.add_argument("--chunked", action="store_true",
+                        help="also serve the bare app answering chunked (no Content-Length): the reference before "
+                             "2026-12-02 noon")
     args = parser.parse_args()
     variants = {name: json.loads(text) for name, _, text in (v.partition("=") for v in args.variant)}
-    print_tables(run(args.rev, args.duration, args.rounds, args.connections, variants, args.with_length))
+    print_tables(run(args.rev, args.duration, args.rounds, args.connections, variants, args.chunked))
 
 
 if __name__ == "__main__":
