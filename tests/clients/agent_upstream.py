@@ -10,6 +10,7 @@ the request, so a repeated identical run asks identical questions. GET /stats co
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import re
 from collections import Counter
@@ -310,9 +311,20 @@ async def _finish_sse(send: Send, chunks: list[bytes]) -> None:
     await send({"type": "http.response.body", "body": b""})
 
 
+def _seen(path: str, body: Any) -> dict[str, Any]:
+    """A request as GET /seen lists it: its path, a digest of its body (keys sorted) and its last message's start."""
+    digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:16]
+    turns = body.get("messages") or body.get("input") or [] if isinstance(body, dict) else []
+    last = turns[-1] if isinstance(turns, list) and turns else turns
+    return {"path": path, "body": digest, "last": json.dumps(last)[:160]}
+
+
 class AgentUpstream:
     def __init__(self, record: str | None = None, strict_system: bool = False) -> None:
         self.counts: Counter[str] = Counter()
+        # Every request's path, body digest and a short view of its last message (GET /seen): when a repeated run
+        # is not all L0 hits, this tells a body that differs (the client's doing) from one daari did not keep.
+        self.seen: list[dict[str, Any]] = []
         self.strict_system = strict_system  # chat completions refuse a system message that is not first
         self.record = record  # a JSON-lines file of every request (path, query, headers, body)
 
@@ -332,8 +344,12 @@ class AgentUpstream:
         if scope["method"] == "GET" and path == "/stats":
             await _json(send, 200, dict(self.counts))
             return
+        if scope["method"] == "GET" and path == "/seen":
+            await _json(send, 200, {"requests": self.seen})
+            return
         self.counts[path] += 1
         body = json.loads(raw or b"{}")
+        self.seen.append(_seen(path, body))
         if self.record:
             headers = {k.decode(): v.decode() for k, v in scope["headers"]}
             line = {"path": path, "query": scope["query_string"].decode(), "headers": headers, "body": body}

@@ -158,6 +158,18 @@ def loop_and_repeat(checks: Checks, upstream: str, path: str, run: Callable[[], 
     # At most: when the differing part comes out the same (exec's wall time rounds alike), L0 rightly hits it.
     checks.check(after - middle <= repeat_misses,
                  f"{what}: repeated run served {expected} ({after - middle} upstream requests)")
+    if after - middle > repeat_misses:
+        explain_misses(upstream, path, after - middle)
+
+
+def explain_misses(upstream: str, path: str, misses: int) -> None:
+    """Print the repeated run's upstream requests and whether an identical body came before: a body seen before
+    that reached the upstream again is one daari did not keep; a new body is the client's doing."""
+    seen: list[dict[str, str]] = [s for s in httpx.get(upstream + "/seen").json()["requests"] if s["path"] == path]
+    earlier = {s["body"] for s in seen[:-misses]}
+    for request in seen[-misses:]:
+        kind = "same body as an earlier request" if request["body"] in earlier else "a body not sent before"
+        print(f"       {kind}: last message {request['last']}", flush=True)
 
 
 # ---------------------------------------------------------------- Claude Code
