@@ -314,7 +314,7 @@ async def _finish_sse(send: Send, chunks: list[bytes]) -> None:
 def _seen(path: str, body: Any) -> dict[str, Any]:
     """A request as GET /seen lists it: its path, a digest of its body (keys sorted) and its last message's start."""
     digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:16]
-    turns = body.get("messages") or body.get("input") or [] if isinstance(body, dict) else []
+    turns = (body.get("messages") or body.get("input") or []) if isinstance(body, dict) else []
     last = turns[-1] if isinstance(turns, list) and turns else turns
     return {"path": path, "body": digest, "last": json.dumps(last)[:160]}
 
