@@ -37,8 +37,19 @@ def is_agent_turn(request: ChatRequest) -> bool:
 
 
 def uses_tool_api(request: ChatRequest) -> bool:
-    """Tools by any route, or tool calls or results in the history (what is left once XML tools are ruled out)."""
-    return bool(tool_routes(request))
+    """Tools by any route, or tool calls or results in the history (what is left once XML tools are ruled out):
+    `bool(tool_routes(request))`, stopping at the first route found (three steps of every request ask)."""
+    if request.tools or request.shapes.tool_items:
+        return True
+    extra = request.extra
+    if extra:
+        for field in _TOOL_FIELDS:
+            if extra.get(field):
+                return True
+    for message in request.messages:
+        if message.tool_calls or message.role == "tool":
+            return True
+    return False
 
 
 def needs_tool_calls(request: ChatRequest) -> bool:

@@ -15,6 +15,7 @@ from daari.protocol.chat import ChatRequest
 from daari.protocol.tokens import estimate_request_tokens
 from daari.routing.agent_turn import uses_tool_api
 from daari.routing.client_shapes import is_probe, recognise
+from daari.routing.folded import Folded, lower_text
 
 # The spec's size buckets, on the whole request's token estimate (messages + tools).
 CLASSIFY_MAX_TOKENS = 50  # R-A1: below this
@@ -119,16 +120,37 @@ def at_least(tier: str, floor: str) -> str:
     return tier if TIER_ORDER.index(tier) >= TIER_ORDER.index(floor) else floor
 
 
-def _keyword_rule(text: str, tokens: int) -> str | None:
-    if tokens < CLASSIFY_MAX_TOKENS and CLASSIFY.search(text):
+# The rules above, run on the lower-cased text where that finds the same (routing/folded.py).
+# HEAVY's alternatives can start anywhere (an optional lead-in, then digits): every match holds one of these words.
+HEAVY_HINTS = ("architectur", "microservice", "monolith", "design", "system", "security", "audit", "threat", "prove",
+               "proof", "multi", "across", "words", "step")
+_CLASSIFY, _EXTRACT, _TRANSFORM, _CODE_WORK = map(Folded, (CLASSIFY, EXTRACT, TRANSFORM, CODE_WORK))
+_HEAVY = Folded(HEAVY, HEAVY_HINTS)
+
+
+def _keyword_rule(text: str, tokens: int, lower: str | None) -> str | None:
+    """The first keyword rule that matches; `lower` is `lower_text(text)`."""
+    if tokens < CLASSIFY_MAX_TOKENS and _CLASSIFY.found(text, lower):
         return "R-A1"
-    if tokens < TRANSFORM_MAX_TOKENS and (TRANSFORM.search(text) or EXTRACT.search(text)):
+    if tokens < TRANSFORM_MAX_TOKENS and (_TRANSFORM.found(text, lower) or _EXTRACT.found(text, lower)):
         return "R-A2"
-    if HEAVY.search(text):
+    if _HEAVY.found(text, lower):
         return "R-P1"
-    if CODE_WORK.search(text):
+    if _CODE_WORK.found(text, lower):
         return "R-P2"
     return None
+
+
+def keyword_outcome(text: str, tokens: int) -> tuple[str, str] | None:
+    """The keyword rule that matches the text and its task type (R-A2: extract when only EXTRACT matches)."""
+    lower = lower_text(text)
+    rule_id = _keyword_rule(text, tokens, lower)
+    if rule_id is None:
+        return None
+    task_type = RULE_OUTCOME[rule_id][0]
+    if rule_id == "R-A2" and _EXTRACT.found(text, lower) and not _TRANSFORM.found(text, lower):
+        task_type = tt.EXTRACT
+    return rule_id, task_type
 
 
 # The hybrid stage's question to the tool tiers (routing spec, Phase B): does an Lt pattern match this text?
@@ -161,12 +183,10 @@ def classify(request: ChatRequest, lt_probe: LtProbe = no_lt_probe) -> Classific
         return Classification(tt.AGENT_TURN, size_id, size_ceiling, tokens)
     if size_id == "R-A5":
         return Classification(tt.GENERATE_LARGE, "R-A5", "L6", tokens)
-    rule_id = _keyword_rule(text, tokens)
-    if rule_id is not None:
-        task_type, ceiling = RULE_OUTCOME[rule_id]
-        if rule_id == "R-A2" and EXTRACT.search(text) and not TRANSFORM.search(text):
-            task_type = tt.EXTRACT
-        return Classification(task_type, rule_id, at_least(ceiling, size_ceiling), tokens)
+    keyword = keyword_outcome(text, tokens)
+    if keyword is not None:
+        rule_id, task_type = keyword
+        return Classification(task_type, rule_id, at_least(RULE_OUTCOME[rule_id][1], size_ceiling), tokens)
     task_type, ceiling = RULE_OUTCOME[size_id]
     low, high = AMBIGUOUS_TOKENS
     ambiguous = low <= tokens <= high and not lt_probe(text)

@@ -19,7 +19,7 @@ from typing import Literal
 
 from daari.protocol.chat import ChatRequest
 from daari.protocol.tokens import estimate_request_tokens
-from daari.routing.client_shapes import SIDE_CALL, SIDE_CALL_SCAN_CHARS, is_probe, system_text
+from daari.routing.client_shapes import is_probe, is_side_call_prompt, system_text
 
 CallType = Literal["main", "subagent", "background", "long_context"]
 CALL_TYPES: tuple[CallType, ...] = ("main", "subagent", "background", "long_context")
@@ -38,8 +38,7 @@ def is_side_call(request: ChatRequest) -> bool:
     """R-C1's side-call shape (routing/client_shapes.py), checked on a short system prompt only."""
     if request.tools:
         return False
-    system = system_text(request)
-    return bool(system) and len(system) <= SIDE_CALL_SCAN_CHARS and SIDE_CALL.search(system) is not None
+    return is_side_call_prompt(system_text(request))
 
 
 def call_type(request: ChatRequest, headers: Mapping[str, str], tokens: int | None = None) -> CallType | None:

@@ -13,6 +13,7 @@ import re
 from typing import Literal
 
 from daari.protocol.chat import ChatRequest
+from daari.routing.folded import Folded, contains_all_of_any, lower_text
 
 Shape = Literal["side_call", "edit_format", "xml_tools"]
 
@@ -29,6 +30,7 @@ SIDE_CALL = re.compile(
     r"|\b(?:session|conversation|chat)\s+title\b",
     re.IGNORECASE,
 )
+_SIDE_CALL = Folded(SIDE_CALL)  # on the lower-cased text where that finds the same (routing/folded.py)
 # An edit protocol the answer must follow.
 EDIT_FORMAT = re.compile(
     r"<{7} SEARCH|>{7} REPLACE|\bSEARCH/REPLACE\s+blocks?\b"
@@ -40,9 +42,7 @@ EDIT_FORMAT = re.compile(
 # What each EDIT_FORMAT alternative cannot match without (lower-case): a text holding none of a branch's
 # words is no match, found with a few substring scans where the regex (an alternation that can start anywhere)
 # takes ~100 ns a character: 1.4 ms for an 11 KB system prompt on every request (bench/body_size.py).
-# Exact for any text without "ſ", "ı" or "İ": under IGNORECASE those match "s" and "i", which lower() does not
-# give ("K", the Kelvin sign, lower-cases to "k"; re's other case equivalences involve no ASCII letter).
-_FOLDS_TO_ASCII = ("ſ", "ı", "İ")
+# Exact for any text without "ſ", "ı" or "İ" (routing/folded.py `lower_text`).
 _EDIT_FORMAT_WORDS = (("<<<<<<< search",), (">>>>>>> replace",), ("search/replace",), ("unified", "-u0"),
                       ("*added",), ("output", "copy", "each", "needs", "changes"))
 # Tools described as XML tags in the prompt: a "tool use" section and at least one closing tool tag.
@@ -60,10 +60,9 @@ def system_text(request: ChatRequest) -> str:
 
 def asks_edit_format(text: str) -> bool:
     """EDIT_FORMAT.search(text), skipped for a text that lacks a word every alternative needs."""
-    if text.isascii() or not any(char in text for char in _FOLDS_TO_ASCII):
-        lower = text.lower()
-        if not any(all(word in lower for word in words) for words in _EDIT_FORMAT_WORDS):
-            return False
+    lower = lower_text(text)
+    if lower is not None and not contains_all_of_any(lower, _EDIT_FORMAT_WORDS):
+        return False
     return EDIT_FORMAT.search(text) is not None
 
 
@@ -78,7 +77,21 @@ def is_xml_tools_agent(request: ChatRequest) -> bool:
 
 
 def _xml_tools(system: str) -> bool:
-    return bool(XML_TOOL_SECTION.search(system) and XML_TOOL_TAG.search(system))
+    # The tag first: a literal "</" is found in C at memchr speed, where the section's case-insensitive
+    # alternation is tried at every character of what may be a 40 KB agent manual.
+    return bool(XML_TOOL_TAG.search(system) and XML_TOOL_SECTION.search(system))
+
+
+def is_side_call_prompt(system: str) -> bool:
+    """R-C1's side-call wording in a short system prompt."""
+    return bool(system) and len(system) <= SIDE_CALL_SCAN_CHARS and _SIDE_CALL.found(system, lower_text(system))
+
+
+def _earlier_user_asks_edit_format(request: ChatRequest) -> bool:
+    for message in request.messages[:-1]:
+        if message.role == "user" and asks_edit_format(message.text()):
+            return True
+    return False
 
 
 def recognise(request: ChatRequest) -> Shape | None:
@@ -88,9 +101,8 @@ def recognise(request: ChatRequest) -> Shape | None:
     system = system_text(request)
     if not request.tools and _xml_tools(system):
         return "xml_tools"
-    if asks_edit_format(system) or any(asks_edit_format(m.text()) for m in request.messages[:-1]
-                                       if m.role == "user"):
+    if asks_edit_format(system) or _earlier_user_asks_edit_format(request):
         return "edit_format"
-    if not request.tools and system and len(system) <= SIDE_CALL_SCAN_CHARS and SIDE_CALL.search(system):
+    if not request.tools and is_side_call_prompt(system):
         return "side_call"
     return None

@@ -1,0 +1,119 @@
+"""The per-request rules' cheap forms (routing/folded.py: lower-cased twins of case-insensitive regexes, word
+gates, loops for generators) against the forms they replaced, on generated text: they must agree on every text,
+the folding characters ("ſ", "ı", "İ", the Kelvin sign) and upper case included."""
+
+from __future__ import annotations
+
+import random
+import re
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from daari import task_types as tt
+from daari.routing import classifier, client_shapes, confidence
+from daari.routing.folded import Folded, lower_pattern, lower_text
+
+FOLDING = ["ſ", "ı", "İ", "K", "é", "—", "–"]
+SEPARATORS = [" ", " ", " ", "\n", "-", ", ", ". ", "? ", "`", "\"", ":", "  "]
+
+
+def _vocabulary(*patterns: re.Pattern[str]) -> list[str]:
+    """The words the patterns are made of, in three cases, with digits and the folding characters."""
+    words = {w for p in patterns for w in re.findall(r"[A-Za-z]{2,}", p.pattern)}
+    words -= {"s", "w", "b", "d"}
+    cased = [v for w in sorted(words) for v in (w, w.upper(), w.capitalize())]
+    return [*cased, "a", "I", "the", "this", "is", "it", "of", "to", "3", "42", "500", "1-3", "2 to 5", *FOLDING]
+
+
+def _texts(vocabulary: list[str], count: int, seed: int) -> list[str]:
+    rng = random.Random(seed)
+    texts = []
+    for _ in range(count):
+        words = [rng.choice(vocabulary) for _ in range(rng.randint(0, 14))]
+        if rng.random() < 0.2:  # a folding character inside a word
+            at = rng.randint(0, len(words))
+            words[at:at] = [rng.choice(vocabulary) + rng.choice(FOLDING) + rng.choice(vocabulary)]
+        texts.append("".join(w + rng.choice(SEPARATORS) for w in words))
+    return texts
+
+
+CLASSIFIER_RULES = [classifier.CLASSIFY, classifier.EXTRACT, classifier.TRANSFORM, classifier.HEAVY,
+                    classifier.CODE_WORK, client_shapes.SIDE_CALL, confidence.REFUSAL]
+
+
+@pytest.mark.parametrize("pattern", CLASSIFIER_RULES, ids=lambda p: p.pattern[:30])
+def test_a_lowered_twin_finds_what_the_case_insensitive_regex_finds(pattern: re.Pattern[str]) -> None:
+    folded = Folded(pattern)
+    outcomes = set()
+    for text in _texts(_vocabulary(pattern), 3000, seed=len(pattern.pattern)):
+        expected = pattern.search(text)
+        lower = lower_text(text)
+        assert folded.found(text, lower) == (expected is not None), text
+        got = folded.search(text, lower)
+        assert (got and got.span()) == (expected and expected.span()), text
+        assert bool(folded.match(text, lower)) == bool(pattern.match(text)), text
+        outcomes.add(expected is not None)
+    assert outcomes == {True, False}
+
+
+def test_heavy_hints_gate_only_texts_the_regex_cannot_match() -> None:
+    gated = Folded(classifier.HEAVY, classifier.HEAVY_HINTS)
+    outcomes = set()
+    for text in _texts(_vocabulary(classifier.HEAVY), 6000, seed=7):
+        expected = classifier.HEAVY.search(text) is not None
+        assert gated.found(text, lower_text(text)) == expected, text
+        outcomes.add(expected)
+    assert outcomes == {True, False}
+
+
+def _keyword_outcome_by_regex(text: str, tokens: int) -> tuple[str, str] | None:
+    """The keyword rules as written before: each case-insensitive regex on the text."""
+    C = classifier  # noqa: N806
+    rule_id = None
+    if tokens < C.CLASSIFY_MAX_TOKENS and C.CLASSIFY.search(text):
+        rule_id = "R-A1"
+    elif tokens < C.TRANSFORM_MAX_TOKENS and (C.TRANSFORM.search(text) or C.EXTRACT.search(text)):
+        rule_id = "R-A2"
+    elif C.HEAVY.search(text):
+        rule_id = "R-P1"
+    elif C.CODE_WORK.search(text):
+        rule_id = "R-P2"
+    if rule_id is None:
+        return None
+    task_type = C.RULE_OUTCOME[rule_id][0]
+    if rule_id == "R-A2" and C.EXTRACT.search(text) and not C.TRANSFORM.search(text):
+        task_type = tt.EXTRACT
+    return rule_id, task_type
+
+
+def test_the_keyword_rules_match_their_regexes() -> None:
+    vocabulary = _vocabulary(classifier.CLASSIFY, classifier.EXTRACT, classifier.TRANSFORM, classifier.HEAVY,
+                             classifier.CODE_WORK)
+    seen = set()
+    for i, text in enumerate(_texts(vocabulary, 4000, seed=23)):
+        tokens = (10, 100, 300)[i % 3]
+        expected = _keyword_outcome_by_regex(text, tokens)
+        assert classifier.keyword_outcome(text, tokens) == expected, (text, tokens)
+        seen.add(expected[0] if expected else None)
+    assert seen == {None, "R-A1", "R-A2", "R-P1", "R-P2"}
+
+
+@given(st.lists(st.sampled_from(_vocabulary(client_shapes.SIDE_CALL)), max_size=20),
+       st.lists(st.sampled_from(SEPARATORS), min_size=1, max_size=3))
+def test_the_side_call_wording_matches_its_regex(words: list[str], separators: list[str]) -> None:
+    text = "".join(w + separators[i % len(separators)] for i, w in enumerate(words))
+    expected = bool(text) and len(text) <= client_shapes.SIDE_CALL_SCAN_CHARS and \
+        client_shapes.SIDE_CALL.search(text) is not None
+    assert client_shapes.is_side_call_prompt(text) == expected
+
+
+def test_lowering_a_pattern_keeps_its_escapes() -> None:
+    assert lower_pattern(r"\bFOO\S+\W\Z[A-Z]") == r"\bfoo\S+\W\Z[a-z]"
+    with pytest.raises(ValueError):
+        lower_pattern(r"(?P<Name>x)")
+    with pytest.raises(ValueError):
+        Folded(re.compile("x"))
+    assert lower_text("İstanbul") is None and lower_text("Straße ſ") is None
+    assert lower_text("KELVIN \u212a") == "kelvin k"
