@@ -188,3 +188,19 @@ def test_repetition_the_prompt_has_too_is_not_a_loop() -> None:
     words = "lorem ipsum dolor " * 50
     assert runaway_repetition(words) and not runaway_repetition(words, "question 1: " + words)
     assert runaway_repetition("# diffs:\n" + "#\n" * 60, "diff --git a/x b/x\n# one comment\n")
+
+
+def test_the_prompt_is_read_only_when_the_answer_repeats_something() -> None:
+    from daari.trust.degenerate import LazyPrompt
+
+    reads: list[int] = []
+
+    def source(prompt: str) -> LazyPrompt:
+        return LazyPrompt(lambda: reads.append(1) or prompt)
+
+    assert not runaway_repetition("A plain answer about rebasing three commits.", source("x"))
+    assert reads == []
+    loop = "the same line\n" * 6
+    assert runaway_repetition(loop, source("what does this do")) is runaway_repetition(loop, "what does this do")
+    assert runaway_repetition(loop, source(loop)) is runaway_repetition(loop, loop) is False  # copied material
+    assert reads == [1, 1]

@@ -117,3 +117,44 @@ def test_lowering_a_pattern_keeps_its_escapes() -> None:
         Folded(re.compile("x"))
     assert lower_text("İstanbul") is None and lower_text("Straße ſ") is None
     assert lower_text("KELVIN \u212a") == "kelvin k"
+
+
+def test_the_refusal_gate_finds_every_refusal_the_regex_finds() -> None:
+    outcomes = set()
+    vocabulary = _vocabulary(confidence.REFUSAL)
+    for text in _texts(vocabulary, 6000, seed=11):
+        head = text.strip()[:confidence.REFUSAL_WINDOW_CHARS]
+        expected = confidence.REFUSAL.search(head) is not None
+        assert confidence.is_refusal(text) == expected, text
+        outcomes.add(expected)
+    assert outcomes == {True, False}
+
+
+def _is_echo_by_every_message(text: str, last_user: str, history: list[str]) -> bool:
+    """is_echo as written before: every message of the history normalized."""
+    norm = confidence._norm
+    reply, prompt = norm(text), norm(last_user)
+    if not reply:
+        return False
+    if any(reply == norm(h) for h in history if h.strip()):
+        return True
+    if not prompt:
+        return False
+    if reply in prompt and len(reply) >= confidence.ECHO_MIN_SHARE * len(prompt):
+        return True
+    return prompt in reply and len(reply) - len(prompt) <= confidence.ECHO_MAX_EXTRA_CHARS
+
+
+def test_the_echo_check_skips_only_messages_that_cannot_be_the_reply() -> None:
+    rng = random.Random(5)
+    words = ["fix", "the", "Bug", "İ", "i", "  ", "\n", ".", "ok", "ſ", "done"]
+    outcomes = set()
+    for _ in range(4000):
+        history = ["".join(rng.choice(words) for _ in range(rng.randint(0, 8))) for _ in range(rng.randint(0, 4))]
+        text = rng.choice([*history, ""]) if history and rng.random() < 0.5 else \
+            "".join(rng.choice(words) for _ in range(rng.randint(0, 8)))
+        text = rng.choice([text, text.upper(), " " + text + " ", text.replace(" ", "  ")])
+        expected = _is_echo_by_every_message(text, "", history)
+        assert confidence.is_echo(text, "", history) == expected, (text, history)
+        outcomes.add(expected)
+    assert outcomes == {True, False}

@@ -144,3 +144,38 @@ def test_a_system_prompt_read_once_still_merges_with_each_requests_own_user_text
     assert second.one_line and second.json == "contains" and second.max_words is None
     assert third == StatedFormat() and not third.stated and third.found == ()
     assert parse_instructions("Reply in one line.").merge(parse_instructions("hello")).one_line
+
+
+def _strip_material_every_pattern(text: str) -> str:
+    """strip_material as written before: every pattern run on every text."""
+    from daari.trust import stated_format as sf
+
+    text = sf._TAGGED.sub("\n", sf._FENCED.sub("\n", sf._INLINE_FENCE.sub(" code-fence ", text))).replace("*", "")
+    if diff := sf._DIFF_START.search(text):
+        text = text[:diff.start()]
+    lines = text.splitlines()
+    first_role = next((i for i, line in enumerate(lines) if sf._ROLE_LINE.match(line)), None)
+    if first_role is not None:
+        blanks = [i for i, line in enumerate(lines) if not line.strip() and i > first_role]
+        last = lines[blanks[-1] + 1:] if blanks else []
+        tail = last if last and not sf._ROLE_LINE.match(last[0]) else []
+        lines = [*lines[:first_role], "", *tail]
+    return "\n".join(lines).strip()
+
+
+def test_strip_material_skips_only_patterns_that_cannot_match() -> None:
+    import random
+
+    from daari.trust.stated_format import strip_material
+
+    pieces = ["Write a title.", "```py\nx = 1\n```", "```", "~~~", "<code>a</code>", "<diff>", "</diff>", "<", "*bold*",
+              "diff --git a/x b/x", "# Diffs:", "--- a/f", "@@ -1 +1 @@", "@@ -", "User: hi", "Assistant: yo",
+              "# user", "# User", "#", ":", "HUMAN:", "\n", "\n\n", " ", "plain words", "İ", "ſ"]
+    rng = random.Random(8)
+    changed = 0
+    for _ in range(4000):
+        text = "".join(rng.choice(pieces) + rng.choice(["", " ", "\n"]) for _ in range(rng.randint(0, 10)))
+        expected = _strip_material_every_pattern(text)
+        assert strip_material(text) == expected, text
+        changed += expected != text.strip()
+    assert changed > 1000

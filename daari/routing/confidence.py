@@ -11,6 +11,7 @@ import re
 
 from daari.config import ConfidenceConfig
 from daari.protocol.chat import Message
+from daari.routing.folded import Folded, lower_text
 
 MIN_ANSWER_CHARS = 10  # an answer must be longer than this (after stripping) to count
 REFUSAL_WINDOW_CHARS = 160  # refusals lead the answer; later "I can't" is usually quoted text or code
@@ -27,6 +28,10 @@ REFUSAL_PATTERNS = (
 )
 # One search for any of them (every answer is checked: one regex call, not one per pattern).
 REFUSAL = re.compile("|".join(f"(?:{p})" for p in REFUSAL_PATTERNS), re.IGNORECASE)
+# Every refusal pattern holds one of these words (lower case); an answer's head without any is no refusal, found
+# without the regex (~10-25 us a search on these cores, every answer).
+REFUSAL_HINTS = ("can", "able", "but", "ai", "artificial", "language", "must", "know")
+_REFUSAL = Folded(REFUSAL, REFUSAL_HINTS)
 
 SELF_EVAL_INSTRUCTION = "Rate 1-5 how complete and correct this answer is. Reply with one digit."
 SELF_EVAL_MAX_CHARS = 12_000  # per side; the grader needs the gist, not a second full-length prompt
@@ -67,8 +72,11 @@ def is_echo(text: str, last_user: str, history: list[str]) -> bool:
     reply, prompt = _norm(text), _norm(last_user)
     if not reply:
         return False
-    if any(reply == _norm(h) for h in history if h.strip()):
-        return True
+    for h in history:
+        # A message shorter than the reply cannot normalize to it (whitespace only collapses), unless lower()
+        # lengthens it ("İ" lowers to two characters): most of a long history is never normalized.
+        if (len(h) >= len(reply) or not h.isascii()) and h.strip() and reply == _norm(h):
+            return True
     if not prompt:
         return False
     if reply in prompt and len(reply) >= ECHO_MIN_SHARE * len(prompt):
@@ -99,7 +107,7 @@ def answer_gate(text: str, last_user: str, history: list[str], min_chars: int = 
 
 def is_refusal(text: str) -> bool:
     head = text.strip()[:REFUSAL_WINDOW_CHARS]
-    return REFUSAL.search(head) is not None
+    return _REFUSAL.found(head, lower_text(head))
 
 
 def heuristic_confidence(text: str) -> float:

@@ -11,7 +11,7 @@ from daari.protocol.chat import ChatRequest, Completion
 from daari.routing.classifier import last_user_text
 from daari.routing.client_shapes import is_probe
 from daari.trust.closing_question import closing_question
-from daari.trust.degenerate import mostly_echo, runaway_repetition
+from daari.trust.degenerate import LazyPrompt, mostly_echo, runaway_repetition
 from daari.trust.format_check import format_violations
 from daari.trust.stated_format import StatedFormat, read_stated_format
 
@@ -43,9 +43,9 @@ def answer_violations(request: ChatRequest, completion: Completion, task_type: s
     short = short_form(stated, task_type, rule_id)
     if completion.finish_reason == "length" and short:
         found.append("truncated")
-    material = prompt_material(request)
+    material = LazyPrompt(lambda: prompt_material(request))  # joined only if a check reads it
     if runaway_repetition(text, material):
         found.append("repetition")
-    if short and len(text.split()) <= ECHO_CHECK_MAX_WORDS and mostly_echo(text, material):
+    if short and len(text.split()) <= ECHO_CHECK_MAX_WORDS and mostly_echo(text, material.text):
         found.append("copies_prompt")
     return tuple(found)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import operator
 import re
 import zlib
+from collections.abc import Callable, Container
 
 import numpy as np
 
@@ -22,6 +23,14 @@ COMPRESS_MAX_RATIO = 0.08  # prose compresses to ~0.4, code to ~0.3; a loop of t
 ECHO_MIN_WORDS = 8  # a copied span of at least this many words...
 ECHO_MIN_SHARE = 0.7  # ...making up at least this share of the answer
 _WORD = re.compile(r"[\w'’-]+")
+
+
+def _has_letter(text: str) -> bool:
+    """`any(c.isalpha() for c in text)`, without a generator for a short text that usually starts with one."""
+    for char in text:
+        if char.isalpha():
+            return True
+    return False
 
 
 def _longest_line_run(lines: list[str]) -> tuple[int, str]:
@@ -38,7 +47,36 @@ def _longest_line_run(lines: list[str]) -> tuple[int, str]:
 ARRAY_FROM_WORDS = 64
 
 
-def _phrase_run(tokens: list[str], prompt: str) -> bool:
+class LazyPrompt:
+    """The prompt an answer is checked against, read only when a check needs it: `text` as given, `in` on its
+    folded form (lower case, single spaces). Most answers repeat nothing, and the prompt may be a whole agent
+    conversation (200,000 characters to join and fold: milliseconds) that no check would have looked at."""
+
+    __slots__ = ("_folded", "_source", "_text")
+
+    def __init__(self, source: Callable[[], str]) -> None:
+        self._source = source
+        self._text: str | None = None
+        self._folded: str | None = None
+
+    @property
+    def text(self) -> str:
+        if self._text is None:
+            self._text = self._source()
+        return self._text
+
+    def __contains__(self, needle: object) -> bool:
+        if self._folded is None:
+            self._folded = " ".join(self.text.lower().split())
+        return needle in self._folded
+
+
+# Per unit size: the repeats a run needs, and the span of matching positions that makes one.
+_UNITS = tuple((size, needed, max((needed - 1) * size, MIN_RUN_TOKENS - size))
+               for size in range(1, 9) for needed in (WORD_RUN if size == 1 else PHRASE_RUN,))
+
+
+def _phrase_run(tokens: list[str], prompt: Container[str]) -> bool:
     """A unit of 1-8 words repeated back to back: a unit of n words repeated r times is a stretch of (r - 1) * n
     positions where each word equals the word n further on. A run the prompt has too is copied material, not a
     loop.
@@ -50,9 +88,7 @@ def _phrase_run(tokens: list[str], prompt: str) -> bool:
     if len(tokens) >= ARRAY_FROM_WORDS:
         first: dict[str, int] = {}  # the same word, the same number: the index where it first occurs
         codes = np.fromiter(map(first.setdefault, tokens, range(len(tokens))), dtype=np.int64, count=len(tokens))
-    for size in range(1, 9):
-        needed = WORD_RUN if size == 1 else PHRASE_RUN
-        span = max((needed - 1) * size, MIN_RUN_TOKENS - size)
+    for size, needed, span in _UNITS:
         if len(tokens) - size < span:
             continue  # fewer positions to compare than the run needs
         # matches[i]: tokens[i] == tokens[i + size]; `span` ones ending at i are a repeated unit ending at i
@@ -63,19 +99,20 @@ def _phrase_run(tokens: list[str], prompt: str) -> bool:
         while start >= 0:
             i = start + span - 1
             unit = tokens[i + 1 - size:i + 1]
-            if any(any(c.isalpha() for c in t) for t in unit) and " ".join(unit * needed) not in prompt:
+            if _has_letter("".join(unit)) and " ".join(unit * needed) not in prompt:
                 return True
             start = matches.find(stretch, start + 1)
     return False
 
 
-def runaway_repetition(text: str, prompt: str = "") -> bool:
+def runaway_repetition(text: str, prompt: str | LazyPrompt = "") -> bool:
     """The answer loops: a line, a phrase or the whole text over and over. Repetition that the prompt has too
-    (an answer that quotes repeated data or code it was given) does not count."""
-    folded = " ".join(prompt.lower().split())
+    (an answer that quotes repeated data or code it was given) does not count; the prompt is read (and folded)
+    only when the answer has a run."""
+    folded = prompt if isinstance(prompt, LazyPrompt) else LazyPrompt(lambda: prompt)
     lines = [line.rstrip() for line in text.splitlines() if line.strip()]
     run, line = _longest_line_run(lines)
-    needed = LINE_RUN if any(c.isalpha() for c in line) else SYMBOL_LINE_RUN
+    needed = LINE_RUN if _has_letter(line) else SYMBOL_LINE_RUN
     if run >= needed and " ".join([" ".join(line.lower().split())] * needed) not in folded:
         return True
     if len(text) >= COMPRESS_MIN_CHARS and len(zlib.compress(text.encode())) / len(text.encode()) < COMPRESS_MAX_RATIO:
