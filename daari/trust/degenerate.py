@@ -68,7 +68,7 @@ class LazyPrompt:
     def __contains__(self, needle: object) -> bool:
         if self._folded is None:
             self._folded = " ".join(self.text.lower().split())
-        return needle in self._folded
+        return isinstance(needle, str) and needle in self._folded
 
 
 # Per unit size: the repeats a run needs, and the span of matching positions that makes one.
