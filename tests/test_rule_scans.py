@@ -158,3 +158,37 @@ def test_the_echo_check_skips_only_messages_that_cannot_be_the_reply() -> None:
         assert confidence.is_echo(text, "", history) == expected, (text, history)
         outcomes.add(expected)
     assert outcomes == {True, False}
+
+
+def test_no_l2_rule_matches_a_message_without_json() -> None:
+    """apply_rules skips its triggers for a message without "json": no trigger matches one, and its answers are
+    the triggers' own on instructions built from their words (the target spelled many ways)."""
+    from daari.rules.transforms import RULES, apply_rules, payload_of
+
+    def by_every_trigger(message: str) -> tuple[str, str] | None:
+        for rule in RULES:
+            if match := rule.trigger.match(message):
+                payload = payload_of(message[match.end():])
+                try:
+                    return (rule.rule_id, rule.convert(payload)) if payload is not None else None
+                except (ValueError, TypeError, RecursionError):
+                    return None
+        return None
+
+    rng = random.Random(3)
+    leads = ["", "please ", "Could you, ", "hey pls "]
+    verbs = ["convert", "Turn", "minify", "pretty-print", "format", "FORMAT", "give me", "rewrite", "translate"]
+    things = ["", "this ", "the following ", "it ", "my "]
+    targets = ["json", "JSON", "jſon", "JSOn", "yaml", "YML", "j son", "jsön", "JSON to yaml", "yaml to json"]
+    data = [":\n{\"a\": 1}", ": a: 1\nb: [1, 2]", "\n```\n[1,2]\n```", " {'a': True}", "", ": not data {"]
+    answered = 0
+    for _ in range(3000):
+        message = (rng.choice(leads) + rng.choice(verbs) + " " + rng.choice(things) + rng.choice(["", "as ", "to "])
+                   + rng.choice(targets) + rng.choice(["", " to " + rng.choice(targets)]) + rng.choice(data))
+        expected = by_every_trigger(message)
+        got = apply_rules(message, 65536)
+        assert (got and (got.rule_id, got.text)) == expected, message
+        if lower_text(message) is not None and "json" not in message.lower():
+            assert expected is None, message
+        answered += expected is not None
+    assert answered > 100
