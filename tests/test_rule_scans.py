@@ -192,3 +192,21 @@ def test_no_l2_rule_matches_a_message_without_json() -> None:
             assert expected is None, message
         answered += expected is not None
     assert answered > 100
+
+
+def test_the_session_prefix_reads_each_message_once_and_says_the_same() -> None:
+    from daari.protocol.chat import ChatRequest, Message, Tool
+    from daari.protocol.key_fields import BILLING_HEADER_PREFIX, is_billing_block
+    from daari.sessions.identity import prefix_text
+
+    rng = random.Random(9)
+    texts = ["You are Claude Code.", BILLING_HEADER_PREFIX + " cch=1;", "  " + BILLING_HEADER_PREFIX, "", "hi",
+             "fix it"]
+    for _ in range(2000):
+        messages = [Message(rng.choice(["system", "user", "assistant", "tool"]), rng.choice(texts))  # type: ignore[arg-type]
+                    for _ in range(rng.randint(0, 6))]
+        tools = [Tool(name, None, {}) for name in rng.sample(["bash", "read", "edit"], rng.randint(0, 3))]
+        request = ChatRequest(messages=messages, model="m", tools=tools)
+        system = [m.text() for m in messages if m.role == "system" and not is_billing_block(m.text())]
+        first_user = next((m.text() for m in messages if m.role == "user"), "")
+        assert prefix_text(request) == "\x1e".join([*system, ",".join(t.name for t in tools), first_user])

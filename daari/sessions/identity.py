@@ -54,9 +54,15 @@ def metadata_session(raw: Mapping[str, Any]) -> str | None:
 def prefix_text(request: ChatRequest) -> str:
     """What stays the same across a conversation's turns: system text (billing block left out), tool names and
     the first user message."""
-    system = [m.text() for m in request.messages if m.role == "system" and not is_billing_block(m.text())]
-    first_user = next((m.text() for m in request.messages if m.role == "user"), "")
-    return "\x1e".join([*system, ",".join(t.name for t in request.tools), first_user])
+    system: list[str] = []
+    first_user: str | None = None
+    for message in request.messages:  # one pass, each text read once (every routed request)
+        if message.role == "system":
+            if not is_billing_block(text := message.text()):
+                system.append(text)
+        elif first_user is None and message.role == "user":
+            first_user = message.text()
+    return "\x1e".join([*system, ",".join([t.name for t in request.tools]), first_user or ""])
 
 
 def session_key(request: ChatRequest, headers: Mapping[str, str]) -> str:

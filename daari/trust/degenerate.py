@@ -84,6 +84,8 @@ def _phrase_run(tokens: list[str], prompt: Container[str]) -> bool:
     Per n, which positions match is one byte each (`matches`), compared in C, and the stretches long enough are
     found with `bytes.find`: a Python loop over every word, eight times, was ~0.8 us a word on these cores (~320 us
     for a 400-word answer, in the judge of every answer)."""
+    if len(set(tokens)) == len(tokens):
+        return False  # no word comes twice: no position can match another (most short answers)
     codes = None
     if len(tokens) >= ARRAY_FROM_WORDS:
         first: dict[str, int] = {}  # the same word, the same number: the index where it first occurs

@@ -494,9 +494,18 @@ def read_stated_format(request: ChatRequest) -> StatedFormat:
     """Everything the request states about its answer: system prompt, last user message, structured output."""
     system = _system_text(request)
     stated = _system_stated(system).merge(parse_instructions(user_instructions(request)))
-    if not stated.prefix_shape and (m := TYPE_PLACEHOLDER.search(system)):
+    if not stated.prefix_shape and (placeholder := _system_placeholder(system)) is not None:
         # A system prompt may show the message's structure in a fence (aider's earlier commit prompt).
-        types = TYPE_LIST.search(system)
-        stated = replace(stated, prefix_shape=True, found=(*stated.found, f"prefix: {m.group(0)}"),
-                         prefixes=_type_names(types.group(1)) if types else ())
+        shown, prefixes = placeholder
+        stated = replace(stated, prefix_shape=True, found=(*stated.found, f"prefix: {shown}"), prefixes=prefixes)
     return stated.merge(structured_output(request))
+
+
+@functools.lru_cache(maxsize=64)
+def _system_placeholder(system: str) -> tuple[str, tuple[str, ...]] | None:
+    """The `<type>: <description>` placeholder a system prompt shows (fenced or not) and the types it lists;
+    kept by the prompt's text, as `_system_stated`."""
+    if (m := TYPE_PLACEHOLDER.search(system)) is None:
+        return None
+    types = TYPE_LIST.search(system)
+    return m.group(0), _type_names(types.group(1)) if types else ()
