@@ -261,11 +261,14 @@ def _first_role_line(lines: list[str]) -> int | None:
 def user_instructions(request: ChatRequest) -> str:
     """The instructions of the last user message, or of the lead-in just before it when the last one is the
     material that lead-in introduced ("Generate a title for this conversation:" then the conversation)."""
-    users = [(i, m) for i, m in enumerate(request.messages) if m.role == "user"]
-    if not users:
+    messages = request.messages
+    index = len(messages) - 1  # the last user message, looked for from the end (a conversation's is near it)
+    while index >= 0 and messages[index].role != "user":
+        index -= 1
+    if index < 0:
         return ""
-    index, last = users[-1]
-    before = request.messages[index - 1] if index > 0 else None
+    last = messages[index]
+    before = messages[index - 1] if index > 0 else None
     if before is not None and before.role == "user" and before.text().rstrip().endswith(":"):
         return strip_material(before.text())
     text = strip_material(last.text())
