@@ -127,6 +127,7 @@ class ExecutorActor(Actor):
         self.waiting = dict.fromkeys(executors, 0)  # client generations waiting for a slot, per tier
         self.background: dict[str, set[trio.CancelScope]] = {tier: set() for tier in executors}
         self.slot_freed = {tier: trio.Event() for tier in executors}
+        self.freed_waiters = dict.fromkeys(executors, 0)  # background generations waiting on `slot_freed`, per tier
         self.leases: set[trio.CancelScope] = set()  # every generation lent a slot or waiting for one
         self.stopping = False
         self._drained = trio.Event()
@@ -225,8 +226,9 @@ class ExecutorActor(Actor):
 
     def _release(self, tier: str, lease: trio.CancelScope) -> None:
         self.limiters[tier].release_on_behalf_of(lease)
-        freed, self.slot_freed[tier] = self.slot_freed[tier], trio.Event()
-        freed.set()
+        if self.freed_waiters[tier]:  # a new Event per generation only where a background one waits for a slot
+            freed, self.slot_freed[tier] = self.slot_freed[tier], trio.Event()
+            freed.set()
 
     async def _background(self, tier: str, executor: Executor, request: ChatRequest, emit: Emit,
                           lease: trio.CancelScope) -> None:
@@ -234,7 +236,11 @@ class ExecutorActor(Actor):
         back to the first client that queues (cancelling the lease: `generate` raises `Preempted`)."""
         limiter = self.limiters[tier]
         while self.waiting[tier] or limiter.available_tokens == 0:
-            await self.slot_freed[tier].wait()
+            self.freed_waiters[tier] += 1
+            try:
+                await self.slot_freed[tier].wait()
+            finally:
+                self.freed_waiters[tier] -= 1
         limiter.acquire_on_behalf_of_nowait(lease)  # no await since the check: the slot is still free
         self.background[tier].add(lease)
         try:
