@@ -31,7 +31,7 @@ from actors import runtime
 from actors.faults import FAULTS
 from actors.runtime import Actor, Call, handles
 from daari.errors import DaariError, NotFound, Overloaded, UpstreamError
-from daari.executors.base import DownstreamFailed, Executor, RelayEmit
+from daari.executors.base import DownstreamFailed, Executor, Lease, RelayEmit, Revoked
 from daari.protocol.chat import ChatRequest
 from daari.protocol.events import Emit
 
@@ -125,9 +125,10 @@ class ExecutorActor(Actor):
         self.limiters = {tier: trio.CapacityLimiter(ex.config.concurrency()) for tier, ex in executors.items()}
         self.in_flight = dict.fromkeys(executors, 0)  # running plus queued, per tier (clients only)
         self.waiting = dict.fromkeys(executors, 0)  # client generations waiting for a slot, per tier
-        self.background: dict[str, set[trio.CancelScope]] = {tier: set() for tier in executors}
+        self.background: dict[str, set[Lease]] = {tier: set() for tier in executors}
         self.slot_freed = {tier: trio.Event() for tier in executors}
-        self.leases: set[trio.CancelScope] = set()  # every generation lent a slot or waiting for one
+        self.freed_waiters = dict.fromkeys(executors, 0)  # background generations waiting on `slot_freed`, per tier
+        self.leases: set[Lease] = set()  # every generation lent a slot or waiting for one
         self.stopping = False
         self._drained = trio.Event()
 
@@ -155,7 +156,7 @@ class ExecutorActor(Actor):
         left using a connection pool that is about to close."""
         self.stopping = True
         for lease in self.leases:
-            lease.cancel()
+            lease.revoke()
         if self.leases:
             with trio.move_on_after(DRAIN_S):
                 await self._drained.wait()
@@ -168,29 +169,30 @@ class ExecutorActor(Actor):
             raise NotFound(f"tier {tier} is not configured")
         if self.stopping:
             raise self._stopped()
-        with trio.CancelScope() as lease:
-            self.leases.add(lease)
-            try:
-                if background:
-                    await self._background(tier, executor, request, emit, lease)
-                else:
-                    await self._client(tier, executor, request, emit, lease)
-            finally:
-                self.leases.discard(lease)
-                if self.stopping and not self.leases:
-                    self._drained.set()
-        if lease.cancelled_caught:
+        # The lease is not a cancel scope of its own: its waits and the executor's scope are its (`Lease`).
+        lease = Lease()
+        self.leases.add(lease)
+        try:
+            if background:
+                await self._background(tier, executor, request, emit, lease)
+            else:
+                await self._client(tier, executor, request, emit, lease)
+        except Revoked:
             if self.stopping:
-                raise self._stopped()
+                raise self._stopped() from None
             raise Preempted(f"tier {tier}: a client queued for the slot this background generation held",
-                            code="preempted")
+                            code="preempted") from None
+        finally:
+            self.leases.discard(lease)
+            if self.stopping and not self.leases:
+                self._drained.set()
 
     def _stopped(self) -> BaseException:
         return FAULTS.translate(runtime.ActorDown(self.name, f"the {self.name} actor stopped before finishing "
                                                              f"its answer"))
 
     async def _client(self, tier: str, executor: Executor, request: ChatRequest, emit: Emit,
-                      lease: trio.CancelScope) -> None:
+                      lease: Lease) -> None:
         config = executor.config
         if self.in_flight[tier] >= config.concurrency() + config.max_queue:
             # Shed rather than queue without bound: a client retrying later beats one waiting forever.
@@ -200,13 +202,13 @@ class ExecutorActor(Actor):
         try:
             await self._slot(tier, lease)
             try:
-                await _run(executor, request, emit)
+                await _run(executor, request, emit, lease)
             finally:
                 self._release(tier, lease)
         finally:
             self.in_flight[tier] -= 1
 
-    async def _slot(self, tier: str, lease: trio.CancelScope) -> None:
+    async def _slot(self, tier: str, lease: Lease) -> None:
         """A client's slot: at once when one is free, else queued, and background work there is cancelled. The
         lease is the borrower (not the task: a task may hold slots of two generations, a side question's too)."""
         limiter = self.limiters[tier]
@@ -217,28 +219,36 @@ class ExecutorActor(Actor):
             pass
         self.waiting[tier] += 1
         try:
-            for scope in self.background[tier]:
-                scope.cancel()  # its slot comes back when its generation has unwound
-            await limiter.acquire_on_behalf_of(lease)
+            for other in self.background[tier]:
+                other.revoke()  # its slot comes back when its generation has unwound
+            with lease.scoped():
+                await limiter.acquire_on_behalf_of(lease)
         finally:
             self.waiting[tier] -= 1
 
-    def _release(self, tier: str, lease: trio.CancelScope) -> None:
+    def _release(self, tier: str, lease: Lease) -> None:
         self.limiters[tier].release_on_behalf_of(lease)
-        freed, self.slot_freed[tier] = self.slot_freed[tier], trio.Event()
-        freed.set()
+        if self.freed_waiters[tier]:  # a new Event per generation only where a background one waits for a slot
+            freed, self.slot_freed[tier] = self.slot_freed[tier], trio.Event()
+            freed.set()
 
     async def _background(self, tier: str, executor: Executor, request: ChatRequest, emit: Emit,
-                          lease: trio.CancelScope) -> None:
+                          lease: Lease) -> None:
         """Wait (under the asker's scope, which bounds the wait) for an idle slot nobody waits for; give it
-        back to the first client that queues (cancelling the lease: `generate` raises `Preempted`)."""
+        back to the first client that queues (revoking the lease: `generate` raises `Preempted`)."""
         limiter = self.limiters[tier]
-        while self.waiting[tier] or limiter.available_tokens == 0:
-            await self.slot_freed[tier].wait()
+        if self.waiting[tier] or limiter.available_tokens == 0:
+            with lease.scoped():
+                while self.waiting[tier] or limiter.available_tokens == 0:
+                    self.freed_waiters[tier] += 1
+                    try:
+                        await self.slot_freed[tier].wait()
+                    finally:
+                        self.freed_waiters[tier] -= 1
         limiter.acquire_on_behalf_of_nowait(lease)  # no await since the check: the slot is still free
         self.background[tier].add(lease)
         try:
-            await _run(executor, request, emit)
+            await _run(executor, request, emit, lease)
         finally:
             self.background[tier].discard(lease)
             self._release(tier, lease)
@@ -282,12 +292,12 @@ class ExecutorActor(Actor):
         return sorted(names)
 
 
-async def _run(executor: Executor, request: ChatRequest, emit: Emit) -> None:
+async def _run(executor: Executor, request: ChatRequest, emit: Emit, lease: Lease) -> None:
     if getattr(emit, "flush", None) is not None:  # a `RelayEmit`: told by its attribute, as resilience.py does
-        await _relayed(executor, request, cast(RelayEmit, emit))
+        await _relayed(executor, request, cast(RelayEmit, emit), lease)
         return
     try:
-        await executor.generate(request, emit)
+        await executor.generate_leased(request, emit, lease)
     except DaariError:
         raise
     except Exception as exc:
@@ -295,7 +305,7 @@ async def _run(executor: Executor, request: ChatRequest, emit: Emit) -> None:
         raise UpstreamError(f"{executor.name} failed: {type(exc).__name__}", upstream=executor.name) from exc
 
 
-async def _relayed(executor: Executor, request: ChatRequest, relay: RelayEmit) -> None:
+async def _relayed(executor: Executor, request: ChatRequest, relay: RelayEmit, lease: Lease) -> None:
     """The generation writes to the client through the request's relay: an executor that marks its reads
     (`flushes_per_read`) gets the relay itself, so a read's events go out in one write; any other gets the relay's
     call, which writes each event as it comes (nothing in between to batch them, and no event waits for a later
@@ -303,17 +313,20 @@ async def _relayed(executor: Executor, request: ChatRequest, relay: RelayEmit) -
     before the end or the error is reported. A failed write comes as `DownstreamFailed` (the relay's: a
     `DaariError`, passed on as the asker's answer, not logged as this executor's failure)."""
     try:
-        await executor.generate(request, relay if executor.flushes_per_read else relay.__call__)
+        await executor.generate_leased(request, relay if executor.flushes_per_read else relay.__call__, lease)
     except DownstreamFailed:
         raise
     except DaariError:
-        await relay.flush()
+        with lease.scoped():
+            await relay.flush()
         raise
     except Exception as exc:
         log.exception("executor %s failed", executor.name)
-        await relay.flush()
+        with lease.scoped():
+            await relay.flush()
         raise UpstreamError(f"{executor.name} failed: {type(exc).__name__}", upstream=executor.name) from exc
-    await relay.flush()
+    with lease.scoped():  # the relay's last write, still under the lease
+        await relay.flush()
 
 
 def _status(executor: Executor) -> dict[str, Any]:

@@ -113,8 +113,8 @@ async def by_step(client: Client, parts: Any, calls: int) -> None:
     execute = next(step for step in pipeline.routed if step.name == "execute")
     execute.judge = timed("  execute: the judge", execute.judge, spent)
     for executor in parts.executors.values():  # the ExecutorActor's own objects, run in the request's task
-        executor.generate = timed("  execute: the executor's generate (resilience, client, upstream call)",
-                                  executor.generate, spent)
+        executor.generate_leased = timed("  execute: the executor's generate (resilience, client, upstream call)",
+                                         executor.generate_leased, spent)  # the actor's call (a lent slot)
     pipeline.local = tuple(TimedStep(step, spent) for step in pipeline.local)
     pipeline.routed = tuple(TimedStep(step, spent) for step in pipeline.routed)
     pipeline.finish = tuple(TimedStep(step, spent) for step in pipeline.finish)

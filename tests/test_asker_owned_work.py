@@ -176,13 +176,14 @@ async def test_a_failing_status_or_generation_never_cuts_another_clients_stream(
                 def broken_status(self: Executor) -> dict[str, Any]:
                     raise RuntimeError("status exploded")
 
-                async def broken_generate(self: Executor, request: ChatRequest, emit: Any) -> None:
+                async def broken_generate(self: Executor, request: ChatRequest, emit: Any, *lease: Any) -> None:
                     raise RuntimeError("generation exploded")
 
                 monkeypatch.setattr(ResilientExecutor, "status", broken_status)
                 health = await client.get("/healthz")
                 metrics = await client.get("/metrics")
                 monkeypatch.setattr(ResilientExecutor, "generate", broken_generate)
+                monkeypatch.setattr(ResilientExecutor, "generate_leased", broken_generate)  # the actor's call
                 failed = await client.post("/v1/chat/completions", json={**CHAT, "stream": False},
                                            headers={"x-daari-tier-override": "L4"})
             restarts = server.parts.health.status("executor").restarts

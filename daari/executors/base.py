@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable
+from types import TracebackType
 from typing import Any, Protocol, runtime_checkable
 
 import trio
@@ -19,7 +20,8 @@ from daari.protocol.chat import ChatRequest
 from daari.protocol.events import Emit, Event
 
 # Emit is defined with the events; executors import it from here
-__all__ = ["Collect", "DownstreamFailed", "Emit", "Executor", "NowaitEmit", "RelayEmit", "read_done"]
+__all__ = ["Collect", "DownstreamFailed", "Emit", "Executor", "Lease", "NowaitEmit", "RelayEmit", "Revoked",
+           "read_done"]
 
 
 @runtime_checkable
@@ -77,6 +79,71 @@ async def read_done(emit: Emit) -> None:
         await flush()
 
 
+class Revoked(BaseException):
+    """A generation's lease was revoked (the ExecutorActor stopping, or a client queuing for a background
+    generation's slot) and the lease's scope caught the cancellation. The actor turns it into the asker's answer.
+    A BaseException, as the `Cancelled` it stands for: no executor's nor wrapper's `except Exception` takes it for
+    a failure of its own."""
+
+
+class Lease:
+    """A generation's hold on a tier's slot, lent by the ExecutorActor: the slot's borrower, and how the actor
+    ends the generation (`revoke`: it stops, or a client needs a background generation's slot).
+
+    A revoke cancels the one cancel scope the lease holds at that moment: a scope of its own around a wait
+    (`scoped`), or a scope the executor enters anyway and hands it (`hold`: the resilience wrapper's attempt
+    scope, with its deadlines), so a generation pays for one scope, not the actor's around the wrapper's
+    (entering and leaving a Trio cancel scope is ~48 k instructions; docs/performance.md, "The upstream
+    generation on a pass-through"). A scope held after a revoke is cancelled at once. Whoever holds the scope
+    raises `Revoked` when it caught the revoke's cancellation; a revoke after the generation's last wait changes
+    nothing, as a cancel after a scope's last checkpoint does."""
+
+    __slots__ = ("scope", "revoked")
+
+    def __init__(self) -> None:
+        self.scope: trio.CancelScope | None = None
+        self.revoked = False
+
+    def revoke(self) -> None:
+        self.revoked = True
+        if self.scope is not None:
+            self.scope.cancel()
+
+    def hold(self, scope: trio.CancelScope) -> None:
+        """`scope`, about to be entered, is where a revoke lands until `drop`."""
+        self.scope = scope
+        if self.revoked:
+            scope.cancel()
+
+    def drop(self, scope: trio.CancelScope) -> None:
+        if self.scope is scope:
+            self.scope = None
+
+    def scoped(self) -> _LeaseScope:
+        """`with lease.scoped(): await ...`: the wait under the lease; `Revoked` when a revoke ended it."""
+        return _LeaseScope(self)
+
+
+class _LeaseScope:
+    __slots__ = ("_lease", "_scope")
+
+    def __init__(self, lease: Lease) -> None:
+        self._lease = lease
+        self._scope = trio.CancelScope()
+
+    def __enter__(self) -> None:
+        self._lease.hold(self._scope)
+        self._scope.__enter__()
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> bool:
+        self._lease.drop(self._scope)
+        handled = self._scope.__exit__(kind, exc, tb)
+        if self._scope.cancelled_caught:
+            raise Revoked from None
+        return handled
+
+
 class Executor(ABC):
     kind: str = "base"
     # Whether this executor can answer a request that defines tools with tool calls.
@@ -110,6 +177,12 @@ class Executor(ABC):
         Raise a `DaariError` (UpstreamError, UpstreamTimeout, ...) on failure. Retries are allowed only
         before the first `emit`; after it, a failure must propagate.
         """
+
+    async def generate_leased(self, request: ChatRequest, emit: Emit, lease: Lease) -> None:
+        """`generate` on a slot the ExecutorActor lent: under a scope of the lease's (`Revoked` when the lease was
+        revoked). The resilience wrapper hands the lease its attempt scope instead."""
+        with lease.scoped():
+            await self.generate(request, emit)
 
     async def count_tokens(self, request: ChatRequest) -> bytes:
         """The upstream's own answer to an Anthropic count_tokens request (JSON bytes), where it has one.

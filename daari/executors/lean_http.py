@@ -50,6 +50,7 @@ _QUICKACK = getattr(socket, "TCP_QUICKACK", None)  # Linux only; elsewhere delay
 # The liveness peek's flags as a plain int: `MSG_PEEK | MSG_DONTWAIT` is an enum `__or__` in Python on every request.
 _PEEK_FLAGS = int(socket.MSG_PEEK) | int(socket.MSG_DONTWAIT)
 _NO_BODY_STATUS = frozenset({204, 304})
+_BYTES_SPACE = " \t\n\r\x0b\x0c"  # the ASCII whitespace `bytes.strip` removes
 Origin = tuple[str, int]
 
 
@@ -241,36 +242,48 @@ class LeanResponse:
             raise httpx.HTTPError(f"the upstream answered HTTP {self.status_code}")
 
     async def aread(self) -> bytes:
+        """The whole body (chunked coding removed), read here without an iterator: a small answer usually came
+        with its head, and an async generator costs Trio's first-iteration hook and a finalizer per response."""
         if self._content is None:
-            self._content = b"".join([piece async for piece in self.aiter_bytes()])
+            pieces: list[bytes] = []
+            piece = self._first()
+            if piece:
+                pieces.append(piece)
+            while not self._complete:
+                piece = await self._next_read()
+                if piece:
+                    pieces.append(piece)
+            self._release()
+            self._content = pieces[0] if len(pieces) == 1 else b"".join(pieces)
         return self._content
 
-    async def aiter_bytes(self) -> AsyncIterator[bytes]:
+    def aiter_bytes(self) -> AsyncIterator[bytes]:
         """The body's bytes as they arrive (chunked coding removed); once, like httpx's."""
-        if self._content is not None:
-            if self._content:
-                yield self._content
-            return
+        return _BodyPieces(self)
+
+    def _first(self) -> bytes:
+        """The body bytes that came with the head (taken once); the connection released when that was all. A body
+        complete before them (no body, or a zero length) has none: what followed its head is not its."""
         if self._complete:
             self._release()
-            return
+            return b""
         leftover, self._leftover = self._leftover, b""
         piece = self._take(leftover) if leftover else b""
-        if piece:
-            yield piece
-        while not self._complete:
-            conn = self._conn
-            assert conn is not None
-            data = await conn.receive()
-            if not data:
-                if self._framing != "close":
-                    raise httpx.RemoteProtocolError("the upstream closed the connection before the body ended")
-                self._complete, self._reusable = True, False
-                break
-            piece = self._take(data)
-            if piece:
-                yield piece
-        self._release()
+        if self._complete:
+            self._release()
+        return piece
+
+    async def _next_read(self) -> bytes:
+        """The payload of the next read from the connection (maybe b"": framing only); marks the end."""
+        conn = self._conn
+        assert conn is not None
+        data = await conn.receive()
+        if not data:
+            if self._framing != "close":
+                raise httpx.RemoteProtocolError("the upstream closed the connection before the body ended")
+            self._complete, self._reusable = True, False
+            return b""
+        return self._take(data)
 
     async def aiter_lines(self) -> AsyncIterator[str]:
         """The body as text lines (LF or CRLF), for NDJSON upstreams."""
@@ -329,6 +342,41 @@ class LeanResponse:
             self._client._idle_put(conn)
         else:
             conn.close()
+
+
+class _BodyPieces:
+    """`LeanResponse.aiter_bytes`: the body's non-empty pieces, the connection released after the last. A class,
+    not an async generator: no Trio first-iteration hook nor finalizer per response (a relayed stream's)."""
+
+    __slots__ = ("_response", "_started", "_whole")
+
+    def __init__(self, response: LeanResponse) -> None:
+        self._response = response
+        self._started = False
+        self._whole = response._content  # read already (`aread`): given as one piece
+
+    def __aiter__(self) -> _BodyPieces:
+        return self
+
+    async def __anext__(self) -> bytes:
+        response = self._response
+        if not self._started:
+            self._started = True
+            if self._whole is not None:
+                if self._whole:
+                    return self._whole
+                raise StopAsyncIteration
+            piece = response._first()
+            if piece:
+                return piece
+        elif self._whole is not None:
+            raise StopAsyncIteration
+        while not response._complete:
+            piece = await response._next_read()
+            if piece:
+                return piece
+        response._release()
+        raise StopAsyncIteration
 
 
 class _Exchange:
@@ -489,7 +537,7 @@ class LeanClient:
                 continue
             break
         connection = headers.get("connection", "").lower()
-        reusable = version == b"HTTP/1.1" and "close" not in connection
+        reusable = version == "HTTP/1.1" and "close" not in connection
         framing, length = "close", 0
         if method == "HEAD" or status in _NO_BODY_STATUS:
             framing = "none"
@@ -545,21 +593,24 @@ def _request_bytes(method: str, target: Target, content: bytes | None, headers: 
     return data + content if content else data
 
 
-def _parse_head(head: bytes) -> tuple[bytes, int, str, dict[str, str]]:
-    lines = head.split(b"\r\n")
-    version, _, rest = lines[0].partition(b" ")
+def _parse_head(head: bytes) -> tuple[str, int, str, dict[str, str]]:
+    """Status line and headers, decoded once as latin-1 (each byte one character: the checks below are the
+    bytes' own, `_BYTES_SPACE` being what `bytes.strip` strips)."""
+    lines = head.decode("latin-1").split("\r\n")
+    version, _, rest = lines[0].partition(" ")
     code = rest[:3]
-    if version not in (b"HTTP/1.1", b"HTTP/1.0") or not code.isdigit() or rest[3:4] not in (b"", b" "):
+    if (version not in ("HTTP/1.1", "HTTP/1.0") or not code.isascii() or not code.isdigit()
+            or rest[3:4] not in ("", " ")):
         raise httpx.RemoteProtocolError("the upstream's status line is not HTTP/1.x")
     headers: dict[str, str] = {}
     for line in lines[1:]:
-        name, colon, value = line.partition(b":")
-        if not colon or not name or name != name.strip() or line[:1] in (b" ", b"\t"):
+        name, colon, value = line.partition(":")
+        if not colon or not name or name != name.strip(_BYTES_SPACE):  # (a line starting with space: its name)
             raise httpx.RemoteProtocolError("the upstream sent a malformed header line")
-        key = name.decode("latin-1").lower()
-        text = value.strip(b" \t").decode("latin-1")
+        key = name.lower()
+        text = value.strip(" \t")
         headers[key] = f"{headers[key]}, {text}" if key in headers else text
-    return version, int(code), rest[4:].decode("latin-1"), headers
+    return version, int(code), rest[4:], headers
 
 
 def _content_length(value: str) -> int:

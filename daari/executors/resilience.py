@@ -16,7 +16,7 @@ import trio
 
 from daari.config import RetryConfig
 from daari.errors import DaariError, UpstreamError, UpstreamTimeout, UpstreamUnavailable
-from daari.executors.base import Emit, Executor
+from daari.executors.base import Emit, Executor, Lease, Revoked
 from daari.executors.breaker import CircuitBreaker
 from daari.protocol.chat import ChatRequest
 from daari.protocol.events import Event, Finish, KeepAlive
@@ -119,6 +119,15 @@ class ResilientExecutor(Executor):
         raise self._timeout("total", self.config.timeouts.total_s, retryable=False)
 
     async def generate(self, request: ChatRequest, emit: Emit) -> None:
+        await self._generate(request, emit, None)
+
+    async def generate_leased(self, request: ChatRequest, emit: Emit, lease: Lease) -> None:
+        """`generate` on a lent slot: each attempt's scope is the lease's too (`Lease.hold`), so the generation
+        enters one cancel scope, not the actor's and this one's; a revoke that scope caught is `Revoked` (neither a
+        timeout nor a failure), and the backoff between attempts waits under the lease."""
+        await self._generate(request, emit, lease)
+
+    async def _generate(self, request: ChatRequest, emit: Emit, lease: Lease | None) -> None:
         retry = self.config.retry
         failures = 0
         last_error: Exception | None = None
@@ -132,7 +141,7 @@ class ResilientExecutor(Executor):
             attempt = _Attempt()
             settled = False
             try:
-                await self._attempt(request, emit, attempt)
+                await self._attempt(request, emit, attempt, lease)
                 if not attempt.finished:
                     raise UpstreamError(f"{self.name}: upstream stream ended without a finish",
                                         upstream=self.name)
@@ -156,9 +165,13 @@ class ResilientExecutor(Executor):
                 if not settled:
                     # Cancelled from outside (client gone, shutdown): neither a success nor a failure.
                     self.breaker.release()
-            await trio.sleep(delay)
+            if lease is None:
+                await trio.sleep(delay)
+            else:
+                with lease.scoped():
+                    await trio.sleep(delay)
 
-    async def _attempt(self, request: ChatRequest, emit: Emit, attempt: _Attempt) -> None:
+    async def _attempt(self, request: ChatRequest, emit: Emit, attempt: _Attempt, lease: Lease | None) -> None:
         timeouts = self.config.timeouts
         start = trio.current_time()
         # One cancel scope stands for both deadlines (entering and leaving a scope is a cost on every request):
@@ -219,15 +232,23 @@ class ResilientExecutor(Executor):
             scope.deadline = min(total, gap)
 
         inner_emit: Emit = timed_emit if downstream_flush is None else _Flushing(timed_emit, flush)
+        if lease is not None:
+            lease.hold(scope)  # a revoke cancels this scope: `revoked` tells it from a deadline
         try:
             with scope:
                 await self.inner.generate(request, inner_emit)
         except Exception as exc:
-            # An inner executor that turned our cancellation into its own error still timed out.
-            if not scope.cancel_called:
+            # An inner executor that turned our cancellation into its own error still timed out (a revoke's it
+            # did not: that error goes on as it is, as it did past a scope of the actor's own).
+            if not scope.cancel_called or (lease is not None and lease.revoked):
                 raise
             raise self._expired(total, attempt) from exc
+        finally:
+            if lease is not None:
+                lease.drop(scope)
         if scope.cancelled_caught:
+            if lease is not None and lease.revoked:
+                raise Revoked
             raise self._expired(total, attempt)
 
     def _expired(self, total: float, attempt: _Attempt) -> UpstreamTimeout:

@@ -181,6 +181,8 @@ class SpendRecorder:
         left: this runs in the cancelled request's shielded cleanup; the upstream broke off). The upstream started
         answering, so it billed the prompt and what it generated: its own usage where it reported one (the final
         count of an answer that completed), else daari's estimates."""
+        if self._unpriced(tier):
+            return
         prompt = turn.classification.tokens if turn.classification is not None else 0
         await self._priced("answer", payer_of(turn), tier, turn.request.model, prompt, events)
 
@@ -188,8 +190,16 @@ class SpendRecorder:
                    events: list[Event]) -> None:
         """A side call at `tier` (`purpose`: self_check, classifier, verify, shadow, compact) ended after `events`:
         counted like an attempt, to the request it was made for (`payer`), else to daari's own client."""
+        if self._unpriced(tier):
+            return
         await self._priced(purpose, payer or Payer("", SIDE_CLIENT), tier, request.model,
                            estimate_request_tokens(request), events)
+
+    def _unpriced(self, tier: str) -> bool:
+        """No price can apply at `tier` (none for the tier, none for any model): every attempt there costs 0 and
+        `_priced` would count nothing. Told before the payer and the usage are worked out: a local or free tier's
+        attempt (most pass-through requests) pays for neither."""
+        return not self.pricing.models and tier not in self.pricing.tiers
 
     async def _priced(self, purpose: str, payer: Payer, tier: str, client_model: str, prompt: int,
                       events: list[Event]) -> None:
