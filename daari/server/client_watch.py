@@ -20,8 +20,9 @@ WATCH_TASK = "client watch"
 ARMING_TASK = "client watch arming"
 # A routed request still running after one to two ticks gets its watch task; a client that leaves sooner is noticed
 # then (its `http.disconnect` waits on the request's queue). Short against what a watch is for (an upstream call of
-# seconds), long against a pass-through answered in a few milliseconds.
-TICK_S = 0.05
+# seconds), long against a pass-through answered in a few milliseconds, or in a few tens of them while 20
+# connections share the loop (a request then waits its turn behind the others).
+TICK_S = 0.1
 
 
 class ClientWatches:
