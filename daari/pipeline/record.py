@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any
 
 from actors.hub import Hub
@@ -60,9 +60,9 @@ class RecordingSink:
         self.status, self.started_at = 200, time.perf_counter()
         await self.inner.open_stream({**headers, REQUEST_ID_HEADER: self.request_id})
 
-    async def close_stream(self) -> None:
+    async def close_stream(self, chunks: Sequence[bytes] = ()) -> None:
         self.finished = True  # as in send_json
-        await self.inner.close_stream()
+        await self.inner.close_stream(chunks)
 
 
 class DecisionRecorder:
