@@ -37,6 +37,8 @@ import trio
 from bench.servers import fake_upstream, workdir
 from tests.support import daari_server, make_config, upstream_tier
 
+CALLGRIND_SLOWDOWN = 100  # at most this much slower under callgrind than at full speed (~50x measured)
+
 REQUEST = {"model": "good", "temperature": 0, "messages": [
     {"role": "system", "content": "You are a helpful coding assistant."},
     {"role": "user", "content": "What does `git rebase -i HEAD~3` do?"}]}
@@ -164,6 +166,11 @@ async def measure(upstream_url: str, stream: bool, calls: int, profile: int, sav
                 profiler.dump_stats(save)
             report(pstats.Stats(profiler), profile)
         elif windowed:
+            # Under callgrind every request runs ~50x slower than at full speed: the client watch's tick scaled by
+            # more than that arms the requests it would arm at full speed (none of a few milliseconds), not all.
+            watches = getattr(server.parts, "client_watches", None)
+            if hasattr(watches, "tick_s"):
+                watches.tick_s *= CALLGRIND_SLOWDOWN
             for _ in range(3):  # the parent dumps callgrind's counters around each window (the loop waits)
                 print("ready", flush=True)
                 sys.stdin.readline()

@@ -7,7 +7,7 @@ and the resilience wrapper with scripted executors on virtual time.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 
 import pytest
@@ -220,8 +220,8 @@ class RecordingSink:
             raise self.fails
         self.sent.append(("body", b"".join(chunks)))
 
-    async def close_stream(self) -> None:
-        self.sent.append(("end", b""))
+    async def close_stream(self, chunks: Sequence[bytes] = ()) -> None:
+        self.sent.append(("end", b"".join(chunks)))
 
 
 def live_turn(sink: RecordingSink) -> Turn:

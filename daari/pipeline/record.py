@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any
 
 from actors.hub import Hub
@@ -33,7 +33,7 @@ def new_request_id() -> str:
 class RecordingSink:
     """A `Sink` that notes the status and the moment the response started, and adds the request id."""
 
-    __slots__ = ("inner", "request_id", "status", "started_at", "finished")
+    __slots__ = ("inner", "request_id", "status", "started_at", "finished", "write")
 
     def __init__(self, inner: Sink, request_id: str) -> None:
         self.inner = inner
@@ -41,6 +41,9 @@ class RecordingSink:
         self.status: int | None = None
         self.started_at: float | None = None  # perf_counter when the response (JSON or stream) began
         self.finished = False  # the whole response went out
+        # A stream's writes go straight to the inner sink: nothing to note, and no frame of this sink's to suspend
+        # and resume each time the server's send yields (several times a write, on Hypercorn).
+        self.write: Callable[[list[bytes]], Coroutine[Any, Any, None]] = inner.write
 
     @property
     def stream_opened(self) -> bool:
@@ -57,12 +60,9 @@ class RecordingSink:
         self.status, self.started_at = 200, time.perf_counter()
         await self.inner.open_stream({**headers, REQUEST_ID_HEADER: self.request_id})
 
-    async def write(self, chunks: list[bytes]) -> None:
-        await self.inner.write(chunks)
-
-    async def close_stream(self) -> None:
+    async def close_stream(self, chunks: Sequence[bytes] = ()) -> None:
         self.finished = True  # as in send_json
-        await self.inner.close_stream()
+        await self.inner.close_stream(chunks)
 
 
 class DecisionRecorder:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 
@@ -12,7 +13,8 @@ class Sink(Protocol):
 
     async def write(self, chunks: list[bytes]) -> None: ...
 
-    async def close_stream(self) -> None: ...
+    async def close_stream(self, chunks: Sequence[bytes] = ()) -> None:
+        """End the stream; `chunks` (its last events) go out with the end, in one send."""
 
     @property
     def stream_opened(self) -> bool: ...

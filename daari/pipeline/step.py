@@ -77,31 +77,41 @@ class Pipeline:
         return self.local + self.routed
 
     async def run(self, turn: Turn) -> None:
+        # The steps are walked in this frame, not in helpers: while a step waits (the upstream call), each time
+        # its task yields and resumes, every coroutine frame between the server's task and the wait is suspended
+        # and resumed with it; a helper frame is paid once per resume, not once per request.
+        answer: Answer | None = None
         try:
             # Parsing, hashing and L0 are request work: an embedded generation pauses between tokens meanwhile.
             with request_work():
-                answer = await _first(self.local, turn)
+                for step in self.local:
+                    answer = await step(turn)
+                    if answer is not None:
+                        break
         except Exception as exc:
             if not turn.parsed:
                 raise  # refused before routing: the route answers it in the client's shape
             await self._failed(turn, exc)
             return
         if answer is not None:
-            await self._answered(turn, answer)
+            try:
+                for finish in self.finish:
+                    await finish(turn, answer)
+            except Exception as exc:
+                await self._failed(turn, exc)
             return
         async with turn.watch_client():
-            await self._answered(turn, None)
-
-    async def _answered(self, turn: Turn, answer: Answer | None) -> None:
-        try:
-            if answer is None:
-                answer = await _first(self.routed, turn)
+            try:
+                for step in self.routed:
+                    answer = await step(turn)
+                    if answer is not None:
+                        break
                 if answer is None:
                     raise NoAnswer("no pipeline step answered the request")
-            for step in self.finish:
-                await step(turn, answer)
-        except Exception as exc:
-            await self._failed(turn, exc)
+                for finish in self.finish:
+                    await finish(turn, answer)
+            except Exception as exc:
+                await self._failed(turn, exc)
 
     async def _failed(self, turn: Turn, exc: Exception) -> None:
         if isinstance(exc, DaariError):
@@ -110,10 +120,3 @@ class Pipeline:
         log.exception("pipeline failed", exc_info=exc)
         await self.fail(turn, DaariError("internal error in daari; see the server log"))
 
-
-async def _first(steps: tuple[Step, ...], turn: Turn) -> Answer | None:
-    for step in steps:
-        answer = await step(turn)
-        if answer is not None:
-            return answer
-    return None

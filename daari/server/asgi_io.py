@@ -3,6 +3,7 @@ disconnect."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import trio
@@ -208,6 +209,7 @@ class AsgiSink:
         if chunks:
             await self._send({"type": "http.response.body", "body": b"".join(chunks), "more_body": True})
 
-    async def close_stream(self) -> None:
-        await self._send({"type": "http.response.body", "body": b"", "more_body": False})
+    async def close_stream(self, chunks: Sequence[bytes] = ()) -> None:
+        # The last events and the end in one message: one send (and its yields) less per stream.
+        await self._send({"type": "http.response.body", "body": b"".join(chunks), "more_body": False})
         self.finished = True

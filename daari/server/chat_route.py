@@ -26,20 +26,18 @@ class ChatRoute:
         self.limits = limits  # the body's size (decompressed too) and deadline
         self.client_watches = ClientWatches()  # in the server's nursery once `run_server` starts it
 
-    async def __call__(self, req: HttpRequest) -> None:
-        # A JSON answer is sent from here, two frames below the server's task instead of ten: each of the ~9
-        # times Hypercorn's send yields, every frame between is suspended and resumed (asgi_io.AsgiSink).
-        out = AsgiSink(req.send, hold_json=True)
-        try:
-            await self.serve(req, req.wire, out)
-        finally:
-            held = out.take_held()
-            if held is not None:
-                await req.send(held[0])
-                await req.send(held[1])
-
-    async def serve(self, req: HttpRequest, wire: Wire, out: Sink, prepare: Prepare | None = None) -> None:
-        """Answer `req` in `wire`'s protocol through `out`; `prepare` may rewrite the decoded body first."""
+    async def serve(self, req: HttpRequest, wire: Wire | None = None, out: Sink | None = None,
+                    prepare: Prepare | None = None) -> None:
+        """Answer `req` in `wire`'s protocol (its path's by default) through `out`; `prepare` may rewrite the decoded
+        body first. Without `out` (the chat routes themselves), a JSON answer is held and sent from here once the
+        pipeline is done, two frames below the server's task instead of ten: each of the ~9 times Hypercorn's send
+        yields, every frame between is suspended and resumed (asgi_io.AsgiSink). One method, not a route that
+        calls it, for the same reason: the upstream call's yields resume every frame above it too."""
+        held: AsgiSink | None = None
+        if out is None:
+            out = held = AsgiSink(req.send, hold_json=True)
+        if wire is None:
+            wire = req.wire
         recorder = DecisionRecorder(self.decisions, wire.name, req.headers, self.describe_prompt)
         try:
             raw = await read_body(req.receive, req.headers, self.limits)
@@ -60,7 +58,16 @@ class ChatRoute:
             recorder.refused(DaariError("internal error in daari"), 500)
             raise
         finally:
-            recorder.finished(turn)
+            try:
+                recorder.finished(turn)
+            finally:
+                if held is not None:
+                    messages = held.take_held()
+                    if messages is not None:
+                        await req.send(messages[0])
+                        await req.send(messages[1])
+
+    __call__ = serve  # the chat routes' handler: `serve(req)`
 
     @staticmethod
     def _refused(req: HttpRequest, recorder: DecisionRecorder, wire: Wire, err: DaariError) -> None:

@@ -10,6 +10,7 @@ partition finds it again: to any other it is an unknown id, so not even its exis
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -68,8 +69,10 @@ class StoringSink:
         await self._store()
         await self.inner.write(chunks)
 
-    async def close_stream(self) -> None:
-        await self.inner.close_stream()
+    async def close_stream(self, chunks: Sequence[bytes] = ()) -> None:
+        if chunks:
+            await self._store()  # as before a write: the final response is complete once its last events are
+        await self.inner.close_stream(chunks)
 
 
 class ResponsesRoutes:

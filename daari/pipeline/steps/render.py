@@ -56,8 +56,7 @@ class RenderStep:
             meta.error = err.code or type(err).__name__
         sink = turn.sink
         if sink.stream_opened and turn.renderer is not None:
-            await sink.write(turn.renderer.error(err, meta.to_json()))
-            await sink.close_stream()
+            await sink.close_stream(turn.renderer.error(err, meta.to_json()))
             return
         status, body = turn.wire.render_error(err)
         body["daari_meta"] = meta.to_json()
@@ -82,5 +81,4 @@ async def deliver(turn: Turn, completion: Completion, events: list[Event]) -> No
         await sink.write(opening + [c for event in events for c in turn.renderer.event(event)])
     assert turn.renderer is not None
     meta.latency_ms = turn.elapsed_ms()
-    await sink.write(turn.renderer.finish(meta.to_json()))
-    await sink.close_stream()
+    await sink.close_stream(turn.renderer.finish(meta.to_json()))
