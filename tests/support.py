@@ -95,3 +95,13 @@ def _run_quietly(main: Any) -> None:
         trio.run(main)
     except BaseException:  # already reported through box["error"]
         pass
+
+
+def tasks_named(name: str) -> int:
+    """Tasks of the running Trio run with this name, system tasks included (to see a task started or ended)."""
+    count, todo = 0, [trio.lowlevel.current_root_task()]
+    while todo:
+        task = todo.pop()
+        count += task.name == name
+        todo.extend(child for nursery in task.child_nurseries for child in nursery.child_tasks)
+    return count

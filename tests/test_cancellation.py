@@ -14,7 +14,7 @@ from actors.cache import L0Count
 from daari.errors import ActorCrashed
 from tests.fakes.openai_upstream import FakeOpenAI
 from tests.fakes.serving import serve_app
-from tests.support import daari_server, make_config, upstream_tier
+from tests.support import daari_server, make_config, tasks_named, upstream_tier
 
 CHAT = {"model": "good", "messages": [{"role": "user", "content": "tell me about trio"}]}
 
@@ -144,15 +144,6 @@ async def test_a_full_tier_queue_sheds_with_503_and_529(tmp_path: Path) -> None:
     assert shed_anthropic.json()["error"]["type"] == "overloaded_error"
 
 
-def _tasks_named(name: str) -> int:
-    """Tasks of this Trio run with this name, system tasks included."""
-    count, todo = 0, [trio.lowlevel.current_root_task()]
-    while todo:
-        task = todo.pop()
-        count += task.name == name
-        todo.extend(child for nursery in task.child_nurseries for child in nursery.child_tasks)
-    return count
-
 
 async def test_the_client_watch_of_a_finished_request_ends(tmp_path: Path) -> None:
     # The watch is a task of the server's nursery that ends on the `http.disconnect` Hypercorn reports when a
@@ -165,5 +156,5 @@ async def test_the_client_watch_of_a_finished_request_ends(tmp_path: Path) -> No
                 response = await client.post("/v1/chat/completions", headers={"X-Daari-No-Cache": "true"},
                                              json={**CHAT, "stream": stream})
                 assert response.status_code == 200
-            await wait_for(lambda: _tasks_named("client watch") == 0)
+            await wait_for(lambda: tasks_named("client watch") == 0)
             server.shutdown.set()

@@ -10,18 +10,10 @@ import trio
 import trio.testing
 
 from daari.server.client_watch import ARMING_TASK, WATCH_TASK, ClientWatches
+from tests.support import tasks_named
 
 DISCONNECT = {"type": "http.disconnect"}
 BODY_END = {"type": "http.request", "body": b"", "more_body": False}  # left on the queue by the body reader
-
-
-def _tasks_named(name: str) -> int:
-    count, todo = 0, [trio.lowlevel.current_root_task()]
-    while todo:
-        task = todo.pop()
-        count += task.name == name
-        todo.extend(child for nursery in task.child_nurseries for child in nursery.child_tasks)
-    return count
 
 
 def _queue() -> tuple[trio.MemorySendChannel[dict[str, Any]], Any]:
@@ -42,7 +34,7 @@ async def test_a_request_answered_within_a_tick_starts_no_watch_task(autojump_cl
             send.send_nowait(DISCONNECT)  # the server reports the finished stream
             assert watches.waiting == 0
         await trio.sleep(5.0)
-        assert _tasks_named(WATCH_TASK) == 0
+        assert tasks_named(WATCH_TASK) == 0
         nursery.cancel_scope.cancel()
 
 
@@ -61,14 +53,14 @@ async def test_a_long_request_is_armed_and_its_client_leaving_cancels_it(autojum
 
         nursery.start_soon(request)
         await trio.sleep(2.5)  # armed after one to two ticks
-        assert _tasks_named(WATCH_TASK) == 1
+        assert tasks_named(WATCH_TASK) == 1
         assert not cancelled
         started = trio.current_time()
         send.send_nowait(DISCONNECT)  # the client hangs up
         await trio.testing.wait_all_tasks_blocked()
         assert cancelled
         assert trio.current_time() == started  # noticed at once by the armed watch
-        assert _tasks_named(WATCH_TASK) == 0
+        assert tasks_named(WATCH_TASK) == 0
         nursery.cancel_scope.cancel()
 
 
@@ -100,10 +92,10 @@ async def test_a_watch_armed_on_a_request_that_then_ends_cancels_nothing(autojum
         watched = watches(receive)()
         async with watched:
             await trio.sleep(2.5)  # armed: the watch task waits on the queue
-            assert _tasks_named(WATCH_TASK) == 1
+            assert tasks_named(WATCH_TASK) == 1
         send.send_nowait(DISCONNECT)  # the finished stream's report reaches the watch after the request left
         await trio.testing.wait_all_tasks_blocked()
-        assert _tasks_named(WATCH_TASK) == 0
+        assert tasks_named(WATCH_TASK) == 0
         assert watched.scope is not None and not watched.scope.cancel_called
         nursery.cancel_scope.cancel()
 
@@ -132,5 +124,5 @@ async def test_the_arming_task_waits_without_ticking_while_nothing_runs(autojump
             assert 1 <= ticks <= 2
         finally:
             trio.sleep = sleep  # type: ignore[assignment]
-        assert _tasks_named(ARMING_TASK) == 1
+        assert tasks_named(ARMING_TASK) == 1
         nursery.cancel_scope.cancel()
