@@ -26,6 +26,8 @@ from daari.semantic import minilm_onnx
 
 MAX_TOKENS = 256  # the model's trained sequence length; word pieces past it are cut off
 DIMENSIONS = 384
+# The first prefix `seen_chars` tokenizes: 254 word pieces of English or code take ~1-2 KB; grown when short.
+SEEN_PREFIX_CHARS = 4096
 
 Vectors = npt.NDArray[np.float32]
 
@@ -41,13 +43,27 @@ class MiniLM:
         return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
     def seen_chars(self, texts: list[str]) -> list[int]:
-        """Per text, how many leading characters fit in the model's window (the rest it never sees)."""
+        """Per text, how many leading characters fit in the model's window (the rest it never sees).
+
+        Tokenizes a prefix of each text, not all of it: a long user turn (a pasted file, an agent's first turn)
+        tokenized whole cost ~10 ms per 30 KB to learn where its first 254 word pieces end. The prefix ends at
+        a space or newline, so its words are split into the same pieces as in the whole text; it is grown
+        until it holds more pieces than the window (then the cut is exact) or is the whole text."""
         window = MAX_TOKENS - 2  # [CLS] and [SEP]
-        encoded = self.tokenizer(texts, add_special_tokens=False, return_offsets_mapping=True)
-        cuts = []
-        for text, offsets in zip(texts, encoded["offset_mapping"], strict=True):
-            cuts.append(len(text) if len(offsets) <= window else int(offsets[window - 1][1]))
-        return cuts
+        limits = [SEEN_PREFIX_CHARS] * len(texts)
+        cuts: list[int | None] = [None] * len(texts)
+        while pending := [i for i, cut in enumerate(cuts) if cut is None]:
+            ends = [_prefix_end(texts[i], limits[i]) for i in pending]
+            encoded = self.tokenizer([texts[i][:end] for i, end in zip(pending, ends, strict=True)],
+                                     add_special_tokens=False, return_offsets_mapping=True)
+            for i, end, offsets in zip(pending, ends, encoded["offset_mapping"], strict=True):
+                if len(offsets) > window:  # more pieces than the window already: the whole text has too
+                    cuts[i] = int(offsets[window - 1][1])
+                elif end == len(texts[i]):
+                    cuts[i] = len(texts[i])
+                else:
+                    limits[i] *= 4
+        return [cut for cut in cuts if cut is not None]
 
     def embed(self, texts: list[str]) -> Vectors:
         """Unit vectors (len(texts) x 384), float32, one batch under the inference budget."""
@@ -72,6 +88,15 @@ class MiniLM:
         pooled = (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1e-9)
         pooled = torch.nn.functional.normalize(pooled, p=2, dim=1)
         return np.ascontiguousarray(pooled.numpy(), dtype=np.float32)
+
+
+def _prefix_end(text: str, limit: int) -> int:
+    """Where a prefix of about `limit` characters may end: after the last space or newline before `limit`, or
+    the whole text (when it is that short, or has no such break before `limit`)."""
+    if limit >= len(text):
+        return len(text)
+    end = max(text.rfind(" ", 0, limit), text.rfind("\n", 0, limit))
+    return end if end > 0 else len(text)
 
 
 _lock = threading.Lock()

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -68,11 +69,14 @@ def export(model: Any, tokenizer: Any, target: Path) -> None:
     batch = tokenizer(list(PROBE_TEXTS[:2]), padding=True, return_tensors="pt")
     partial = target.with_name(f"{target.name}.partial-{os.getpid()}")
     try:
-        # The TorchScript exporter (dynamo=False): seconds, and needs `onnx` but not onnxscript.
-        torch.onnx.export(Pooled(model).eval(), tuple(batch[name] for name in INPUTS), str(partial),
-                          input_names=list(INPUTS), output_names=["vectors"], opset_version=17, dynamo=False,
-                          dynamic_axes={**{name: {0: "batch", 1: "tokens"} for name in INPUTS},
-                                        "vectors": {0: "batch"}})
+        # The TorchScript exporter (dynamo=False): seconds, and needs `onnx` but not onnxscript. Its tracer
+        # warnings (Python conditions taken as constants) are checked away by the vectors in `load_session`.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(Pooled(model).eval(), tuple(batch[name] for name in INPUTS), str(partial),
+                              input_names=list(INPUTS), output_names=["vectors"], opset_version=17, dynamo=False,
+                              dynamic_axes={**{name: {0: "batch", 1: "tokens"} for name in INPUTS},
+                                            "vectors": {0: "batch"}})
         os.chmod(partial, 0o600)
         os.replace(partial, target)
     finally:
