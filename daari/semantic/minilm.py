@@ -91,7 +91,7 @@ class MiniLM:
 
 
 def _prefix_end(text: str, limit: int) -> int:
-    """Where a prefix of about `limit` characters may end: after the last space or newline before `limit`, or
+    """Where a prefix of about `limit` characters may end: at the last space or newline before `limit`, or
     the whole text (when it is that short, or has no such break before `limit`)."""
     if limit >= len(text):
         return len(text)
