@@ -6,8 +6,9 @@ Candidates, each giving the same vectors (cosine to the torch path printed; the 
 - onnx: onnxruntime over the ONNX export (daari/semantic/minilm_onnx.py), what daari now runs.
 Texts of ~10, ~64 and 256 word pieces, batch 1 and 8. Each round runs every candidate in turn (the machine is
 shared: alternating spreads the load over all of them); the table has medians over all rounds of wall time and
-of process CPU time (every thread's, spinning included). `tokenizer` is the fast tokenizer's share. `--load`
-starts a fresh process per path and reports its load time and RSS.
+of process CPU time (every thread's, spinning included). `tokenizer` is the fast tokenizer's share. Then
+`seen_chars` on long user turns (the whole text tokenized, as before, vs the prefix). `--load` starts a fresh
+process per path and reports its load time and RSS.
 """
 
 from __future__ import annotations
@@ -138,6 +139,31 @@ def measure(data_dir: str, rounds: int, reps: int, only: list[str]) -> list[Tabl
     return [table]
 
 
+def measure_seen_chars(reps: int) -> list[Table]:
+    """Where a long user turn's first 254 word pieces end: the whole text tokenized (before) vs the prefix."""
+    from daari.semantic.minilm import MAX_TOKENS, load_minilm
+
+    model = load_minilm()
+
+    def whole_text(text: str) -> int:
+        offsets = model.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
+        return len(text) if len(offsets) <= MAX_TOKENS - 2 else int(offsets[MAX_TOKENS - 3][1])
+
+    line = "def parse(self, body): return json.loads(body)  # the user's pasted code and words, more of it\n"
+    table = Table("seen_chars on a long user turn, ms of CPU (best of the reps)",
+                  ["text", "whole text tokenized (before)", "prefix (now)", "before / now"])
+    for size in (1_000, 8_000, 30_000, 110_000):
+        text = (line * (size // len(line) + 1))[:size]
+        best: dict[str, float] = {}
+        for name, cut in (("whole", whole_text), ("prefix", lambda t: model.seen_chars([t])[0])):
+            for _ in range(reps):
+                started = time.process_time()
+                cut(text)
+                best[name] = min(best.get(name, float("inf")), time.process_time() - started)
+        table.add(f"{size:,} chars", best["whole"] * 1000, best["prefix"] * 1000, ratio(best["whole"], best["prefix"]))
+    return [table]
+
+
 def load_child(path: str, data_dir: str) -> None:
     """In a fresh process: load one path, embed once, print load seconds, first-embedding ms and RSS (MB)."""
     from daari.semantic import minilm
@@ -193,6 +219,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="daari-embed-") as scratch:
         data_dir = args.data_dir or scratch
         tables = measure(data_dir, args.rounds, args.reps, [p for p in args.paths.split(",") if p])
+        tables += measure_seen_chars(max(5, args.reps))
         if args.load:
             tables += measure_load(data_dir, max(3, args.rounds // 3))
     print_tables(tables)
