@@ -92,13 +92,11 @@ def candidates(data_dir: str) -> tuple[Any, dict[str, Callable[[list[str]], Any]
     spinning = minilm_onnx.session(next(Path(data_dir).rglob("*.onnx")), torch.get_num_threads(), spin=True)
 
     def onnx_spinning(texts: list[str]) -> Any:
-        return minilm_onnx.run(spinning, model.tokenizer(texts, padding=True, truncation=True,
-                                                         max_length=MAX_TOKENS, return_tensors="np"))
+        return minilm_onnx.run(spinning, model.encode_window(texts))
 
     return model, {"torch": model.embed_torch, "torch-eager": with_model(eager), "torch-jit": with_model(jit),
                    "onnx": model.embed, "onnx-spin": onnx_spinning,
-                   "tokenizer": lambda texts: model.tokenizer(texts, padding=True, truncation=True,
-                                                              max_length=MAX_TOKENS, return_tensors="np")}
+                   "tokenizer": model.encode_window}
 
 
 def measure(data_dir: str, rounds: int, reps: int, only: list[str]) -> list[Table]:

@@ -1,6 +1,9 @@
 """The ONNX path of the embedding model (daari/semantic/minilm_onnx.py): the same vectors as torch, exported
 once per model and exporter, and torch whenever the export cannot be used. Real model, no mocks."""
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -27,15 +30,21 @@ def test_the_onnx_path_gives_the_torch_vectors_alone_and_in_padded_batches() -> 
     assert model.embed([]).shape == (0, 384)
 
 
+def torch_side() -> tuple[object, object]:
+    model = load_minilm()
+    return model.tokenizer, model.embed_torch
+
+
 def test_a_fresh_models_dir_gets_one_private_export_and_reuses_it(tmp_path: Path) -> None:
     model = load_minilm()
     cache_dir = tmp_path / "models"
-    session = minilm_onnx.load_session(minilm_dir(), cache_dir, model.tokenizer, model.embed_torch)
+    session = minilm_onnx.load_session(minilm_dir(), cache_dir, model.encode_window, torch_side)
     assert session is not None
-    [exported] = list(cache_dir.iterdir())  # no partial file left beside it
-    assert exported.suffix == ".onnx" and exported.stat().st_mode & 0o777 == 0o600
+    exported, probe = sorted(cache_dir.iterdir())  # the graph and torch's vectors, no partial file beside them
+    assert exported.suffix == ".onnx" and probe.name.endswith(".probe.npy")
+    assert exported.stat().st_mode & 0o777 == probe.stat().st_mode & 0o777 == 0o600
     written = exported.stat().st_mtime_ns
-    again = minilm_onnx.load_session(minilm_dir(), cache_dir, model.tokenizer, model.embed_torch)
+    again = minilm_onnx.load_session(minilm_dir(), cache_dir, model.encode_window, torch_side)
     assert again is not None and exported.stat().st_mtime_ns == written  # loaded, not exported again
 
 
@@ -45,8 +54,7 @@ def test_a_damaged_export_is_exported_again(tmp_path: Path) -> None:
     cache_dir.mkdir()
     damaged = cache_dir / f"all-MiniLM-L6-v2-{minilm_onnx.model_key(minilm_dir())}.onnx"
     damaged.write_bytes(b"not a model")
-    assert minilm_onnx.load_session(minilm_dir(), cache_dir, model.tokenizer,
-                                    model.embed_torch) is not None
+    assert minilm_onnx.load_session(minilm_dir(), cache_dir, model.encode_window, torch_side) is not None
     assert damaged.stat().st_size > 1_000_000
 
 
@@ -56,4 +64,15 @@ def test_a_session_whose_vectors_differ_from_torch_is_refused(tmp_path: Path) ->
     def other_vectors(texts: list[str]) -> np.ndarray:
         return np.roll(model.embed_torch(texts), 1, axis=1)  # unit vectors still, but not these texts'
 
-    assert minilm_onnx.load_session(minilm_dir(), tmp_path, model.tokenizer, other_vectors) is None
+    assert minilm_onnx.load_session(minilm_dir(), tmp_path, model.encode_window,
+                                    lambda: (model.tokenizer, other_vectors)) is None
+
+
+def test_the_onnx_path_runs_without_importing_torch(tmp_path: Path) -> None:
+    load_minilm()  # the export exists in DAARI_MODELS_DIR (tests/conftest.py) from here on
+    script = ("import sys; from daari.semantic.minilm import load_minilm; m = load_minilm(); "
+              "assert m.session is not None; m.embed(['user: hi']); m.seen_chars(['user: hi']); "
+              "print('torch' in sys.modules, 'transformers' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", script], check=True, capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}).stdout
+    assert out.split() == ["False", "False"]

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,15 +31,55 @@ SEEN_PREFIX_CHARS = 4096
 Vectors = npt.NDArray[np.float32]
 
 
-@dataclass(frozen=True)
 class MiniLM:
-    tokenizer: Any
-    model: Any  # the transformers model: the fallback, and what the ONNX graph is exported from
-    session: Any = None  # an onnxruntime session over the same weights (None: torch runs)
+    """The tokenizer (`tokenizers`, the same tokenizer.json transformers reads) and, when the ONNX path loaded,
+    an onnxruntime session. transformers' tokenizer and the torch model load on first use only (`tokenizer`,
+    `model`): the torch path, the export, evals; importing transformers imports torch (~170 MB more RSS)."""
+
+    def __init__(self, directory: Path, plain: Any, window: Any, session: Any = None) -> None:
+        self.directory = directory
+        self.plain = plain  # no truncation, no padding: counts and offsets
+        self.window = window  # cut at MAX_TOKENS, padded to the batch's longest: what the model reads
+        self.session = session  # an onnxruntime session over the same weights (None: torch runs)
+        self._torch_lock = threading.Lock()
+        self._tokenizer: Any = None
+        self._model: Any = None
+
+    @property
+    def tokenizer(self) -> Any:
+        """transformers' tokenizer for the torch path (loads transformers and torch on first use)."""
+        self._load_torch()
+        return self._tokenizer
+
+    @property
+    def model(self) -> Any:
+        """The transformers model: the fallback, and what the ONNX graph is exported from."""
+        self._load_torch()
+        return self._model
+
+    def _load_torch(self) -> None:
+        with self._torch_lock:
+            if self._model is not None:
+                return
+            import transformers
+
+            hf_logging: Any = transformers.utils.logging
+            hf_logging.set_verbosity_error()
+            hf_logging.disable_progress_bar()  # daari prints its own progress line
+            self._tokenizer = transformers.AutoTokenizer.from_pretrained(str(self.directory))
+            self._model = transformers.AutoModel.from_pretrained(str(self.directory)).eval()
+
+    def encode_window(self, texts: list[str]) -> dict[str, Any]:
+        """The model's inputs for `texts` as int64 arrays, as transformers' tokenizer gives them (padding=True,
+        truncation=True, max_length=MAX_TOKENS)."""
+        encodings = self.window.encode_batch(texts)
+        return {"input_ids": np.array([e.ids for e in encodings], dtype=np.int64),
+                "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64),
+                "token_type_ids": np.array([e.type_ids for e in encodings], dtype=np.int64)}
 
     def token_count(self, text: str) -> int:
         """Word pieces of `text` without [CLS]/[SEP], uncut: compare with MAX_TOKENS - 2 to see truncation."""
-        return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+        return len(self.plain.encode(text, add_special_tokens=False).ids)
 
     def seen_chars(self, texts: list[str]) -> list[int]:
         """Per text, how many leading characters fit in the model's window (the rest it never sees).
@@ -54,9 +93,9 @@ class MiniLM:
         cuts: list[int | None] = [None] * len(texts)
         while pending := [i for i, cut in enumerate(cuts) if cut is None]:
             ends = [_prefix_end(texts[i], limits[i]) for i in pending]
-            encoded = self.tokenizer([texts[i][:end] for i, end in zip(pending, ends, strict=True)],
-                                     add_special_tokens=False, return_offsets_mapping=True)
-            for i, end, offsets in zip(pending, ends, encoded["offset_mapping"], strict=True):
+            encoded = self.plain.encode_batch([texts[i][:end] for i, end in zip(pending, ends, strict=True)],
+                                              add_special_tokens=False)
+            for i, end, offsets in zip(pending, ends, (e.offsets for e in encoded), strict=True):
                 if len(offsets) > window:  # more pieces than the window already: the whole text has too
                     cuts[i] = int(offsets[window - 1][1])
                 elif end == len(texts[i]):
@@ -71,7 +110,7 @@ class MiniLM:
             return self.embed_torch(texts)
         if not texts:
             return np.zeros((0, DIMENSIONS), dtype=np.float32)
-        batch = self.tokenizer(texts, padding=True, truncation=True, max_length=MAX_TOKENS, return_tensors="np")
+        batch = self.encode_window(texts)
         with inference_slot(Priority.REQUEST):
             return minilm_onnx.run(self.session, batch)
 
@@ -113,20 +152,23 @@ def load_minilm(data_dir: str | Path | None = None, use_onnx: bool = True) -> Mi
             os.environ["HF_HUB_OFFLINE"] = "1"  # nothing is ever fetched from a hub at run time
             os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
             started = time.perf_counter()
-            import transformers
+            import tokenizers
 
-            hf_logging: Any = transformers.utils.logging
-            hf_logging.set_verbosity_error()
-            hf_logging.disable_progress_bar()  # daari prints its own progress line
-            directory = str(minilm_dir())
-            tokenizer = transformers.AutoTokenizer.from_pretrained(directory)
-            model = transformers.AutoModel.from_pretrained(directory)
-            model.eval()
-            reference = MiniLM(tokenizer, model)
-            cache_dir = models_dir(Path(data_dir if data_dir is not None else default_data_dir()))
-            session = (minilm_onnx.load_session(Path(directory), cache_dir, tokenizer, reference.embed_torch)
-                       if use_onnx else None)
-            _loaded = MiniLM(tokenizer, model, session)
+            directory = minilm_dir()
+            plain = tokenizers.Tokenizer.from_file(str(directory / "tokenizer.json"))
+            plain.no_truncation()  # the file's own settings (128, padded to 128) are sentence-transformers'
+            plain.no_padding()
+            window = tokenizers.Tokenizer.from_file(str(directory / "tokenizer.json"))
+            window.enable_truncation(MAX_TOKENS)
+            window.enable_padding(pad_id=0, pad_type_id=0, pad_token="[PAD]")  # to the batch's longest
+            model = MiniLM(directory, plain, window)
+            if use_onnx:
+                cache_dir = models_dir(Path(data_dir if data_dir is not None else default_data_dir()))
+                model.session = minilm_onnx.load_session(directory, cache_dir, model.encode_window,
+                                                         lambda: (model.tokenizer, model.embed_torch))
+            if model.session is None:
+                model.model  # noqa: B018 - torch runs: loaded now, not on the first request
+            _loaded = model
             load_seconds = time.perf_counter() - started
             freeze_long_lived("embedding model")  # its ~300,000 objects stay for good
         return _loaded
