@@ -38,6 +38,8 @@ def torch_side() -> tuple[object, object]:
 def test_a_fresh_models_dir_gets_one_private_export_and_reuses_it(tmp_path: Path) -> None:
     model = load_minilm()
     cache_dir = tmp_path / "models"
+    cache_dir.mkdir()
+    (cache_dir / "all-MiniLM-L6-v2-0123456789abcdef.onnx").write_bytes(b"an older export")  # removed
     session = minilm_onnx.load_session(minilm_dir(), cache_dir, model.encode_window, torch_side)
     assert session is not None
     exported, probe = sorted(cache_dir.iterdir())  # the graph and torch's vectors, no partial file beside them

@@ -144,6 +144,9 @@ def load_session(model_dir: Path, cache_dir: Path, encode: Callable[[list[str]],
             log.info("L1: exporting the embedding model to ONNX into %s (first start only)", cache_dir)
             tokenizer, torch_embed = torch_side()
             export(eager_attention(model_dir), tokenizer, target, probe, torch_embed(list(PROBE_TEXTS)))
+            for stale in cache_dir.glob("all-MiniLM-L6-v2-*"):  # an older model, torch or format: ~90 MB each
+                if stale not in (target, probe) and ".partial-" not in stale.name:
+                    stale.unlink(missing_ok=True)
             onnx_session, expected = session(target), np.load(probe, allow_pickle=False)
         cosine = float(np.min(np.sum(run(onnx_session, encode(list(PROBE_TEXTS))) * expected, axis=1)))
         if cosine < MIN_COSINE:
