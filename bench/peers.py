@@ -130,7 +130,7 @@ def portkey(node: str, script: str, log_dir: Path) -> Iterator[Server]:
                                                    f"--port={port}", "--headless"], log_dir, None)
     server = Server("portkey", f"http://{HOST}:{port}", process, log_path)
     try:
-        _wait_http(server, "/", 60)  # "AI Gateway says hey!"; it waits a second on a start-up animation first
+        _wait_http(server, "/", 60)  # "AI Gateway says hey!"
         yield server
     finally:
         stop(server)
