@@ -58,14 +58,17 @@ class ChatRoute:
             recorder.refused(DaariError("internal error in daari"), 500)
             raise
         finally:
+            # The held answer goes out before the decision is recorded: the record, its publish and the hub's
+            # handlers (the metrics, the decision's INFO log line) then run while the client reads the answer,
+            # not before it is written. The decision's latency includes that write.
             try:
-                recorder.finished(turn)
-            finally:
                 if held is not None:
                     messages = held.take_held()
                     if messages is not None:
                         await req.send(messages[0])
                         await req.send(messages[1])
+            finally:
+                recorder.finished(turn)
 
     __call__ = serve  # the chat routes' handler: `serve(req)`
 
