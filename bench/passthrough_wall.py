@@ -6,9 +6,12 @@ a time over one kept-alive socket, directly to the fake and through daari, in al
 
 - the added wall time: p50 and p99 of daari's latency minus the direct call's, blocks taking turns in one run;
 - per request, load-independent: daari's context switches (every thread of the process and of its children, from
-  /proc: a thread that switches wakes), and with `--strace` its system calls by name (`strace -c -f`).
+  /proc: a thread that switches wakes), and with `--strace` its system calls by name (`strace -c -f`);
+- with `--legs N`: N requests' wall-clock legs from `perf trace` (tracepoints, no ptrace stops; it still slows every
+  call a little): the client's send, daari's read of the request, its send upstream, the upstream's read and its last
+  write, daari's answer, the client's read (medians, us; this tree's daari only).
 
-Needs `strace` for `--strace` (ptrace over a child process).
+Needs `strace` for `--strace` and `perf` for `--legs`.
 """
 
 from __future__ import annotations
@@ -107,14 +110,63 @@ def strace_counts(pid: int, out: Path) -> Iterator[Counter[str]]:
                 counts[m[2]] += int(m[1])
 
 
+_PERF_CALL = re.compile(r"\s*([\d.]+) \(\s*([\d.]+) ms\): \S+?/(\d+) (?:(\w+)\(fd: \d+[^)]*\)|\s*\.\.\. "
+                        r"\[continued\]: (\w+)\(\)\))\s+= (-?\d+)")
+LEGS = ("client sent -> daari read the request", "daari: request read -> its upstream send",
+        "-> the upstream read the request", "the upstream: read -> its last write",
+        "the upstream's last write -> daari's answer written", "-> the client read the answer")
+
+
+def perf_legs(client: Client, n: int, pids: dict[str, int], out: Path) -> list[list[float]]:
+    """Each request's legs (us) from `perf trace` of recvfrom/sendto in the client (this process), daari and the
+    upstream; times are each call's return."""
+    tracer = subprocess.Popen(["perf", "trace", "-e", "recvfrom,sendto", "-p",
+                               ",".join(str(pid) for pid in (os.getpid(), pids["daari"], pids["upstream"])),
+                               "-o", str(out)], stderr=subprocess.DEVNULL)
+    time.sleep(1.5)
+    block(client, n)
+    time.sleep(0.3)
+    tracer.send_signal(2)
+    tracer.wait()
+    calls = []  # (returned at ms, pid, call, ok)
+    for line in out.read_text().splitlines():
+        m = _PERF_CALL.match(line)
+        if m:
+            calls.append((float(m[1]) + float(m[2]), int(m[3]), m[4] or m[5], not m[6].startswith("-")))
+    calls.sort()
+    me, proxy, upstream = os.getpid(), pids["daari"], pids["upstream"]
+
+    def after(start: int, pid: int, call: str) -> int:
+        return next(k for k in range(start + 1, len(calls)) if calls[k][1] == pid and calls[k][2] == call
+                    and (call == "sendto" or calls[k][3]))
+
+    rows: list[list[float]] = []
+    i = -1
+    while True:
+        try:
+            sent = after(i, me, "sendto")
+            read = after(sent, proxy, "recvfrom")
+            forwarded = after(read, proxy, "sendto")
+            arrived = after(forwarded, upstream, "recvfrom")
+            answered = after(arrived, proxy, "sendto")
+            last_write = max(k for k in range(arrived, answered) if calls[k][1] == upstream and calls[k][2] == "sendto")
+            got = after(answered, me, "recvfrom")
+        except (StopIteration, ValueError):
+            return rows
+        i = got
+        marks = (sent, read, forwarded, arrived, last_write, answered, got)
+        rows.append([(calls[b][0] - calls[a][0]) * 1000 for a, b in zip(marks, marks[1:], strict=False)])
+
+
 def block(client: Client, n: int) -> list[float]:
     return [client.one() for _ in range(n)]
 
 
 def run(trees: list[tuple[str, Path | None]], front_ends: list[str], rounds: int, per_block: int,
-        strace_n: int) -> None:
+        strace_n: int, content_length: bool = False, legs_n: int = 0) -> None:
     no_cache = {**HEADERS, "X-Daari-No-Cache": "true"}
-    with workdir() as tmp, fake_upstream("openai", tmp) as upstream, contextlib.ExitStack() as stack:
+    with workdir() as tmp, fake_upstream("openai", tmp, content_length=content_length) as upstream, \
+            contextlib.ExitStack() as stack:
         proxies: dict[str, Server] = {}
         for label, tree in trees:
             for front in front_ends:
@@ -170,6 +222,14 @@ def run(trees: list[tuple[str, Path | None]], front_ends: list[str], rounds: int
                 block(direct, strace_n)
             print(f"direct: the upstream's syscalls per request {sum(counts.values()) / strace_n:.2f}: "
                   + ", ".join(f"{k} {v / strace_n:.2f}" for k, v in counts.most_common()))
+        for name, client in clients.items():
+            if legs_n and name.startswith("this "):
+                rows = perf_legs(client, legs_n, {"daari": proxies[name].process.pid,
+                                                  "upstream": upstream.process.pid}, tmp / "perf.txt")
+                columns = zip(*rows, strict=True)
+                print(f"{name}: legs of {len(rows)} requests (perf trace), median us: " + "; ".join(
+                    f"{leg} {statistics.median(column):.0f}" for leg, column in zip(LEGS, columns, strict=True))
+                      + f"; total {statistics.median(sum(row) for row in rows):.0f}")
         for client in (direct, *clients.values()):
             client.close()
 
@@ -183,11 +243,16 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--per-block", type=int, default=100)
     parser.add_argument("--strace", type=int, default=0, metavar="N", help="count daari's syscalls over N requests")
+    parser.add_argument("--content-length", action="store_true",
+                        help="the fake answers with a Content-Length (one write) instead of chunked (three)")
+    parser.add_argument("--legs", type=int, default=0, metavar="N",
+                        help="wall-clock legs of N requests through this tree's daari (perf trace)")
     parser.add_argument("--no-self", action="store_true", help="only the --tree checkouts, not this tree")
     args = parser.parse_args()
     trees: list[tuple[str, Path | None]] = [] if args.no_self else [("this", None)]
     trees += [(tree.name, tree) for tree in args.tree]
-    run(trees, args.front_end or ["h11", "hypercorn"], args.rounds, args.per_block, args.strace)
+    run(trees, args.front_end or ["h11", "hypercorn"], args.rounds, args.per_block, args.strace, args.content_length,
+        args.legs)
 
 
 if __name__ == "__main__":
