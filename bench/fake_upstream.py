@@ -4,7 +4,7 @@ test fake, served.
 The fakes are the ones the tests use (tests/fakes/), served by Hypercorn's trio worker on 127.0.0.1 until
 SIGTERM/SIGINT. The OpenAI fake's whole answers carry no Content-Length, so Hypercorn sends them chunked in three
 writes (head, body, the terminal chunk); `--content-length` adds the header to a body sent in one message, as
-vLLM, llama.cpp's server and Ollama answer: head and body in one write.
+vLLM, llama.cpp's server and Ollama frame a whole answer (Hypercorn still writes head and body apart: two writes).
 """
 
 from __future__ import annotations

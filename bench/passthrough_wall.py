@@ -244,7 +244,7 @@ def main() -> None:
     parser.add_argument("--per-block", type=int, default=100)
     parser.add_argument("--strace", type=int, default=0, metavar="N", help="count daari's syscalls over N requests")
     parser.add_argument("--content-length", action="store_true",
-                        help="the fake answers with a Content-Length (one write) instead of chunked (three)")
+                        help="the fake answers with a Content-Length (two writes) instead of chunked (three)")
     parser.add_argument("--legs", type=int, default=0, metavar="N",
                         help="wall-clock legs of N requests through this tree's daari (perf trace)")
     parser.add_argument("--no-self", action="store_true", help="only the --tree checkouts, not this tree")
