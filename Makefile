@@ -83,13 +83,24 @@ bench: $(STAMP)
 	HF_HUB_OFFLINE=1 $(PY) -m bench.run_all $(if $(BENCH_VERSUS),--versus $(BENCH_VERSUS))
 
 # daari beside LiteLLM's proxy (installed into its own virtualenv under bench/.peers/, ignored by git: the only
-# step that needs the network), same fake upstream and load client; not part of `test` or `bench`.
+# step that needs the network) and Portkey's gateway (npm, into bench/.peers/portkey/, run by node >= 18), same
+# fake upstream and load client; not part of `test` or `bench`. A peer that cannot be installed is skipped.
 PEERS_VENV := bench/.peers/venv
 LITELLM_VERSION ?= 1.108.7
+PORTKEY_DIR := bench/.peers/portkey
+PORTKEY_VERSION ?= 1.15.2
+PORTKEY_SCRIPT := $(PORTKEY_DIR)/node_modules/@portkey-ai/gateway/build/start-server.js
+# The gateway's own package-lock.json versions of these: its caret ranges let npm take @hono/node-server 1.19,
+# whose Response keeps fetch's immutable headers, and then every streamed answer fails with "TypeError: immutable"
+# (Portkey-AI/gateway#1389).
+PORTKEY_PINS := @hono/node-server@1.13.5 @hono/node-ws@1.2.0 hono@4.9.7
 bench-peers: $(STAMP)
 	test -x $(PEERS_VENV)/bin/litellm || (python3 -m venv $(PEERS_VENV) && \
 	  $(PEERS_VENV)/bin/pip install -q 'litellm[proxy]==$(LITELLM_VERSION)')
-	HF_HUB_OFFLINE=1 $(PY) -m bench.peers --litellm $(PEERS_VENV)/bin/litellm
+	@test -f $(PORTKEY_SCRIPT) || command -v npm >/dev/null || echo "npm not found: bench.peers skips Portkey"
+	test -f $(PORTKEY_SCRIPT) || ! command -v npm >/dev/null || npm install --prefix $(PORTKEY_DIR) --save-exact \
+	  --no-fund --no-audit @portkey-ai/gateway@$(PORTKEY_VERSION) $(PORTKEY_PINS)
+	HF_HUB_OFFLINE=1 $(PY) -m bench.peers --litellm $(PEERS_VENV)/bin/litellm --portkey $(PORTKEY_SCRIPT)
 
 eval: $(STAMP)
 	HF_HUB_OFFLINE=1 $(VENV)/bin/daari eval routing

@@ -1,7 +1,10 @@
-"""`python -m bench.fake_upstream --kind openai|ollama|anthropic --port N [--token-delay S]`: a test fake, served.
+"""`python -m bench.fake_upstream --kind openai|ollama|anthropic --port N [--token-delay S] [--content-length]`: a
+test fake, served.
 
 The fakes are the ones the tests use (tests/fakes/), served by Hypercorn's trio worker on 127.0.0.1 until
-SIGTERM/SIGINT.
+SIGTERM/SIGINT. The OpenAI fake's whole answers carry no Content-Length, so Hypercorn sends them chunked in three
+writes (head, body, the terminal chunk); `--content-length` adds the header to a body sent in one message, as
+vLLM, llama.cpp's server and Ollama frame a whole answer (Hypercorn still writes head and body apart: two writes).
 """
 
 from __future__ import annotations
@@ -34,6 +37,35 @@ class _Forgetful(list[Any]):
         self[:] = [item]
 
 
+class WithLength:
+    """ASGI middleware: a response whose body comes in one message gets a Content-Length (its start is held until
+    the body is there)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        held: dict[str, Any] | None = None
+
+        async def sending(message: dict[str, Any]) -> None:
+            nonlocal held
+            if message["type"] == "http.response.start":
+                held = message
+                return
+            if held is not None:
+                start, held = held, None
+                headers = list(start.get("headers", ()))
+                if message["type"] == "http.response.body" and not message.get("more_body", False) and not any(
+                        name.lower() == b"content-length" for name, _ in headers):
+                    headers.append((b"content-length", str(len(message.get("body", b""))).encode()))
+                await send({**start, "headers": headers})
+            await send(message)
+
+        await self.app(scope, receive, sending)
+
+
 async def _stop_on_signal(shutdown: trio.Event) -> None:
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async for _ in signals:
@@ -61,8 +93,11 @@ def main() -> None:
     parser.add_argument("--kind", choices=("openai", "ollama", "anthropic"), required=True)
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--token-delay", type=float, default=0.0, help="seconds before each generated chunk")
+    parser.add_argument("--content-length", action="store_true",
+                        help="a body sent in one message goes with its Content-Length (head and body in one write)")
     args = parser.parse_args()
-    trio.run(serve_until_signalled, make_fake(args.kind, args.token_delay), args.port)
+    fake = make_fake(args.kind, args.token_delay)
+    trio.run(serve_until_signalled, WithLength(fake) if args.content_length else fake, args.port)
 
 
 if __name__ == "__main__":

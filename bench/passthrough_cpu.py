@@ -14,6 +14,7 @@ cost). It moves with daari's code, not with the machine's load, so it compares c
     python -m bench.passthrough_cpu --profile 300   # cProfile of 300 requests: calls by package, top functions
     python -m bench.passthrough_cpu --instructions --calls 30   # instructions per request (callgrind; minutes)
     python -m bench.passthrough_cpu --steps         # CPU per request by pipeline step (the rest: route, subscribers)
+    python -m bench.passthrough_cpu --legs          # CPU per request before the upstream send, after its answer...
     python -m bench.passthrough_cpu --stream --words 400   # a 400-delta stream (with --words 20: CPU per delta)
 """
 
@@ -140,8 +141,54 @@ async def by_step(client: Client, parts: Any, calls: int) -> None:
         print(f"  {value:8.0f}  {name}")
 
 
+async def by_leg(client: Client, calls: int) -> None:
+    """The request's CPU on the event-loop thread by leg of its wall-clock path: before the upstream send (front end
+    aside), the upstream's answer to the first body byte to the client, and after that byte until the app returns.
+    At one connection the first two are on the answer's critical path; the third delays only the next request."""
+    from daari.executors import lean_http
+
+    marks: dict[str, float] = {}
+    send, receive = lean_http.Connection.send, lean_http.Connection.receive
+
+    async def marked_send(self: lean_http.Connection, data: bytes) -> None:
+        marks.setdefault("sent", time.thread_time())
+        await send(self, data)
+
+    async def marked_receive(self: lean_http.Connection, *, wait: bool = False) -> bytes:
+        data = await receive(self, wait=wait)
+        marks["answered"] = time.thread_time()  # the last read of the answer before the body byte
+        return data
+
+    lean_http.Connection.send = marked_send  # type: ignore[method-assign]
+    lean_http.Connection.receive = marked_receive  # type: ignore[method-assign]
+    legs = ("before the upstream send", "the upstream's answer read -> first body byte to the client",
+            "after the first body byte until the app returns", "(all)")
+    best: dict[str, float] = {}
+    try:
+        for _ in range(5):
+            spent = dict.fromkeys(legs, 0.0)
+            for _ in range(calls):
+                marks.clear()
+                began = time.thread_time()
+                await client.call()
+                ended = time.thread_time()
+                spent[legs[0]] += marks["sent"] - began
+                spent[legs[1]] += client.first_byte_cpu - marks["answered"]
+                spent[legs[2]] += ended - client.first_byte_cpu
+                spent[legs[3]] += ended - began
+                await trio.lowlevel.checkpoint()
+            await trio.sleep(0.05)
+            for name, value in spent.items():
+                best[name] = min(best.get(name, 1e9), value / calls * 1e6)
+    finally:
+        lean_http.Connection.send, lean_http.Connection.receive = send, receive  # type: ignore[method-assign]
+    print("daari CPU per pass-through request by leg of its path, us (each line's best of five runs):")
+    for name, value in best.items():
+        print(f"  {value:8.0f}  {name}")
+
+
 async def measure(upstream_url: str, stream: bool, calls: int, profile: int, save: str,
-                  windowed: bool = False, steps: bool = False, words: int = 0) -> None:
+                  windowed: bool = False, steps: bool = False, words: int = 0, legs: bool = False) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="daari-ptcpu-"))
     model = "long" if words else "good"  # the fake's "long" answer: `max_tokens` words, one delta each
     config = make_config(tmp, tiers={"L3": upstream_tier("openai", upstream_url + "/v1", model)},
@@ -154,6 +201,8 @@ async def measure(upstream_url: str, stream: bool, calls: int, profile: int, sav
         client.check()
         if steps:
             await by_step(client, server.parts, calls)
+        elif legs:
+            await by_leg(client, calls)
         elif profile:
             profiler = cProfile.Profile(time.thread_time)  # CPU, not the waits
             profiler.enable()
@@ -269,6 +318,8 @@ def main() -> None:
     parser.add_argument("--instructions", action="store_true",
                         help="instructions per request under callgrind (needs valgrind; minutes)")
     parser.add_argument("--steps", action="store_true", help="CPU per request by pipeline step")
+    parser.add_argument("--legs", action="store_true", help="CPU per request by leg of its path: before the "
+                        "upstream send, the answer read to the first body byte, after it (whole answers)")
     parser.add_argument("--child", default="", help=argparse.SUPPRESS)  # the measured process, given the upstream
     args = parser.parse_args()
     if args.child:
@@ -279,7 +330,7 @@ def main() -> None:
             print(instructions(upstream.url, args.stream, args.calls, log_dir, args.words))
         else:
             trio.run(measure, upstream.url, args.stream, args.calls, args.profile, args.save, False, args.steps,
-                     args.words)
+                     args.words, args.legs)
 
 
 def instructions(upstream_url: str, stream: bool, calls: int, tmp: Path, words: int = 0) -> str:

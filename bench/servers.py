@@ -148,13 +148,13 @@ def workdir() -> Iterator[Path]:
 
 @contextlib.contextmanager
 def fake_upstream(kind: str, log_dir: Path, *, token_delay_s: float = 0.0,
-                  cores: set[int] | None = None) -> Iterator[Server]:
+                  cores: set[int] | None = None, content_length: bool = False) -> Iterator[Server]:
     """tests/fakes' FakeOpenAI ("openai"), FakeOllama ("ollama") or FakeAnthropic ("anthropic") served by
-    Hypercorn in its own process."""
+    Hypercorn in its own process; `content_length`: whole answers with their length (bench/fake_upstream.py)."""
     port = free_port()
     process, log_path = _spawn(f"fake-{kind}-{port}", [
         PYTHON, "-m", "bench.fake_upstream", "--kind", kind, "--port", str(port),
-        "--token-delay", str(token_delay_s)], log_dir, cores)
+        "--token-delay", str(token_delay_s), *(["--content-length"] if content_length else [])], log_dir, cores)
     server = Server(f"fake {kind}", f"http://{HOST}:{port}", process, log_path)
     try:
         if kind == "anthropic":  # it has no GET route: any answer in its shape means it serves

@@ -72,9 +72,15 @@ class Connection:
     async def _next_request(self) -> h11.Request | None:
         """The next request's head; None when the connection should close (the client left, the idle time ran
         out, daari is shutting down while it sat idle, or the head was refused with 400/431)."""
-        conn = self.link.h11
+        conn, read_lock = self.link.h11, self.link.read_lock
         with trio.move_on_after(self.settings.header_timeout_s), self.shutdown.while_idle() as idle:
-            async with self.link.read_lock:  # the previous request's client watch may still be reading
+            if read_lock.locked():
+                await read_lock.acquire()  # the previous request's client watch may still be reading
+            else:
+                # Taken without `async with`'s checkpoint: that is a pass of Trio's run loop per request for nothing
+                # (the answer's write just yielded; the read below waits, or yields once it has read).
+                read_lock.acquire_nowait()
+            try:
                 while True:
                     try:
                         event = conn.next_event()
@@ -89,6 +95,8 @@ class Connection:
                         return event
                     else:  # ConnectionClosed; PAUSED cannot happen before a request
                         return None
+            finally:
+                read_lock.release()
         return None
 
     async def _refuse(self, exc: h11.RemoteProtocolError) -> None:
