@@ -12,6 +12,7 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -56,8 +57,10 @@ class EmbedderStatus:
 class EmbedderActor(Actor):
     name = "embedder"
 
-    def __init__(self, status: EmbedderStatus, batch_size: int = 32, batch_wait_s: float = 0.002) -> None:
+    def __init__(self, status: EmbedderStatus, batch_size: int = 32, batch_wait_s: float = 0.002,
+                 data_dir: Path | None = None) -> None:
         self.status = status
+        self.data_dir = data_dir  # where the model's ONNX export is kept (daari/semantic/minilm_onnx.py)
         self.batch_size = max(1, batch_size)
         self.batch_wait_s = max(0.0, batch_wait_s)
         self.model: MiniLM | None = None
@@ -75,7 +78,7 @@ class EmbedderActor(Actor):
         if not self.status.ready:
             log.info("L1: loading the embedding model all-MiniLM-L6-v2 in the background (L1 is skipped until ready)")
         try:
-            self.model = await trio.to_thread.run_sync(load_minilm, abandon_on_cancel=True)
+            self.model = await trio.to_thread.run_sync(load_minilm, self.data_dir, abandon_on_cancel=True)
         except Exception as exc:  # a missing package disables L1, never the server
             self.status.error = f"{type(exc).__name__}: {exc}"
             log.error("L1 disabled: the embedding model did not load (%s)", self.status.error)

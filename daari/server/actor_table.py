@@ -98,7 +98,7 @@ def actor_table(config: Config, executors: dict[str, Executor], shared: Shared,
         max_age_s = min(l1.max_age_s, l0.ttl_s) if l0.ttl_s > 0 else l1.max_age_s
         rows += [
             ActorSpec("embedder", lambda: EmbedderActor(shared.embedder_status, l1.embed_batch_size,
-                                                        l1.embed_batch_wait_ms / 1000.0), size, policy),
+                                                        l1.embed_batch_wait_ms / 1000.0, data_dir), size, policy),
             ActorSpec("l1", lambda: SemanticCacheActor(
                 RedisL1(link, prefix, max_entries=l1.max_entries, max_age_s=max_age_s) if link is not None
                 else data_dir, max_entries=l1.max_entries, max_age_s=max_age_s, trees=l1.index_trees,

@@ -1,0 +1,158 @@
+"""all-MiniLM-L6-v2 under onnxruntime: the same fp32 weights as the torch model, a cheaper forward pass.
+
+The graph (BERT, then the mean pooling and L2 norm daari applies) is exported once from the installed
+package's files with torch's exporter, no network, into `models_dir(data_dir)`: named by a hash of the model
+files, the exporter (torch) version and EXPORT_FORMAT, so a new model or torch writes a new file; written to a
+private temporary name and renamed (a crash or a second process never leaves half a file under the final
+name). A file that does not load is exported again. Each load checks the session's vectors of PROBE_TEXTS
+against torch's, computed at export and kept beside the file (cosine >= MIN_COSINE), so a load needs no torch;
+any failure (no onnxruntime or onnx, an export error, a mismatch) returns None and daari embeds with torch.
+Measured: docs/performance.md, "The embedding on an agent's first turn".
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import logging
+import os
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from daari.datadir import private_dir
+
+log = logging.getLogger("daari.l1")
+
+EXPORT_FORMAT = 3  # bump when the exported graph changes (its inputs, outputs or the pooling in it)
+INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+MIN_COSINE = 0.99999  # to the torch vectors: cached vectors and the verifier's cosine feature must not move
+# a short text, a padded batch and a text cut at the model's 256 word pieces
+PROBE_TEXTS = ("user: How do I list Docker containers?",
+               "user: undo the last git commit but keep the changes " * 3,
+               "assistant: " + "the quick brown fox jumps over the lazy dog, then naps; " * 40)
+
+Vectors = npt.NDArray[np.float32]
+
+
+def model_key(model_dir: Path) -> str:
+    """What the exported file depends on: the weights and config, the exporter's version, EXPORT_FORMAT."""
+    digest = hashlib.sha256(f"{EXPORT_FORMAT}\0torch {importlib.metadata.version('torch')}\0".encode())
+    for name in ("config.json", "model.safetensors"):
+        with open(model_dir / name, "rb") as f:
+            digest.update(name.encode() + b"\0" + hashlib.file_digest(f, "sha256").digest())
+    return digest.hexdigest()[:16]
+
+
+def export(model: Any, tokenizer: Any, target: Path, probe: Path, probe_vectors: Vectors) -> None:
+    """The torch model with daari's pooling as one ONNX graph (dynamic batch and length), and torch's vectors of
+    PROBE_TEXTS beside it (what each later load checks the session against, without torch); both written
+    atomically, the vectors first (an .onnx file never lacks them)."""
+    _write_atomically(probe, lambda path: np.save(path, probe_vectors, allow_pickle=False))
+    # The example batch is padded, so the attention mask is traced as a real input, never folded away.
+    batch = tokenizer(list(PROBE_TEXTS[:2]), padding=True, return_tensors="pt")
+    _write_atomically(target, lambda path: _export_to(model, batch, path))
+
+
+def _export_to(model: Any, batch: Any, path: Path) -> None:
+    import torch
+
+    class Pooled(torch.nn.Module):
+        def __init__(self, bert: Any) -> None:
+            super().__init__()
+            self.bert = bert
+
+        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
+            hidden = self.bert(input_ids=input_ids, attention_mask=attention_mask,
+                               token_type_ids=token_type_ids).last_hidden_state
+            mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
+            pooled = (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1e-9)
+            return torch.nn.functional.normalize(pooled, p=2, dim=1)
+
+    # The TorchScript exporter (dynamo=False): seconds, and needs `onnx` but not onnxscript. Its tracer
+    # warnings (Python conditions taken as constants) are checked away by the vectors in `load_session`.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(Pooled(model).eval(), tuple(batch[name] for name in INPUTS), str(path),
+                          input_names=list(INPUTS), output_names=["vectors"], opset_version=17, dynamo=False,
+                          dynamic_axes={**{name: {0: "batch", 1: "tokens"} for name in INPUTS},
+                                        "vectors": {0: "batch"}})
+
+
+def _write_atomically(target: Path, write: Callable[[Path], None]) -> None:
+    """`write` to a private temporary name beside `target`, then rename: a crash or a second process never
+    leaves half a file under the final name."""
+    partial = target.with_name(f"{target.name}.partial-{os.getpid()}{target.suffix}")
+    try:
+        write(partial)
+        os.chmod(partial, 0o600)
+        os.replace(partial, target)
+    finally:
+        partial.unlink(missing_ok=True)
+
+
+def eager_attention(model_dir: Path) -> Any:
+    """The model with eager attention, to export: onnxruntime runs its graph ~10% cheaper than the one traced
+    through torch's sdpa (bench/embed_speed.py's notes), and its mask is an explicit input either way."""
+    import transformers
+
+    return transformers.AutoModel.from_pretrained(str(model_dir), attn_implementation="eager").eval()
+
+
+def session(path: Path, threads: int = 0, spin: bool = False) -> Any:
+    """An onnxruntime CPU session: every graph optimization, `threads` for one operator (0: one per physical
+    core, as torch's default), no spinning workers (idle threads would burn the cores a generation or the
+    event loop needs between embeddings)."""
+    import onnxruntime as ort  # type: ignore[import-untyped]  # ships no type information
+
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.add_session_config_entry("session.intra_op.allow_spinning", "1" if spin else "0")
+    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+
+def run(onnx_session: Any, batch: Any) -> Vectors:
+    """Unit vectors for a tokenized batch (int arrays: input_ids, attention_mask, token_type_ids)."""
+    feeds = {name: np.asarray(batch[name], dtype=np.int64) for name in INPUTS}
+    return np.ascontiguousarray(onnx_session.run(None, feeds)[0], dtype=np.float32)
+
+
+def load_session(model_dir: Path, cache_dir: Path, encode: Callable[[list[str]], Any],
+                 torch_side: Callable[[], tuple[Any, Callable[[list[str]], Vectors]]]) -> Any | None:
+    """A checked onnxruntime session over the model, exporting it first if needed; None means: use torch.
+    `encode` gives the model's inputs; `torch_side` (transformers' tokenizer, torch's embed) loads torch, and
+    is called only to export."""
+    try:
+        name = f"all-MiniLM-L6-v2-{model_key(model_dir)}"
+        target = private_dir(cache_dir) / f"{name}.onnx"
+        probe = cache_dir / f"{name}.probe.npy"
+        onnx_session = None
+        if target.is_file():
+            try:
+                onnx_session, expected = session(target), np.load(probe, allow_pickle=False)
+            except Exception as exc:  # noqa: BLE001 - a damaged file (a disk error): exported again below
+                log.warning("L1: the ONNX embedding model did not load (%s); exporting it again", exc)
+                onnx_session = None
+                target.unlink()
+        if onnx_session is None:
+            log.info("L1: exporting the embedding model to ONNX into %s (first start only)", cache_dir)
+            tokenizer, torch_embed = torch_side()
+            export(eager_attention(model_dir), tokenizer, target, probe, torch_embed(list(PROBE_TEXTS)))
+            for stale in cache_dir.glob("all-MiniLM-L6-v2-*"):  # an older model, torch or format: ~90 MB each
+                if stale not in (target, probe) and ".partial-" not in stale.name:
+                    stale.unlink(missing_ok=True)
+            onnx_session, expected = session(target), np.load(probe, allow_pickle=False)
+        cosine = float(np.min(np.sum(run(onnx_session, encode(list(PROBE_TEXTS))) * expected, axis=1)))
+        if cosine < MIN_COSINE:
+            log.warning("L1: the ONNX embedding model differs from torch (cosine %.6f); torch runs", cosine)
+            return None
+        return onnx_session
+    except Exception as exc:  # noqa: BLE001 - any failure leaves the torch path, which always works
+        log.warning("L1: no onnxruntime embedding (%s: %s); torch runs", type(exc).__name__, exc)
+        return None
