@@ -1,0 +1,47 @@
+"""`DAARI_BARE_LOAD=model|daari|both|orjson python -m bench.bare_heavy --port N --body-file F`: the bare app, heavier.
+
+A diagnostic for the L0 hit's wall time: bench/bare_app.py, but in a process that first loaded what daari's holds
+(`model`: L1's embedding model, ~440 MB and ~300,000 frozen objects; `daari`: every module of daari's server
+imported; `both`), so the same requests are served with a heap or a code footprint like daari's; or (`orjson`) the
+bare app serializing its answer with orjson on every request, as daari's render does (orjson's AVX-512 string code).
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+from typing import Any
+
+import trio
+
+from bench.bare_app import FixedJson, fixed_answer_args
+from bench.fake_upstream import serve_until_signalled
+
+
+def main() -> None:
+    load = os.environ.get("DAARI_BARE_LOAD", "model")
+    if load in ("model", "both"):
+        from daari.semantic.minilm import load_minilm
+        load_minilm()
+    if load in ("daari", "both"):
+        import daari.server.serve  # noqa: F401
+    gc.collect()
+    gc.freeze()
+    port, body, headers = fixed_answer_args(__doc__)
+    app = FixedJson(body, headers)
+    if load == "orjson":  # the answer's body serialized by orjson on every request, as daari's render does
+        import orjson
+        doc = orjson.loads(body)
+
+        class Rendered(FixedJson):
+            async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+                if scope["type"] == "http":
+                    self.body = orjson.dumps(doc)
+                await super().__call__(scope, receive, send)
+
+        app = Rendered(body, headers)
+    trio.run(serve_until_signalled, app, port)
+
+
+if __name__ == "__main__":
+    main()
