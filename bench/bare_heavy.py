@@ -1,9 +1,11 @@
-"""`DAARI_BARE_LOAD=model|daari|both|orjson python -m bench.bare_heavy --port N --body-file F`: the bare app, heavier.
+"""`DAARI_BARE_LOAD=model|daari|both|orjson|busy python -m bench.bare_heavy --port N --body-file F`: bare, heavier.
 
 A diagnostic for the L0 hit's wall time: bench/bare_app.py, but in a process that first loaded what daari's holds
 (`model`: L1's embedding model, ~440 MB and ~300,000 frozen objects; `daari`: every module of daari's server
 imported; `both`), so the same requests are served with a heap or a code footprint like daari's; or (`orjson`) the
-bare app serializing its answer with orjson on every request, as daari's render does (orjson's AVX-512 string code).
+bare app serializing its answer with orjson on every request, as daari's render does (orjson's AVX-512 string code);
+or (`busy`) the bare app running a small arithmetic loop per request, `DAARI_BARE_BUSY` iterations (550: ~270,000
+instructions under callgrind, daari's excess over the bare app) with next to no memory touched.
 """
 
 from __future__ import annotations
@@ -40,6 +42,22 @@ def main() -> None:
                 await super().__call__(scope, receive, send)
 
         app = Rendered(body, headers)
+    if load == "busy":  # daari's extra instructions a hit, as arithmetic in one small loop: its work, not its footprint
+        iterations = int(os.environ.get("DAARI_BARE_BUSY", "550"))
+
+        def busy(n: int) -> int:
+            total = 0
+            for i in range(n):
+                total += i
+            return total
+
+        class Busy(FixedJson):
+            async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+                if scope["type"] == "http":
+                    busy(iterations)
+                await super().__call__(scope, receive, send)
+
+        app = Busy(body, headers)
     trio.run(serve_until_signalled, app, port)
 
 
