@@ -6,8 +6,8 @@ wrk at 20 connections in turn; around each turn, from /proc: every thread's CPU 
 other process that ran. Per request: what each thread used, how often it was switched out. With `--strace`, one
 more turn per server under `strace -c -f` (system calls per request; strace slows the server, so only the counts
 mean anything); with `--perf DIR`, one more under `perf record -e cpu-clock` (`perf report -i DIR/NAME.data`).
-`--variant NAME=JSON` adds daari with config merged in; `--bare-load model|daari|both|orjson|busy` adds the bare app
-in a heavier process or doing more per request (bench/bare_heavy.py): is it the process daari is, or its work?
+`--variant NAME=JSON` adds daari with config merged in; `--bare-load model|daari|both|orjson|busy|spread` adds the bare
+app in a heavier process or doing more per request (bench/bare_heavy.py): is it the process daari is, or its work?
 """
 
 from __future__ import annotations
@@ -136,7 +136,7 @@ def main() -> None:
     parser.add_argument("--connections", type=int, default=20)
     parser.add_argument("--strace", action="store_true")
     parser.add_argument("--bare-load", action="append", default=[],
-                        choices=("model", "daari", "both", "orjson", "busy"),
+                        choices=("model", "daari", "both", "orjson", "busy", "spread"),
                         help="also serve the bare app in a process that loaded this first (bench/bare_heavy.py)")
     parser.add_argument("--perf", type=Path, metavar="DIR", help="also one turn per server under perf record")
     parser.add_argument("--variant", action="append", default=[], metavar="NAME=JSON")
