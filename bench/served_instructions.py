@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.l0_hit import HEADERS, PATH, REQUEST, proxy_config, warm_hit
+from bench.load import run_load
 from bench.report import Table, print_tables
 from bench.servers import (
     HOST,
@@ -109,12 +110,17 @@ def hits(server: Server, requests: int, connections: int) -> None:
         raise RuntimeError(f"{server.name}: {len(failures)} failed requests ({failures[0]})")
 
 
-def counted(server: Server, out: Path, requests: int, connections: int) -> dict[str, int]:
-    """Instrument `server` (running under callgrind), send the hits, dump; the dump's totals by event."""
+def counted(server: Server, out: Path, requests: int, connections: int, wrk_s: float = 0.0) -> dict[str, int]:
+    """Instrument `server` (running under callgrind), send the hits, dump; the dump's totals by event, with the
+    requests counted as "requests" (`requests`, or what wrk completed in `wrk_s` seconds)."""
     pid = str(server.process.pid)
     hits(server, connections * 2, connections)  # connections open and warm before counting
     subprocess.run(["callgrind_control", "--instr=on", pid], check=True, capture_output=True)
-    hits(server, requests, connections)
+    if wrk_s:
+        requests = run_load(server.url + PATH, dumps(REQUEST), HEADERS, connections=connections,
+                            duration_s=wrk_s).requests
+    else:
+        hits(server, requests, connections)
     time.sleep(1.0)  # what a hit queued for later (the decision log's hand-over) runs inside the count
     subprocess.run(["callgrind_control", "--dump=measured", pid], check=True, capture_output=True)
     subprocess.run(["callgrind_control", "--instr=off", pid], check=True, capture_output=True)
@@ -125,7 +131,8 @@ def counted(server: Server, out: Path, requests: int, connections: int) -> dict[
             events = re.search(r"^events:\s*(.+)$", text, re.M)
             totals = re.search(r"^(?:summary|totals):\s*(.+)$", text, re.M)
             if events and totals:
-                return dict(zip(events.group(1).split(), map(int, totals.group(1).split()), strict=False))
+                return {**dict(zip(events.group(1).split(), map(int, totals.group(1).split()), strict=False)),
+                        "requests": requests}
     raise RuntimeError(f"no callgrind dump for {server.name} in {out.parent}")
 
 
@@ -145,6 +152,10 @@ def main() -> None:
     parser.add_argument("--variant", action="append", default=[], metavar="NAME=JSON",
                         help="count this tree with JSON config sections merged in instead of as configured, e.g. "
                              "'no log={\"log\": {\"decisions\": false}}' (repeatable)")
+    parser.add_argument("--wrk", type=float, default=0.0, metavar="SECONDS",
+                        help="drive the counted hits with wrk for this long instead of --requests over Python's "
+                             "http.client (the same client as bench.hit_ratio; a server under callgrind answers "
+                             "~30-60 a second)")
     parser.add_argument("--no-bare", action="store_true", help="count daari only (a variant against a known bare)")
     parser.add_argument("--keep", type=Path, metavar="DIR",
                         help="copy the callgrind dumps here (for callgrind_annotate: which functions miss)")
@@ -172,32 +183,34 @@ def main() -> None:
                 body, headers = warm_hit(proxy, timeout_s=600)  # the miss embeds: minutes under valgrind
                 if hit_body is None:
                     hit_body, hit_headers = body, headers
-                results[label] = counted(proxy, out, args.requests, args.connections)
+                results[label] = counted(proxy, out, args.requests, args.connections, args.wrk)
             print(f"{label}: {results[label]}", flush=True)
         assert hit_body is not None
         out = tmp / "cg-bare.out"
         if not args.no_bare:
             with bare_under(valgrind(out, args.cache_sim), hit_body, hit_headers, tmp) as bare:
-                results["bare Hypercorn app"] = counted(bare, out, args.requests, args.connections)
+                results["bare Hypercorn app"] = counted(bare, out, args.requests, args.connections, args.wrk)
             print(f"bare Hypercorn app: {results['bare Hypercorn app']}", flush=True)
         if args.chunked:
             out = tmp / "cg-bare-chunked.out"
             unsized = [(k, v) for k, v in hit_headers if k != "content-length"]
             with bare_under(valgrind(out, args.cache_sim), hit_body, unsized, tmp) as bare:
-                results[CHUNKED] = counted(bare, out, args.requests, args.connections)
+                results[CHUNKED] = counted(bare, out, args.requests, args.connections, args.wrk)
             print(f"{CHUNKED}: {results[CHUNKED]}", flush=True)
         if args.keep:
             args.keep.mkdir(parents=True, exist_ok=True)
             for dump in tmp.glob("cg-*.out*"):
                 shutil.copy(dump, args.keep / dump.name)
-    bare_ir = results["bare Hypercorn app"]["Ir"] / args.requests if "bare Hypercorn app" in results else math.nan
+    bare_counts = results.get("bare Hypercorn app")
+    bare_ir = bare_counts["Ir"] / bare_counts["requests"] if bare_counts is not None else math.nan
     shown = [e for e in EVENTS if all(e in r for r in results.values())]
-    table = Table(f"The served process per request under callgrind ({args.requests} requests over "
+    sent = f"wrk for {args.wrk:g} s" if args.wrk else f"{args.requests} requests"
+    table = Table(f"The served process per request under callgrind ({sent} over "
                   f"{args.connections} connections)", ["server", *[f"{e}/req" for e in shown], "Ir vs bare",
                                                         "Ir over bare"])
     for label, counts in results.items():
-        ir = counts["Ir"] / args.requests
-        table.add(label, *[f"{counts[e] / args.requests:,.0f}" for e in shown], f"{ir / bare_ir:.3f}x",
+        ir = counts["Ir"] / counts["requests"]
+        table.add(label, *[f"{counts[e] / counts['requests']:,.0f}" for e in shown], f"{ir / bare_ir:.3f}x",
                   f"{ir - bare_ir:+,.0f}")
     table.notes.append("Ir: instructions; I1mr/D1mr/D1mw: first-level instruction/data read/write misses; "
                        "ILmr/DLmr/DLmw: last-level misses (callgrind's simulated caches, with --cache-sim; last level "
