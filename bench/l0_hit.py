@@ -47,9 +47,9 @@ def proxy_config(upstream_url: str) -> dict[str, object]:
     return {"server": {"grace_period_s": 1}, "tiers": {"L3": openai_tier(upstream_url, "good")}}
 
 
-def warm_hit(server: Server) -> tuple[bytes, list[tuple[str, str]]]:
+def warm_hit(server: Server, timeout_s: float = 30) -> tuple[bytes, list[tuple[str, str]]]:
     """Store the answer (one miss), check the next identical request is an L0 hit, return its body + headers."""
-    with httpx.Client(base_url=server.url, timeout=30) as client:
+    with httpx.Client(base_url=server.url, timeout=timeout_s) as client:
         first = client.post(PATH, content=dumps(REQUEST), headers=HEADERS)
         first.raise_for_status()
         hit = client.post(PATH, content=dumps(REQUEST), headers=HEADERS)

@@ -18,14 +18,18 @@ import argparse
 import contextlib
 import http.client
 import json
+import math
 import re
+import shutil
 import subprocess
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from bench.l0_hit import HEADERS, PATH, REQUEST, proxy_config, warm_hit
+from bench.load import run_load
 from bench.report import Table, print_tables
 from bench.servers import (
     HOST,
@@ -44,12 +48,13 @@ from bench.servers import (
 from bench.versus import exported
 
 CHUNKED = "bare Hypercorn app, chunked (the reference before 2026-12-02 noon)"
-EVENTS = ("Ir", "I1mr", "D1mr", "D1mw", "ILmr", "DLmr", "DLmw")
+EVENTS = ("Ir", "I1mr", "D1mr", "D1mw", "ILmr", "DLmr", "DLmw", "Bc", "Bcm", "Bi", "Bim")
+SIMULATED: list[str] = []  # extra callgrind options from the command line (--ll, --branch-sim)
 
 
 def valgrind(out: Path, cache_sim: bool) -> list[str]:
     return ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}",
-            *(["--cache-sim=yes"] if cache_sim else []), PYTHON]
+            *(["--cache-sim=yes"] if cache_sim else []), *SIMULATED, PYTHON]
 
 
 @contextlib.contextmanager
@@ -66,6 +71,15 @@ def bare_under(launcher: list[str], body: bytes, headers: list[tuple[str, str]],
         yield server
     finally:
         stop(server, timeout_s=120)
+
+
+def merged(config: dict[str, Any], overlay: dict[str, Any]) -> dict[str, Any]:
+    """`config` with each section of `overlay` merged into its own (as bench.hit_ratio's --variant)."""
+    out = dict(config)
+    for section, values in overlay.items():
+        present = out.get(section)
+        out[section] = {**(present if isinstance(present, dict) else {}), **values}
+    return out
 
 
 def hits(server: Server, requests: int, connections: int) -> None:
@@ -96,12 +110,17 @@ def hits(server: Server, requests: int, connections: int) -> None:
         raise RuntimeError(f"{server.name}: {len(failures)} failed requests ({failures[0]})")
 
 
-def counted(server: Server, out: Path, requests: int, connections: int) -> dict[str, int]:
-    """Instrument `server` (running under callgrind), send the hits, dump; the dump's totals by event."""
+def counted(server: Server, out: Path, requests: int, connections: int, wrk_s: float = 0.0) -> dict[str, int]:
+    """Instrument `server` (running under callgrind), send the hits, dump; the dump's totals by event, with the
+    requests counted as "requests" (`requests`, or what wrk completed in `wrk_s` seconds)."""
     pid = str(server.process.pid)
     hits(server, connections * 2, connections)  # connections open and warm before counting
     subprocess.run(["callgrind_control", "--instr=on", pid], check=True, capture_output=True)
-    hits(server, requests, connections)
+    if wrk_s:
+        requests = run_load(server.url + PATH, dumps(REQUEST), HEADERS, connections=connections,
+                            duration_s=wrk_s).requests
+    else:
+        hits(server, requests, connections)
     time.sleep(1.0)  # what a hit queued for later (the decision log's hand-over) runs inside the count
     subprocess.run(["callgrind_control", "--dump=measured", pid], check=True, capture_output=True)
     subprocess.run(["callgrind_control", "--instr=off", pid], check=True, capture_output=True)
@@ -112,7 +131,8 @@ def counted(server: Server, out: Path, requests: int, connections: int) -> dict[
             events = re.search(r"^events:\s*(.+)$", text, re.M)
             totals = re.search(r"^(?:summary|totals):\s*(.+)$", text, re.M)
             if events and totals:
-                return dict(zip(events.group(1).split(), map(int, totals.group(1).split()), strict=False))
+                return {**dict(zip(events.group(1).split(), map(int, totals.group(1).split()), strict=False)),
+                        "requests": requests}
     raise RuntimeError(f"no callgrind dump for {server.name} in {out.parent}")
 
 
@@ -125,46 +145,77 @@ def main() -> None:
     parser.add_argument("--chunked", action="store_true",
                         help="also count the bare app answering chunked (no Content-Length): the reference before "
                              "2026-12-02 noon")
+    parser.add_argument("--ll", metavar="BYTES",
+                        help="the simulated last-level cache's size (with --cache-sim): callgrind takes the host's "
+                             "last level (480 MB here, shared with the whole host); 2097152 models this core's L2")
+    parser.add_argument("--branch-sim", action="store_true", help="also count simulated branch mispredictions")
+    parser.add_argument("--variant", action="append", default=[], metavar="NAME=JSON",
+                        help="count this tree with JSON config sections merged in instead of as configured, e.g. "
+                             "'no log={\"log\": {\"decisions\": false}}' (repeatable)")
+    parser.add_argument("--wrk", type=float, default=0.0, metavar="SECONDS",
+                        help="drive the counted hits with wrk for this long instead of --requests over Python's "
+                             "http.client (the same client as bench.hit_ratio; a server under callgrind answers "
+                             "~30-60 a second)")
+    parser.add_argument("--no-bare", action="store_true", help="count daari only (a variant against a known bare)")
+    parser.add_argument("--keep", type=Path, metavar="DIR",
+                        help="copy the callgrind dumps here (for callgrind_annotate: which functions miss)")
     args = parser.parse_args()
+    if args.ll:
+        SIMULATED.append(f"--LL={args.ll},16,64")
+    if args.branch_sim:
+        SIMULATED.append("--branch-sim=yes")
     results: dict[str, dict[str, int]] = {}
     with workdir() as tmp, fake_upstream("openai", tmp) as upstream, \
             (exported(args.rev) if args.rev else contextlib.nullcontext(None)) as old_tree:
-        trees: list[tuple[str, Path | None]] = [("daari L0 hit (this tree)", None)]
+        base = proxy_config(upstream.url)
+        trees: list[tuple[str, Path | None, dict[str, Any]]] = [("daari L0 hit (this tree)", None, base)]
+        if args.variant:
+            trees = [(f"daari L0 hit ({name})", None, merged(base, json.loads(text)))
+                     for name, _, text in (v.partition("=") for v in args.variant)]
         if old_tree is not None:
-            trees.append((f"daari L0 hit ({args.rev})", Path(old_tree)))
+            trees.append((f"daari L0 hit ({args.rev})", Path(old_tree), base))
         hit_body: bytes | None = None
         hit_headers: list[tuple[str, str]] = []
-        for label, tree in trees:
+        for label, tree, config in trees:
             out = tmp / f"cg-{len(results)}.out"
-            with daari(proxy_config(upstream.url), tmp, tree=tree, launcher=[*valgrind(out, args.cache_sim), "-m",
-                                                                             "daari"], ready_timeout_s=900) as proxy:
-                body, headers = warm_hit(proxy)
+            with daari(config, tmp, tree=tree, launcher=[*valgrind(out, args.cache_sim), "-m", "daari"],
+                       ready_timeout_s=900) as proxy:
+                body, headers = warm_hit(proxy, timeout_s=600)  # the miss embeds: minutes under valgrind
                 if hit_body is None:
                     hit_body, hit_headers = body, headers
-                results[label] = counted(proxy, out, args.requests, args.connections)
+                results[label] = counted(proxy, out, args.requests, args.connections, args.wrk)
             print(f"{label}: {results[label]}", flush=True)
         assert hit_body is not None
         out = tmp / "cg-bare.out"
-        with bare_under(valgrind(out, args.cache_sim), hit_body, hit_headers, tmp) as bare:
-            results["bare Hypercorn app"] = counted(bare, out, args.requests, args.connections)
-        print(f"bare Hypercorn app: {results['bare Hypercorn app']}", flush=True)
+        if not args.no_bare:
+            with bare_under(valgrind(out, args.cache_sim), hit_body, hit_headers, tmp) as bare:
+                results["bare Hypercorn app"] = counted(bare, out, args.requests, args.connections, args.wrk)
+            print(f"bare Hypercorn app: {results['bare Hypercorn app']}", flush=True)
         if args.chunked:
             out = tmp / "cg-bare-chunked.out"
             unsized = [(k, v) for k, v in hit_headers if k != "content-length"]
             with bare_under(valgrind(out, args.cache_sim), hit_body, unsized, tmp) as bare:
-                results[CHUNKED] = counted(bare, out, args.requests, args.connections)
+                results[CHUNKED] = counted(bare, out, args.requests, args.connections, args.wrk)
             print(f"{CHUNKED}: {results[CHUNKED]}", flush=True)
-    bare_ir = results["bare Hypercorn app"]["Ir"] / args.requests
+        if args.keep:
+            args.keep.mkdir(parents=True, exist_ok=True)
+            for dump in tmp.glob("cg-*.out*"):
+                shutil.copy(dump, args.keep / dump.name)
+    bare_counts = results.get("bare Hypercorn app")
+    bare_ir = bare_counts["Ir"] / bare_counts["requests"] if bare_counts is not None else math.nan
     shown = [e for e in EVENTS if all(e in r for r in results.values())]
-    table = Table(f"The served process per request under callgrind ({args.requests} requests over "
+    sent = f"wrk for {args.wrk:g} s" if args.wrk else f"{args.requests} requests"
+    table = Table(f"The served process per request under callgrind ({sent} over "
                   f"{args.connections} connections)", ["server", *[f"{e}/req" for e in shown], "Ir vs bare",
                                                         "Ir over bare"])
     for label, counts in results.items():
-        ir = counts["Ir"] / args.requests
-        table.add(label, *[f"{counts[e] / args.requests:,.0f}" for e in shown], f"{ir / bare_ir:.3f}x",
+        ir = counts["Ir"] / counts["requests"]
+        table.add(label, *[f"{counts[e] / counts['requests']:,.0f}" for e in shown], f"{ir / bare_ir:.3f}x",
                   f"{ir - bare_ir:+,.0f}")
     table.notes.append("Ir: instructions; I1mr/D1mr/D1mw: first-level instruction/data read/write misses; "
-                       "ILmr/DLmr/DLmw: last-level misses (callgrind's simulated caches, with --cache-sim); "
+                       "ILmr/DLmr/DLmw: last-level misses (callgrind's simulated caches, with --cache-sim; last level "
+                       f"{args.ll or 'the host'}'s); Bc/Bcm, Bi/Bim: conditional and indirect branches and their "
+                       "simulated mispredictions (--branch-sim); "
                        f"{ROOT.name}'s bench/bare_app.py is the bare app")
     print_tables([table])
 
