@@ -78,3 +78,29 @@ def test_the_onnx_path_runs_without_importing_torch(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "-c", script], check=True, capture_output=True, text=True,
                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}).stdout
     assert out.split() == ["False", "False"]
+
+
+def test_a_process_that_exits_while_the_session_is_built_ends_cleanly() -> None:
+    """The server loads the model on a thread it abandons when it stops; onnxruntime builds its session without
+    the GIL. The exit waits for the load: exiting under it aborted the process (std::bad_alloc, then terminate)."""
+    script = """if True:
+        import threading
+        import onnxruntime
+        from daari.semantic import minilm
+
+        building = threading.Event()
+
+        class WatchedSession(onnxruntime.InferenceSession):
+            def __init__(self, *args, **kwargs):
+                building.set()
+                super().__init__(*args, **kwargs)
+
+        onnxruntime.InferenceSession = WatchedSession
+        threading.Thread(target=minilm.load_minilm, daemon=True).start()
+        assert building.wait(120)
+        print("exiting while the session is built")
+    """
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=180,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "exiting while the session is built"

@@ -8,6 +8,7 @@ inference budget (daari/cpu_budget.py) for each batch.
 
 from __future__ import annotations
 
+import atexit
 import os
 import threading
 import time
@@ -141,6 +142,19 @@ def _prefix_end(text: str, limit: int) -> int:
 _lock = threading.Lock()
 _loaded: MiniLM | None = None
 load_seconds: float | None = None
+EXIT_WAIT_S = 60.0  # longest the process's exit waits for a load in progress (an export takes ~3-5 s)
+
+
+def _wait_for_load() -> None:
+    """At exit, let a load in progress end first. The server loads the model on a thread it abandons when it stops,
+    and onnxruntime builds its session without the GIL: a process that exits meanwhile runs onnxruntime's static
+    destructors under that thread, which aborts or crashes the process (seen when a server stops right after its
+    start)."""
+    if _lock.acquire(timeout=EXIT_WAIT_S):
+        _lock.release()
+
+
+atexit.register(_wait_for_load)
 
 
 def load_minilm(data_dir: str | Path | None = None, use_onnx: bool = True) -> MiniLM:
