@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import secrets
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 PRIVATE_DIR = 0o700
@@ -43,6 +43,19 @@ def private_file(path: Path) -> Path:
         if sibling.exists() and sibling.stat().st_mode & 0o777 != PRIVATE_FILE:
             sibling.chmod(PRIVATE_FILE)  # left by an older daari that did not restrict them
     return path
+
+
+def write_atomically(target: Path, write: Callable[[Path], object]) -> None:
+    """`write` the file under a temporary name beside `target` (this process's own), make it 0600, then rename it
+    onto `target`: a crash or a second process never leaves half a file under the final name, and a `write` that
+    raises leaves nothing. The temporary name keeps `target`'s suffix (writers such as numpy's add theirs)."""
+    partial = target.with_name(f"{target.name}.partial-{os.getpid()}{target.suffix}")
+    try:
+        write(partial)
+        os.chmod(partial, PRIVATE_FILE)
+        os.replace(partial, target)
+    finally:
+        partial.unlink(missing_ok=True)
 
 
 def load_secret(data_dir: Path) -> bytes:

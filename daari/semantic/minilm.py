@@ -124,9 +124,7 @@ class MiniLM:
         batch = self.tokenizer(texts, padding=True, truncation=True, max_length=MAX_TOKENS, return_tensors="pt")
         with inference_slot(Priority.REQUEST), torch.inference_mode():
             hidden = self.model(**batch).last_hidden_state
-        mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
-        pooled = (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1e-9)
-        pooled = torch.nn.functional.normalize(pooled, p=2, dim=1)
+        pooled = minilm_onnx.mean_pooled(hidden, batch["attention_mask"])
         return np.ascontiguousarray(pooled.numpy(), dtype=np.float32)
 
 

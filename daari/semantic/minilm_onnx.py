@@ -15,7 +15,6 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import logging
-import os
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -24,7 +23,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from daari.datadir import private_dir
+from daari.datadir import private_dir, write_atomically
 
 log = logging.getLogger("daari.l1")
 
@@ -48,14 +47,24 @@ def model_key(model_dir: Path) -> str:
     return digest.hexdigest()[:16]
 
 
+def mean_pooled(hidden: Any, attention_mask: Any) -> Any:
+    """daari's vector of a text (torch tensors in, out): the mean of the last hidden state over its real tokens,
+    L2-normalized. The torch path runs it; the export traces it into the graph."""
+    import torch
+
+    mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
+    pooled = (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1e-9)
+    return torch.nn.functional.normalize(pooled, p=2, dim=1)
+
+
 def export(model: Any, tokenizer: Any, target: Path, probe: Path, probe_vectors: Vectors) -> None:
     """The torch model with daari's pooling as one ONNX graph (dynamic batch and length), and torch's vectors of
     PROBE_TEXTS beside it (what each later load checks the session against, without torch); both written
     atomically, the vectors first (an .onnx file never lacks them)."""
-    _write_atomically(probe, lambda path: np.save(path, probe_vectors, allow_pickle=False))
+    write_atomically(probe, lambda path: np.save(path, probe_vectors, allow_pickle=False))
     # The example batch is padded, so the attention mask is traced as a real input, never folded away.
     batch = tokenizer(list(PROBE_TEXTS[:2]), padding=True, return_tensors="pt")
-    _write_atomically(target, lambda path: _export_to(model, batch, path))
+    write_atomically(target, lambda path: _export_to(model, batch, path))
 
 
 def _export_to(model: Any, batch: Any, path: Path) -> None:
@@ -69,9 +78,7 @@ def _export_to(model: Any, batch: Any, path: Path) -> None:
         def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
             hidden = self.bert(input_ids=input_ids, attention_mask=attention_mask,
                                token_type_ids=token_type_ids).last_hidden_state
-            mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
-            pooled = (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1e-9)
-            return torch.nn.functional.normalize(pooled, p=2, dim=1)
+            return mean_pooled(hidden, attention_mask)
 
     # The TorchScript exporter (dynamo=False): seconds, and needs `onnx` but not onnxscript. Its tracer
     # warnings (Python conditions taken as constants) are checked away by the vectors in `load_session`.
@@ -81,18 +88,6 @@ def _export_to(model: Any, batch: Any, path: Path) -> None:
                           input_names=list(INPUTS), output_names=["vectors"], opset_version=17, dynamo=False,
                           dynamic_axes={**{name: {0: "batch", 1: "tokens"} for name in INPUTS},
                                         "vectors": {0: "batch"}})
-
-
-def _write_atomically(target: Path, write: Callable[[Path], None]) -> None:
-    """`write` to a private temporary name beside `target`, then rename: a crash or a second process never
-    leaves half a file under the final name."""
-    partial = target.with_name(f"{target.name}.partial-{os.getpid()}{target.suffix}")
-    try:
-        write(partial)
-        os.chmod(partial, 0o600)
-        os.replace(partial, target)
-    finally:
-        partial.unlink(missing_ok=True)
 
 
 def eager_attention(model_dir: Path) -> Any:
