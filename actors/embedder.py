@@ -1,8 +1,10 @@
 """EmbedderActor: the sentence-embedding model (all-MiniLM-L6-v2), micro-batching concurrent requests.
 
 The model loads in the background at start (a progress line); until it is ready `status.ready` is False and
-L1 skips itself rather than wait. Requests that arrive together (up to `batch_size`, waiting at most
-`batch_wait_s` for company) run as one batch on a worker thread: batching is ~5x the throughput on CPU.
+L1 skips itself rather than wait. Requests queued together (up to `batch_size`) run as one batch on a worker
+thread: batching is ~5x the throughput on CPU. By default a batch waits for no company (`batch_wait_s` 0):
+requests that arrive while the model runs a batch queue up and form the next one, and a lone request (an agent's
+turn, one at a time) starts at once instead of waiting the 2 ms it used to.
 """
 
 from __future__ import annotations
@@ -57,7 +59,7 @@ class EmbedderStatus:
 class EmbedderActor(Actor):
     name = "embedder"
 
-    def __init__(self, status: EmbedderStatus, batch_size: int = 32, batch_wait_s: float = 0.002,
+    def __init__(self, status: EmbedderStatus, batch_size: int = 32, batch_wait_s: float = 0.0,
                  data_dir: Path | None = None) -> None:
         self.status = status
         self.data_dir = data_dir  # where the model's ONNX export is kept (daari/semantic/minilm_onnx.py)

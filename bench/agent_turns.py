@@ -17,6 +17,7 @@ body adds <= 2 ms more than a small one"). Every session is new (its own salt), 
 
     python -m bench.agent_turns                     # 4 sessions of 16 turns
     python -m bench.agent_turns --sessions 6 --turns 20
+    python -m bench.agent_turns --baseline /work/main   # every path on another checkout too, in the same rotation
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import json
 import statistics
 import time
 from contextlib import ExitStack
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -97,33 +99,41 @@ def memo_hits(server: Server) -> float:
                if line.startswith("daari_cache_l1_embed_memo_hits_total"))
 
 
-def run(sessions: int, turns: int) -> list[Table]:
+BASELINE = " (baseline)"
+
+
+def run(sessions: int, turns: int, baseline: Path | None = None) -> list[Table]:
+    """`baseline`: another checkout of daari; each path then runs on it too (its names end in BASELINE), in the
+    same rotation, so the two are compared turn by turn under the same load."""
     headers = {"content-type": "application/json"}
-    added: dict[str, list[tuple[int, int, float]]] = {name: [] for name in PATHS}  # (turn, body bytes, ms)
+    paths = {**PATHS, **({name + BASELINE: spec for name, spec in PATHS.items()} if baseline is not None else {})}
+    added: dict[str, list[tuple[int, int, float]]] = {name: [] for name in paths}  # (turn, body bytes, ms)
     with workdir() as tmp, fake_upstream("openai", tmp) as upstream, ExitStack() as stack:
         servers: dict[str, Server] = {DIRECT: upstream}
-        for name, (cache, _) in PATHS.items():
-            if name == "cache off":
+        for name, (cache, _) in paths.items():
+            if name.startswith("cache off"):
                 continue
             config = {"server": {"grace_period_s": 1}, "tiers": {"L3": openai_tier(upstream.url, "tools")},
                       "cache": cache}
-            servers[name] = stack.enter_context(daari(config, tmp, ready_timeout_s=300))
-        servers["cache off"] = servers["L1 miss, memo on"]
+            tree = baseline if name.endswith(BASELINE) else None
+            servers[name] = stack.enter_context(daari(config, tmp, ready_timeout_s=300, tree=tree))
+        for suffix in ("", BASELINE) if baseline is not None else ("",):
+            servers["cache off" + suffix] = servers["L1 miss, memo on" + suffix]
         clients = {name: stack.enter_context(httpx.Client(base_url=server.url, timeout=120))
                    for name, server in servers.items()}
-        names = [DIRECT, *PATHS]
+        names = [DIRECT, *paths]
         for warm in session_bodies(10_000, 3):  # connections open, code paths and the models warm
             for name in names:
-                post(clients[name], warm, {**headers, **PATHS.get(name, ({}, {}))[1]})
+                post(clients[name], warm, {**headers, **paths.get(name, ({}, {}))[1]})
         memo_before = memo_hits(servers["L1 miss, memo on"])
         order = 0
         for session in range(sessions):
             for turn, body in enumerate(session_bodies(session + 1, turns)):
                 order += 1
                 rotated = names[order % len(names):] + names[:order % len(names)]
-                took = {name: post(clients[name], body, {**headers, **PATHS.get(name, ({}, {}))[1]})
+                took = {name: post(clients[name], body, {**headers, **paths.get(name, ({}, {}))[1]})
                         for name in rotated}
-                for name in PATHS:
+                for name in paths:
                     added[name].append((turn, len(body), took[name] - took[DIRECT]))
         memo_used = memo_hits(servers["L1 miss, memo on"]) - memo_before
     table = Table(f"A tool loop through daari: added ms over the upstream directly (median of {sessions} sessions)",
@@ -145,6 +155,14 @@ def run(sessions: int, turns: int) -> list[Table]:
         "upstream: tests/fakes/openai_upstream.py (model tools: a text answer to a trailing tool result) on "
         "Hypercorn; client: httpx, keep-alive; " + machine(),
     ]
+    for suffix in ("", BASELINE) if baseline is not None else ("",):
+        l1, off = added["L1 miss, memo on" + suffix], added["cache off" + suffix]
+        paired = [a[2] - b[2] for a, b in zip(l1, off, strict=True) if a[0] == 0]
+        table.notes.append(f"an L1 miss over the cache off on a first turn{suffix}, paired by turn: median "
+                           f"{statistics.median(paired):.2f} ms, mean {statistics.fmean(paired):.2f} ms "
+                           f"({len(paired)} turns)")
+    if baseline is not None:
+        table.notes.append(f"rows ending in{BASELINE}: daari from {baseline}; the others: this checkout")
     return [table]
 
 
@@ -152,8 +170,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sessions", type=int, default=4)
     parser.add_argument("--turns", type=int, default=16)
+    parser.add_argument("--baseline", type=Path, help="another checkout of daari: every path runs on it too")
     args = parser.parse_args()
-    print_tables(run(args.sessions, args.turns))
+    print_tables(run(args.sessions, args.turns, args.baseline))
 
 
 if __name__ == "__main__":

@@ -142,7 +142,10 @@ class L1Config:
     max_entries: Annotated[int, Ge(1)] = 100_000  # oldest entries are evicted past this
     max_age_s: Annotated[float, Gt(0)] = 30 * 24 * 3600.0  # older entries are never served and are evicted
     embed_batch_size: Annotated[int, Ge(1)] = 32  # concurrent embeddings gathered into one model batch
-    embed_batch_wait_ms: float = 2.0  # how long the first request of a batch waits for company
+    # how long the first request of a batch waits for company. 0: none; a batch is what queued while the model ran
+    # the one before, and a lone request (an agent's turn) starts at once (docs/performance.md, "The L1 miss on an
+    # agent's first turn")
+    embed_batch_wait_ms: float = 0.0
     index_trees: Annotated[int, Ge(1)] = 16  # annoy trees: more is better recall, larger index, slower build
     rebuild_after: Annotated[int, Ge(1)] = 2000  # new entries searched exactly until the index is rebuilt
     # The false-hit rate L1 aims for: shadow samples raise the similarity bar per task type where they find

@@ -38,6 +38,31 @@ async def test_concurrent_embeds_run_as_batches_with_the_same_vectors() -> None:
     assert float(results[7] @ alone) > 0.9999
 
 
+async def test_without_a_wait_a_lone_embed_runs_alone_and_those_queued_meanwhile_batch() -> None:
+    """The default (no wait for company): what queued while a batch ran forms the next batch, so concurrent
+    requests still share model runs; a lone one never waits for company."""
+    status = EmbedderStatus()
+    mailbox = Mailbox("embedder", 64)
+    address = mailbox.address
+    async with trio.open_nursery() as nursery:
+        actor = EmbedderActor(status, batch_size=32)
+        assert actor.batch_wait_s == 0.0
+        await nursery.start(actor.serve_inbox, mailbox.inbox)
+        with trio.fail_after(60):
+            await status.started.wait()
+        await address.call(Embed("user: alone"))
+        assert (status.batches, status.texts) == (1, 1)
+
+        async def ask(i: int) -> None:
+            await address.call(Embed(f"user: how do I sort a list of {i} items in Python?"))
+
+        async with trio.open_nursery() as asks:
+            for i in range(16):
+                asks.start_soon(ask, i)
+        nursery.cancel_scope.cancel()
+    assert status.texts == 17 and status.batches <= 3  # 16 asked together: queued while the first ran, if not before
+
+
 async def test_embedding_reports_how_much_of_a_long_text_it_read() -> None:
     status = EmbedderStatus()
     mailbox = Mailbox("embedder", 8)
