@@ -161,6 +161,11 @@ def run(sessions: int, turns: int, baseline: Path | None = None) -> list[Table]:
         table.notes.append(f"an L1 miss over the cache off on a first turn{suffix}, paired by turn: median "
                            f"{statistics.median(paired):.2f} ms, mean {statistics.fmean(paired):.2f} ms "
                            f"({len(paired)} turns)")
+        l0 = added["L0 only (L1 off)" + suffix]
+        paired = [a[2] - b[2] for a, b in zip(l0, off, strict=True)]
+        table.notes.append(f"L0 only over the cache off{suffix}, paired by turn (every turn): median "
+                           f"{statistics.median(paired):.2f} ms, mean {statistics.fmean(paired):.2f} ms "
+                           f"({len(paired)} turns)")
     if baseline is not None:
         table.notes.append(f"rows ending in{BASELINE}: daari from {baseline}; the others: this checkout")
     return [table]
