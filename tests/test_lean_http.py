@@ -303,6 +303,24 @@ def test_chunked_body_at_every_split() -> None:
         ChunkedBody().feed(b"f" * 5000)  # a size line without end
 
 
+@settings(max_examples=1000, deadline=None)
+@given(payloads=st.lists(st.binary(min_size=1, max_size=40), max_size=8),
+       extensions=st.lists(st.sampled_from([b"", b";ext=1", b" ", b"\t;a"]), min_size=9, max_size=9),
+       trailers=st.lists(st.sampled_from([b"x-t: 1", b"x-u: \r"]), max_size=2),
+       cuts=st.lists(st.integers(min_value=0, max_value=1000), max_size=6), hex_case=st.booleans())
+def test_chunked_body_cut_anywhere(payloads: list[bytes], extensions: list[bytes], trailers: list[bytes],
+                                   cuts: list[int], hex_case: bool) -> None:
+    """Whole chunks in one read (taken in one pass) or cut anywhere: the same payload, the end found once."""
+    sizes = [(f"{len(p):X}" if hex_case else f"{len(p):x}").encode() for p in payloads]
+    wire = b"".join(size + ext + b"\r\n" + p + b"\r\n" for size, ext, p in zip(sizes, extensions, payloads,
+                                                                                 strict=False))
+    wire += b"0" + extensions[-1] + b"\r\n" + b"".join(t + b"\r\n" for t in trailers) + b"\r\n"
+    points = sorted({c % (len(wire) + 1) for c in cuts})
+    decoder = ChunkedBody()
+    out = b"".join(decoder.feed(wire[a:b]) for a, b in zip([0, *points], [*points, len(wire)], strict=True))
+    assert out == b"".join(payloads) and decoder.done and not decoder.extra
+
+
 def test_which_client_a_tier_gets(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY"):
         monkeypatch.delenv(name, raising=False)

@@ -46,10 +46,12 @@ RECEIVE_BYTES = 256 * 1024
 DRAIN_BYTES = 16 * 1024
 DRAIN_S = 0.1
 _HEX = re.compile(rb"[0-9A-Fa-f]{1,15}")
+_SIZE_LINE = re.compile(rb"([0-9A-Fa-f]{1,15})\r\n")  # a chunk-size line without extensions nor spaces
 _QUICKACK = getattr(socket, "TCP_QUICKACK", None)  # Linux only; elsewhere delayed ACKs stay as the OS does them
 # The liveness peek's flags as a plain int: `MSG_PEEK | MSG_DONTWAIT` is an enum `__or__` in Python on every request.
 _PEEK_FLAGS = int(socket.MSG_PEEK) | int(socket.MSG_DONTWAIT)
 _NO_BODY_STATUS = frozenset({204, 304})
+_SIZE, _DATA, _CRLF, _TRAILER = range(4)  # where a chunked body's decoder is: module constants, not attribute reads
 _BYTES_SPACE = " \t\n\r\x0b\x0c"  # the ASCII whitespace `bytes.strip` removes
 Origin = tuple[str, int]
 
@@ -79,12 +81,10 @@ class ChunkedBody:
 
     __slots__ = ("_buffer", "_left", "_state", "done", "extra")
 
-    _SIZE, _DATA, _CRLF, _TRAILER = range(4)
-
     def __init__(self) -> None:
         self._buffer = b""
         self._left = 0
-        self._state = self._SIZE
+        self._state = _SIZE
         self.done = False
         self.extra = False
 
@@ -93,39 +93,58 @@ class ChunkedBody:
         size, pos, state, left = len(buffer), 0, self._state, self._left
         out: list[bytes] = []
         while pos < size:
-            if state == self._DATA:
+            if state == _SIZE:
+                line_end = _SIZE_LINE.match(buffer, pos)  # the usual size line: hex digits and CRLF, in C
+                if line_end is not None:
+                    pos, left = line_end.end(), int(line_end[1], 16)
+                else:
+                    end = buffer.find(b"\r\n", pos, pos + MAX_CHUNK_LINE + 2)
+                    if end < 0:
+                        if size - pos > MAX_CHUNK_LINE:
+                            raise httpx.RemoteProtocolError("a chunk-size line of the upstream is too long")
+                        break
+                    digits, pos = buffer[pos:end].split(b";", 1)[0].strip(), end + 2
+                    if not _HEX.fullmatch(digits):
+                        raise httpx.RemoteProtocolError("the upstream sent a chunk size that is not hexadecimal")
+                    left = int(digits, 16)
+                if not left:
+                    state = _TRAILER
+                elif pos + left + 2 <= size:
+                    # The whole chunk and its CRLF are here (a relayed stream's reads hold whole chunks, one an
+                    # event): taken in this pass, not in a data pass and a CRLF pass of their own.
+                    end = pos + left
+                    if buffer[end:end + 2] != b"\r\n":
+                        raise httpx.RemoteProtocolError("a chunk of the upstream's body did not end with CRLF")
+                    out.append(buffer[pos:end])
+                    pos, left = end + 2, 0
+                else:
+                    state = _DATA
+            elif state == _TRAILER:
+                end = buffer.find(b"\r\n", pos, pos + MAX_CHUNK_LINE + 2)
+                if end < 0:
+                    if size - pos > MAX_CHUNK_LINE:
+                        raise httpx.RemoteProtocolError("a trailer line of the upstream is too long")
+                    break
+                empty, pos = end == pos, end + 2
+                if empty:
+                    self.done = True
+                    self.extra = pos < size
+                    pos = size
+                    break
+            elif state == _DATA:
                 take = min(left, size - pos)
                 out.append(buffer[pos:pos + take])
                 pos += take
                 left -= take
                 if not left:
-                    state = self._CRLF
-            elif state == self._CRLF:
+                    state = _CRLF
+            else:  # _CRLF
                 if size - pos < 2:
                     break
                 if buffer[pos:pos + 2] != b"\r\n":
                     raise httpx.RemoteProtocolError("a chunk of the upstream's body did not end with CRLF")
                 pos += 2
-                state = self._SIZE
-            else:
-                end = buffer.find(b"\r\n", pos, pos + MAX_CHUNK_LINE + 2)
-                if end < 0:
-                    if size - pos > MAX_CHUNK_LINE:
-                        raise httpx.RemoteProtocolError("a chunk-size or trailer line of the upstream is too long")
-                    break
-                line, pos = buffer[pos:end], end + 2
-                if state == self._TRAILER:
-                    if not line:
-                        self.done = True
-                        self.extra = pos < size
-                        pos = size
-                        break
-                    continue
-                digits = line.split(b";", 1)[0].strip()
-                if not _HEX.fullmatch(digits):
-                    raise httpx.RemoteProtocolError("the upstream sent a chunk size that is not hexadecimal")
-                left = int(digits, 16)
-                state = self._DATA if left else self._TRAILER
+                state = _SIZE
         self._buffer = buffer[pos:] if pos < size else b""
         self._state, self._left = state, left
         return out[0] if len(out) == 1 else b"".join(out)
