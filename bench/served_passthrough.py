@@ -178,6 +178,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--front-end", default="hypercorn", choices=("hypercorn", "h11"))
     parser.add_argument("--keep", type=Path, metavar="DIR", help="copy the callgrind dumps here")
+    parser.add_argument("--tree", type=Path, metavar="DIR",
+                        help="serve this directory (a `git archive` of a commit) as \"this tree\", not the checkout")
     parser.add_argument("--profile", type=int, default=0, metavar="N", help="cProfile instead (see above)")
     parser.add_argument("--rows", type=int, default=40, help="with --profile: functions shown")
     args = parser.parse_args()
@@ -188,7 +190,7 @@ def main() -> None:
     runs: dict[str, list[dict[str, float]]] = {}
     with workdir() as tmp, fake_upstream("openai", tmp) as upstream, \
             (exported(args.rev) if args.rev else _no_tree()) as old_tree:
-        trees: list[tuple[str, Path | None]] = [("this tree", None)]
+        trees: list[tuple[str, Path | None]] = [("this tree", args.tree)]
         if old_tree is not None:
             trees.insert(0, (args.rev, Path(old_tree)))
         n = 0
