@@ -43,7 +43,7 @@ from typing import Any
 from daari.errors import InvalidRequest
 from daari.protocol import openai_schema
 from daari.protocol.anthropic_wire import EFFORT_BUDGET
-from daari.protocol.chat import ChatRequest, ContentPart, Message, Role, Tool, ToolCall, WireShapes
+from daari.protocol.chat import NO_SHAPES, ChatRequest, ContentPart, Message, Role, Tool, ToolCall, WireShapes
 from daari.protocol.key_fields import uninterpreted, without_cache_markers
 from daari.protocol.openai_headers import client_headers
 from daari.protocol.schema import Path, check, fail
@@ -195,7 +195,7 @@ def parse_chat_request(body: object, headers: Mapping[str, str]) -> ChatRequest:
         raw=body,
         passthrough_headers=client_headers(headers),
         extra=uninterpreted("openai", body, _INTERPRETED),
-        shapes=WireShapes(unknown=tuple(unknown)) if unknown else WireShapes(),
+        shapes=WireShapes(unknown=tuple(unknown)) if unknown else NO_SHAPES,
     )
 
 
