@@ -594,10 +594,14 @@ def _request_bytes(method: str, target: Target, content: bytes | None, headers: 
     """The request's head and body as one buffer. A CR or LF inside a header (a value from a client or a config)
     would split the head: refused rather than sent."""
     lines = [f"{method} {target.path} HTTP/1.1\r\nhost: {target.host_header}\r\n"]
+    agent = False
     if headers:
-        lines.extend(f"{name}: {value}\r\n" for name, value in headers.items()
-                     if name != "content-length" and name != "host")
-    if not headers or not any(name.lower() == "user-agent" for name in headers):
+        for name, value in headers.items():  # one loop, no generator frames (every upstream request)
+            if name != "content-length" and name != "host":
+                lines.append(f"{name}: {value}\r\n")
+            if not agent and name.lower() == "user-agent":
+                agent = True
+    if not agent:
         lines.append(f"user-agent: {USER_AGENT}\r\n")
     if content is not None or method in ("POST", "PUT", "PATCH"):
         lines.append(f"content-length: {len(content) if content else 0}\r\n")
