@@ -61,7 +61,8 @@ def test_a_lowered_twin_finds_what_the_case_insensitive_regex_finds(pattern: re.
 @pytest.mark.parametrize(("pattern", "hints"), [
     (classifier.HEAVY, classifier.HEAVY_HINTS), (classifier.CLASSIFY, classifier.CLASSIFY_HINTS),
     (classifier.EXTRACT, classifier.EXTRACT_HINTS), (classifier.TRANSFORM, classifier.TRANSFORM_HINTS),
-    (classifier.CODE_WORK, classifier.CODE_WORK_HINTS)], ids=["heavy", "classify", "extract", "transform", "code"])
+    (classifier.CODE_WORK, classifier.CODE_WORK_HINTS), (client_shapes.SIDE_CALL, client_shapes.SIDE_CALL_HINTS)],
+    ids=["heavy", "classify", "extract", "transform", "code", "side call"])
 def test_hints_gate_only_texts_the_regex_cannot_match(pattern: re.Pattern[str], hints: tuple[str, ...]) -> None:
     gated = Folded(pattern, hints)
     outcomes, gated_out = set(), 0
