@@ -431,3 +431,25 @@ async def test_the_body_read_whole_or_in_pieces_once() -> None:
         async with client.stream("POST", server.url, content=b"{}") as response:
             assert await response.aread() == b"hello"
     await client.aclose()
+
+
+def test_an_idle_connection_is_alive_only_while_quiet_and_open() -> None:
+    """The liveness check is a poll, not a read: quiet and open is alive; unasked-for bytes or the peer's close
+    is not (as the peek it replaced said), and nothing is consumed."""
+    from daari.executors.lean_http import Connection
+
+    for ending in ("data", "close"):
+        ours, peer = socket.socketpair()
+        ours.setblocking(False)
+        conn = Connection(ours, trio.socket.from_stdlib_socket(ours), ("127.0.0.1", 1))
+        try:
+            assert conn.alive() and not conn.readable()
+            if ending == "data":
+                peer.sendall(b"x")
+            else:
+                peer.close()
+            assert not conn.alive() and conn.readable()
+            assert ours.recv(10) == (b"x" if ending == "data" else b"")
+        finally:
+            ours.close()
+            peer.close()
