@@ -303,6 +303,24 @@ def test_chunked_body_at_every_split() -> None:
         ChunkedBody().feed(b"f" * 5000)  # a size line without end
 
 
+@settings(max_examples=1000, deadline=None)
+@given(payloads=st.lists(st.binary(min_size=1, max_size=40), max_size=8),
+       extensions=st.lists(st.sampled_from([b"", b";ext=1", b" ", b"\t;a"]), min_size=9, max_size=9),
+       trailers=st.lists(st.sampled_from([b"x-t: 1", b"x-u: \r"]), max_size=2),
+       cuts=st.lists(st.integers(min_value=0, max_value=1000), max_size=6), hex_case=st.booleans())
+def test_chunked_body_cut_anywhere(payloads: list[bytes], extensions: list[bytes], trailers: list[bytes],
+                                   cuts: list[int], hex_case: bool) -> None:
+    """Whole chunks in one read (taken in one pass) or cut anywhere: the same payload, the end found once."""
+    sizes = [(f"{len(p):X}" if hex_case else f"{len(p):x}").encode() for p in payloads]
+    wire = b"".join(size + ext + b"\r\n" + p + b"\r\n" for size, ext, p in zip(sizes, extensions, payloads,
+                                                                                 strict=False))
+    wire += b"0" + extensions[-1] + b"\r\n" + b"".join(t + b"\r\n" for t in trailers) + b"\r\n"
+    points = sorted({c % (len(wire) + 1) for c in cuts})
+    decoder = ChunkedBody()
+    out = b"".join(decoder.feed(wire[a:b]) for a, b in zip([0, *points], [*points, len(wire)], strict=True))
+    assert out == b"".join(payloads) and decoder.done and not decoder.extra
+
+
 def test_which_client_a_tier_gets(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY"):
         monkeypatch.delenv(name, raising=False)
@@ -413,3 +431,25 @@ async def test_the_body_read_whole_or_in_pieces_once() -> None:
         async with client.stream("POST", server.url, content=b"{}") as response:
             assert await response.aread() == b"hello"
     await client.aclose()
+
+
+def test_an_idle_connection_is_alive_only_while_quiet_and_open() -> None:
+    """The liveness check is a poll, not a read: quiet and open is alive; unasked-for bytes or the peer's close
+    is not (as the peek it replaced said), and nothing is consumed."""
+    from daari.executors.lean_http import Connection
+
+    for ending in ("data", "close"):
+        ours, peer = socket.socketpair()
+        ours.setblocking(False)
+        conn = Connection(ours, trio.socket.from_stdlib_socket(ours), ("127.0.0.1", 1))
+        try:
+            assert conn.alive() and not conn.readable()
+            if ending == "data":
+                peer.sendall(b"x")
+            else:
+                peer.close()
+            assert not conn.alive() and conn.readable()
+            assert ours.recv(10) == (b"x" if ending == "data" else b"")
+        finally:
+            ours.close()
+            peer.close()

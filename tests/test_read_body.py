@@ -89,3 +89,19 @@ async def test_a_body_short_of_its_declared_length_is_still_waited_for(
     with pytest.raises(RequestTimeout):
         await read_body(receive, {"content-length": declared} if declared else {}, LIMITS)
     await send.aclose()
+
+
+def test_check_head_counts_fields_and_bytes_as_on_the_wire() -> None:
+    """Each field is its name, ": ", its value and CRLF; at the limits it passes, one past them it is refused."""
+    from daari.errors import HeadersTooLarge
+    from daari.server.limits import check_head
+
+    fields = [(b"host", b"x"), (b"content-type", b"application/json"), (b"x-a", b"")]
+    size = sum(len(name) + len(value) + 4 for name, value in fields)
+    exact = RequestLimits(max_header_bytes=size, max_headers=3, max_body_bytes=1, max_expansion_ratio=1.0,
+                          body_timeout_s=1.0)
+    check_head(fields, exact)
+    check_head(iter(fields), exact)  # any iterable of pairs, not only Hypercorn's list
+    for limits in (RequestLimits(size - 1, 3, 1, 1.0, 1.0), RequestLimits(size, 2, 1, 1.0, 1.0)):
+        with pytest.raises(HeadersTooLarge):
+            check_head(fields, limits)

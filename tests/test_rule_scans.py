@@ -58,14 +58,26 @@ def test_a_lowered_twin_finds_what_the_case_insensitive_regex_finds(pattern: re.
     assert outcomes == {True, False}
 
 
-def test_heavy_hints_gate_only_texts_the_regex_cannot_match() -> None:
-    gated = Folded(classifier.HEAVY, classifier.HEAVY_HINTS)
-    outcomes = set()
-    for text in _texts(_vocabulary(classifier.HEAVY), 6000, seed=7):
-        expected = classifier.HEAVY.search(text) is not None
-        assert gated.found(text, lower_text(text)) == expected, text
+@pytest.mark.parametrize(("pattern", "hints"), [
+    (classifier.HEAVY, classifier.HEAVY_HINTS), (classifier.CLASSIFY, classifier.CLASSIFY_HINTS),
+    (classifier.EXTRACT, classifier.EXTRACT_HINTS), (classifier.TRANSFORM, classifier.TRANSFORM_HINTS),
+    (classifier.CODE_WORK, classifier.CODE_WORK_HINTS), (client_shapes.SIDE_CALL, client_shapes.SIDE_CALL_HINTS)],
+    ids=["heavy", "classify", "extract", "transform", "code", "side call"])
+def test_hints_gate_only_texts_the_regex_cannot_match(pattern: re.Pattern[str], hints: tuple[str, ...]) -> None:
+    gated = Folded(pattern, hints)
+    outcomes, gated_out = set(), 0
+    rng = random.Random(11)  # short texts too: a match then holds fewer words of the list than one in a long text
+    vocabulary = [*_vocabulary(pattern), "categorize", "categorise", "camelCase", "debugging", "refactoring"]
+    short = ["".join(w + rng.choice(SEPARATORS) for w in rng.choices(vocabulary, k=rng.randint(1, 5)))
+             for _ in range(20000)]
+    for text in [*_texts(_vocabulary(pattern), 6000, seed=7), *short]:
+        expected = pattern.search(text) is not None
+        lower = lower_text(text)
+        assert gated.found(text, lower) == expected, text
         outcomes.add(expected)
+        gated_out += lower is not None and not any(hint in lower for hint in hints)
     assert outcomes == {True, False}
+    assert gated_out, "no text was left out by the gate: the test does not test it"
 
 
 def _keyword_outcome_by_regex(text: str, tokens: int) -> tuple[str, str] | None:

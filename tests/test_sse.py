@@ -89,3 +89,21 @@ def test_decoding_is_linear_in_the_input() -> None:
     finally:
         SSEDecoder._grow = real_grow  # type: ignore[method-assign]
     assert copied <= 2 * len(line)
+
+
+@pytest.mark.parametrize("reads", [
+    [b"\xef\xbb\xbfdata: x\n\ndata: y\n\n"],  # a whole stream in one read, its BOM whole: the per-read path
+    [b"\xef", b"\xbb\xbfdata: x\n\ndata: y\n\n"],  # the BOM cut: line by line until the first line ends
+    [b"\xef\xbb", b"\xbfdata: x\n\n", b"data: y\n\n"],
+    [b"\xef\xbb\xbfda", b"ta: x\n\ndata: y\n\n"],  # the first line begun in the read that held the BOM
+    [b"", b"\xef\xbb\xbfdata: x\n\n", b"data: y\n\n"],  # an empty first read tells nothing yet
+    [b"\xef\xbb\xbf", b"\xef\xbb\xbfdata: x\n\ndata: y\n\n"],  # one BOM dropped, not two: the second is the field's
+    [b"data: x\n\ndata: y\n\n"],
+])
+def test_the_bom_is_dropped_once_however_the_first_read_ends(reads: list[bytes]) -> None:
+    """The first read takes the per-read path when its BOM came whole; the events are the line-by-line decoder's."""
+    fast, by_line = SSEDecoder(), SSEDecoder()
+    got = [e for read in reads for e in fast.feed(read)]
+    expected = [e for read in reads for e in by_line.feed_by_line(read)]
+    assert got == expected
+    assert got[-2:] == [SSEEvent(None, "x"), SSEEvent(None, "y")] or reads[0] == b"\xef\xbb\xbf"

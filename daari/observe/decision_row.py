@@ -92,9 +92,13 @@ def decision_values(decision: RoutingDecision, pricing: PricingConfig) -> Values
     return DecisionRows(pricing).values(decision)
 
 
+# `json.dumps` with any option builds a JSONEncoder per call: one, built once, gives the same text.
+_COMPACT = json.JSONEncoder(separators=(",", ":"))
+
+
 def attempts_json(attempts: tuple[AttemptRecord, ...]) -> str:
     """The `attempts` column: the tiers tried, as compact JSON."""
-    return json.dumps([a.to_json() for a in attempts], separators=(",", ":"))
+    return _COMPACT.encode([a.to_json() for a in attempts])
 
 
 def decision_row(decision: RoutingDecision, pricing: PricingConfig) -> dict[str, Any]:

@@ -36,7 +36,7 @@ import msgspec
 from daari.errors import InvalidRequest
 from daari.protocol import anthropic_schema
 from daari.protocol.anthropic_schema import CountTokensBody, MessagesBody
-from daari.protocol.chat import ChatRequest, ContentPart, Message, Role, Tool, ToolCall, WireShapes
+from daari.protocol.chat import NO_SHAPES, ChatRequest, ContentPart, Message, Role, Tool, ToolCall, WireShapes
 from daari.protocol.key_fields import is_billing_block, uninterpreted, without_cache_markers
 from daari.protocol.schema import Open, Path, check, fail, param
 from daari.protocol.tokens import estimate_request_tokens
@@ -133,7 +133,7 @@ def _parse(body: object, headers: Mapping[str, str], *, schema: type[MessagesBod
         passthrough_headers=passthrough_headers(headers),
         extra=uninterpreted("anthropic", body, _INTERPRETED),
         shapes=WireShapes(tuple(seen.unknown), tuple(seen.tool_items)) if seen.unknown or seen.tool_items
-        else WireShapes(),
+        else NO_SHAPES,
     )
 
 

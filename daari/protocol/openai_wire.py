@@ -43,7 +43,7 @@ from typing import Any
 from daari.errors import InvalidRequest
 from daari.protocol import openai_schema
 from daari.protocol.anthropic_wire import EFFORT_BUDGET
-from daari.protocol.chat import ChatRequest, ContentPart, Message, Role, Tool, ToolCall, WireShapes
+from daari.protocol.chat import NO_SHAPES, ChatRequest, ContentPart, Message, Role, Tool, ToolCall, WireShapes
 from daari.protocol.key_fields import uninterpreted, without_cache_markers
 from daari.protocol.openai_headers import client_headers
 from daari.protocol.schema import Path, check, fail
@@ -59,6 +59,7 @@ _SAMPLING_KEYS = (
     "top_p", "stop", "n", "seed", "tool_choice", "response_format", "presence_penalty", "frequency_penalty",
     "logit_bias", "logprobs", "top_logprobs", "parallel_tool_calls",
 )
+_SAMPLING_SET = frozenset(_SAMPLING_KEYS)
 _NOT_UPSTREAM = ("top_k", "thinking")  # Anthropic-only parameters
 # Top-level fields the parser reads itself; every other field is `extra` (or a non-answer field).
 _INTERPRETED = frozenset({"model", "messages", "stream", "stream_options", "temperature", "tools",
@@ -155,7 +156,9 @@ def _tools(tools: list[openai_schema.ToolParam], sent: list[dict[str, Any]]) -> 
 
 def _sampling(read: openai_schema.ChatBody, body: Mapping[str, Any]) -> dict[str, Any]:
     # The values as the client sent them (1 stays 1, not 1.0: the cache key hashes them).
-    sampling = {key: body[key] for key in _SAMPLING_KEYS if body.get(key) is not None}
+    # In _SAMPLING_KEYS' order (the upstream body's); most bodies set none of them, found in C first.
+    sampling = {key: body[key] for key in _SAMPLING_KEYS if body.get(key) is not None} \
+        if not _SAMPLING_SET.isdisjoint(body) else {}
     if (read.n or 1) > 1:
         # Every tier and the cache hold one answer per request; n > 1 would silently lose the others.
         raise fail("'n' must be 1: daari answers with one choice per request (send n requests instead)", ("n",),
@@ -195,7 +198,7 @@ def parse_chat_request(body: object, headers: Mapping[str, str]) -> ChatRequest:
         raw=body,
         passthrough_headers=client_headers(headers),
         extra=uninterpreted("openai", body, _INTERPRETED),
-        shapes=WireShapes(unknown=tuple(unknown)) if unknown else WireShapes(),
+        shapes=WireShapes(unknown=tuple(unknown)) if unknown else NO_SHAPES,
     )
 
 

@@ -45,6 +45,7 @@ class SSEError(ValueError):
 
 _LINE_END = re.compile(rb"\r\n|\r|\n")
 _BOM = "\ufeff"
+_BOM_BYTES = _BOM.encode()
 MAX_LINE_BYTES = 4 * 1024 * 1024  # one line; an upstream's largest real event is far smaller
 MAX_EVENT_BYTES = 16 * 1024 * 1024  # the data lines of one event together
 
@@ -87,8 +88,19 @@ class SSEDecoder:
         `data:` line, or an `event:` line and a `data:` line) is taken whole; anything else, and a line or event
         cut between two chunks, goes through `feed_by_line`, the decoder of record (the same events: tested
         on random splits of real streams)."""
-        if self._first_line or self._after_cr or chunk[-1:] == b"\r":
-            return self._by_line(chunk, raw)  # a BOM to drop, or a CRLF that may be cut between chunks
+        if self._first_line:
+            # The stream's first line: a BOM that came whole is dropped here, so a short answer that arrives in one
+            # read takes the per-read path too; a read too short to tell, or a first line begun in an earlier
+            # read, goes line by line (whose first line drops it).
+            if chunk[:3] == _BOM_BYTES and not self._partial:
+                chunk = chunk[3:]
+            elif self._partial or _BOM_BYTES.startswith(chunk[:3]):
+                return self._by_line(chunk, raw)
+            self._first_line = False
+            if not chunk:
+                return []
+        if self._after_cr or chunk[-1:] == b"\r":
+            return self._by_line(chunk, raw)  # a CRLF that may be cut between chunks
         if b"\r" in chunk:  # CRLF or CR line ends: the same lines with LF (none is cut: the chunk ends otherwise)
             chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
         events: list[Any] = []

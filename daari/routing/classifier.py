@@ -124,7 +124,22 @@ def at_least(tier: str, floor: str) -> str:
 # HEAVY's alternatives can start anywhere (an optional lead-in, then digits): every match holds one of these words.
 HEAVY_HINTS = ("architectur", "microservice", "monolith", "design", "system", "security", "audit", "threat", "prove",
                "proof", "multi", "across", "words", "step")
-_CLASSIFY, _EXTRACT, _TRANSFORM, _CODE_WORK = map(Folded, (CLASSIFY, EXTRACT, TRANSFORM, CODE_WORK))
+# The same gate for the other rules: each alternative's match holds one of its rule's words (for the "what ... is"
+# and "as/to/into ... json" alternatives, a word of the list they end with; for "add ... tests", "test"). A
+# regex search tries every alternative at every position, ~9,000-16,000 instructions per rule on a one-line
+# prompt; a prompt holding none of the words (most) is no match without it (tests/test_rule_scans.py).
+CLASSIFY_HINTS = ("is", "are", "classify", "categor", "which", "type", "kind", "language", "yes", "true", "label",
+                  "sentiment")
+EXTRACT_HINTS = ("extract", "parse", "pull", "list")
+TRANSFORM_HINTS = ("format", "pretty", "minify", "convert", "transform", "sort", "json", "yaml", "yml", "csv", "xml",
+                   "toml", "markdown", "table", "snake_case", "camelcase", "kebab-case", "uppercase", "lowercase",
+                   "title", "translate")
+CODE_WORK_HINTS = ("implement", "write", "create", "generate", "build", "test", "refactor", "fix", "review", "audit",
+                   "problem", "issue", "bug")
+_CLASSIFY = Folded(CLASSIFY, CLASSIFY_HINTS)
+_EXTRACT = Folded(EXTRACT, EXTRACT_HINTS)
+_TRANSFORM = Folded(TRANSFORM, TRANSFORM_HINTS)
+_CODE_WORK = Folded(CODE_WORK, CODE_WORK_HINTS)
 _HEAVY = Folded(HEAVY, HEAVY_HINTS)
 
 

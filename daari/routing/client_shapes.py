@@ -30,7 +30,10 @@ SIDE_CALL = re.compile(
     r"|\b(?:session|conversation|chat)\s+title\b",
     re.IGNORECASE,
 )
-_SIDE_CALL = Folded(SIDE_CALL)  # on the lower-cased text where that finds the same (routing/folded.py)
+# Every match holds one of these (the word counts, the topic alternatives, "title"/"name" the rest): a system prompt
+# with none is no match without the search (as classifier.py's rules; tests/test_rule_scans.py).
+SIDE_CALL_HINTS = ("word", "topic", "title", "name")
+_SIDE_CALL = Folded(SIDE_CALL, SIDE_CALL_HINTS)  # on the lower-cased text where that finds the same (routing/folded.py)
 # An edit protocol the answer must follow.
 EDIT_FORMAT = re.compile(
     r"<{7} SEARCH|>{7} REPLACE|\bSEARCH/REPLACE\s+blocks?\b"

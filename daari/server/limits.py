@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from itertools import chain
 
 from hypercorn.config import Config as HypercornConfig
 
@@ -34,10 +35,10 @@ class RequestLimits:
 
 def check_head(headers: Iterable[tuple[bytes, bytes]], limits: RequestLimits) -> None:
     """Refuse a head with too many fields or too many bytes of them (431), however it arrived."""
-    count = size = 0
-    for name, value in headers:
-        count += 1
-        size += len(name) + len(value) + 4  # ": " and CRLF, as on the wire
+    pairs = headers if isinstance(headers, list | tuple) else list(headers)
+    count = len(pairs)
+    # Each field's name and value, ": " and CRLF as on the wire, summed in C (no bytecode per field).
+    size = sum(map(len, chain.from_iterable(pairs))) + 4 * count
     if count > limits.max_headers:
         raise HeadersTooLarge(f"the request has {count} header fields; daari takes at most {limits.max_headers} "
                               "(server.max_headers)")

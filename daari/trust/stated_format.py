@@ -493,10 +493,24 @@ def _system_stated(system: str) -> StatedFormat:
     return parse_instructions(strip_material(system), "system")
 
 
+USER_CACHE_CHARS = 2 * USER_WHOLE_CHARS  # the instructions a last user message gives are kept up to this size
+
+
+@functools.lru_cache(maxsize=64)
+def _user_stated(instructions: str) -> StatedFormat:
+    """What the last user message's instructions state, kept by their text as the system prompt's are: an agent's
+    tool loop sends the same last user message on every turn of the loop (the tool results come after it), and
+    the sentences' scans were a third of reading a short request's stated format. At most 64 texts of up to
+    USER_CACHE_CHARS each (`user_instructions` frames a longer message to about that)."""
+    return parse_instructions(instructions)
+
+
 def read_stated_format(request: ChatRequest) -> StatedFormat:
     """Everything the request states about its answer: system prompt, last user message, structured output."""
     system = _system_text(request)
-    stated = _system_stated(system).merge(parse_instructions(user_instructions(request)))
+    instructions = user_instructions(request)
+    user = _user_stated(instructions) if len(instructions) <= USER_CACHE_CHARS else parse_instructions(instructions)
+    stated = _system_stated(system).merge(user)
     if not stated.prefix_shape and (placeholder := _system_placeholder(system)) is not None:
         # A system prompt may show the message's structure in a fence (aider's earlier commit prompt).
         shown, prefixes = placeholder
