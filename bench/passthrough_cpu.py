@@ -338,6 +338,8 @@ def main() -> None:
                         "delta: under callgrind a pace of 0.02 s keeps daari's ~50x slower reads one delta each)")
     parser.add_argument("--anthropic", action="store_true",
                         help="an Anthropic client (/v1/messages) on an Anthropic tier (the fake Anthropic upstream)")
+    parser.add_argument("--keep", type=Path, default=None,
+                        help="with --instructions: copy each window's callgrind dump into this directory")
     parser.add_argument("--child", default="", help=argparse.SUPPRESS)  # the measured process, given the upstream
     args = parser.parse_args()
     if args.child:
@@ -347,20 +349,23 @@ def main() -> None:
     kind = "anthropic" if args.anthropic else "openai"
     with workdir() as log_dir, fake_upstream(kind, log_dir, token_delay_s=args.pace) as upstream:
         if args.instructions:
-            print(instructions(upstream.url, args.stream, args.calls, log_dir, args.words, args.anthropic))
+            print(instructions(upstream.url, args.stream, args.calls, log_dir, args.words, args.anthropic,
+                               args.keep))
         else:
             trio.run(measure, upstream.url, args.stream, args.calls, args.profile, args.save, False, args.steps,
                      args.words, args.legs, args.anthropic)
 
 
 def instructions(upstream_url: str, stream: bool, calls: int, tmp: Path, words: int = 0,
-                 anthropic: bool = False) -> str:
+                 anthropic: bool = False, keep: Path | None = None) -> str:
     """The measured process under callgrind: its counters dumped before and after each of three windows of
-    `calls` requests; the median window's instructions per request."""
+    `calls` requests; the median window's instructions per request. `keep`: each window's dump copied there
+    (window1.cg ..., for callgrind_annotate)."""
     from bench.body_size import _dump
 
     out = tmp / "cg.out"
-    argv = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable, "-m",
+    argv = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+            *(["--compress-strings=no", "--compress-pos=no"] if keep else []), sys.executable, "-m",
             "bench.passthrough_cpu", "--child", upstream_url, "--calls", str(calls), *(["--stream"] if stream else []),
             "--words", str(words), *(["--anthropic"] if anthropic else [])]
     per_request: list[float] = []
@@ -369,7 +374,8 @@ def instructions(upstream_url: str, stream: bool, calls: int, tmp: Path, words: 
             stderr=log, text=True) as process:
         assert process.stdin is not None and process.stdout is not None
         for line in process.stdout:
-            counted = _dump(process.pid, out)
+            window = keep / f"window{len(per_request) + 1}.cg" if keep and line.strip() == "done" else None
+            counted = _dump(process.pid, out, window)
             if line.strip() == "done":
                 per_request.append(counted / calls)
             process.stdin.write("go\n")

@@ -31,10 +31,12 @@ class Watch:
     event, then `idle_s`), `busy` is True while a write to the client waits (the client's time is not the
     upstream's: only the total deadline runs then)."""
 
-    __slots__ = ("scope", "total", "last", "limit", "idle", "busy", "done")
+    __slots__ = ("scope", "total", "last", "limit", "idle", "busy", "done", "clock")
 
-    def __init__(self, scope: trio.CancelScope, start: float, total: float, first_byte: float, idle: float) -> None:
+    def __init__(self, scope: trio.CancelScope, start: float, total: float, first_byte: float, idle: float,
+                 clock: trio.abc.Clock) -> None:
         self.scope = scope
+        self.clock = clock  # the run's clock (`trio.current_time()` is three calls deep: an upstream read reads it)
         self.total = total
         self.last = start
         self.limit = first_byte

@@ -117,16 +117,10 @@ class ResilientExecutor(Executor):
             return await self.inner.forward(path, request)
         raise self._timeout("total", self.config.timeouts.total_s, retryable=False)
 
-    async def generate(self, request: ChatRequest, emit: Emit) -> None:
-        await self._generate(request, emit, None)
-
-    async def generate_leased(self, request: ChatRequest, emit: Emit, lease: Lease) -> None:
-        """`generate` on a lent slot: each attempt's scope is the lease's too (`Lease.hold`), so the generation
-        enters one cancel scope, not the actor's and this one's; a revoke that scope caught is `Revoked` (neither a
-        timeout nor a failure), and the backoff between attempts waits under the lease."""
-        await self._generate(request, emit, lease)
-
-    async def _generate(self, request: ChatRequest, emit: Emit, lease: Lease | None) -> None:
+    async def generate(self, request: ChatRequest, emit: Emit, lease: Lease | None = None) -> None:
+        """With a `lease` (`generate_leased`: a lent slot), each attempt's scope is the lease's too (`Lease.hold`),
+        so the generation enters one cancel scope, not the actor's and this one's; a revoke that scope caught is
+        `Revoked` (neither a timeout nor a failure), and the backoff between attempts waits under the lease."""
         retry = self.config.retry
         failures = 0
         last_error: Exception | None = None
@@ -178,7 +172,7 @@ class ResilientExecutor(Executor):
         # (`_expired`). An upstream read only notes when it ended (`Watch.last`): no deadline moves per read.
         total = start + timeouts.total_s
         scope = trio.CancelScope()
-        watch = Watch(scope, start, total, timeouts.first_byte_s, timeouts.idle_s)
+        watch = Watch(scope, start, total, timeouts.first_byte_s, timeouts.idle_s, trio.lowlevel.current_clock())
         downstream_flush = getattr(emit, "flush", None)
         inner_emit: Emit = (_TimedEmit(emit, attempt, watch) if downstream_flush is None
                             else _FlushingEmit(emit, attempt, watch, downstream_flush))
@@ -203,6 +197,10 @@ class ResilientExecutor(Executor):
             if lease is not None and lease.revoked:
                 raise Revoked
             raise self._expired(total, attempt)
+
+    # Not a method that awaits `generate`: every coroutine frame between the executor's task and the upstream socket
+    # is resumed at each wait on it (each upstream read of a stream).
+    generate_leased = generate
 
     def _expired(self, total: float, attempt: _Attempt) -> UpstreamTimeout:
         """The deadline an attempt's scope passed: the total one once its time has come, else the gap's (first
@@ -252,7 +250,7 @@ class _TimedEmit:
             if type(event) is Finish:
                 attempt.finished = True
         watch.limit = watch.idle
-        watch.last = trio.current_time()
+        watch.last = watch.clock.current_time()
 
     async def _wait(self, event: Event) -> None:
         watch = self._watch
@@ -280,7 +278,7 @@ class _FlushingEmit(_TimedEmit):
         if type(event) is KeepAlive:
             watch = self._watch
             watch.limit = watch.idle
-            watch.last = trio.current_time()
+            watch.last = watch.clock.current_time()
             return
         nowait = self._nowait
         try:
@@ -288,12 +286,31 @@ class _FlushingEmit(_TimedEmit):
                 await self._wait(event)
                 watch = self._watch
                 watch.limit = watch.idle
-                watch.last = trio.current_time()
+                watch.last = watch.clock.current_time()
         except BaseException:
             attempt.downstream_failed = True  # the real emit raised: the client's side
             raise
         if type(event) is Finish:
             attempt.finished = True
+
+    def nowait(self, event: Event) -> bool:
+        """`await self(event)` without a coroutine when the downstream takes the event at once (an executor's read
+        loop asks this first, as of any `NowaitEmit`); False when it must be awaited: a `KeepAlive` (it notes the
+        time), or a downstream that would wait."""
+        nowait = self._nowait
+        if nowait is None or type(event) is KeepAlive:
+            return False
+        attempt = self._attempt
+        attempt.emitted = True  # the upstream answered: it may be generating, no retry from here
+        try:
+            if not nowait(event):
+                return False
+        except BaseException:
+            attempt.downstream_failed = True  # the real emit raised: the client's side
+            raise
+        if type(event) is Finish:
+            attempt.finished = True
+        return True
 
     async def flush(self) -> None:
         """One upstream read's events go to the client: a write that may wait on the client, so the idle deadline
@@ -307,7 +324,7 @@ class _FlushingEmit(_TimedEmit):
             raise
         watch.busy = False
         watch.limit = watch.idle
-        watch.last = trio.current_time()
+        watch.last = watch.clock.current_time()
 
 
 def _is_retryable(exc: Exception) -> bool:
