@@ -16,6 +16,9 @@ cost). It moves with daari's code, not with the machine's load, so it compares c
     python -m bench.passthrough_cpu --steps         # CPU per request by pipeline step (the rest: route, subscribers)
     python -m bench.passthrough_cpu --legs          # CPU per request before the upstream send, after its answer...
     python -m bench.passthrough_cpu --stream --words 400   # a 400-delta stream (with --words 20: CPU per delta)
+    python -m bench.passthrough_cpu --stream --words 60 --pace 0.02 --instructions --calls 3   # paced: one delta a
+                                                    # read (the fake waits 20 ms before each; callgrind keeps up)
+    python -m bench.passthrough_cpu --stream --anthropic ...   # an Anthropic client on an Anthropic tier
 """
 
 from __future__ import annotations
@@ -44,17 +47,24 @@ REQUEST = {"model": "good", "temperature": 0, "messages": [
     {"role": "system", "content": "You are a helpful coding assistant."},
     {"role": "user", "content": "What does `git rebase -i HEAD~3` do?"}]}
 
+ANTHROPIC_REQUEST = {"model": "good", "max_tokens": 256, "system": "You are a helpful coding assistant.",
+                     "messages": [{"role": "user", "content": "What does `git rebase -i HEAD~3` do?"}]}
+
 
 class Client:
     """Calls daari's ASGI app as Hypercorn does (the body already in a Trio memory channel) and keeps the CPU
     time at which the first body byte was sent."""
 
-    def __init__(self, app: Any, host: str, body: bytes) -> None:
+    def __init__(self, app: Any, host: str, body: bytes, anthropic: bool = False) -> None:
         self.app = app
         self.body = body
-        self.scope = {"type": "http", "method": "POST", "path": "/v1/chat/completions", "query_string": b"",
+        self.anthropic = anthropic
+        extra = [(b"anthropic-version", b"2023-06-01"), (b"x-api-key", b"bench")] if anthropic else []
+        self.scope = {"type": "http", "method": "POST", "path": "/v1/messages" if anthropic else "/v1/chat/completions",
+                      "query_string": b"",
                       "headers": [(b"host", host.encode()), (b"content-type", b"application/json"),
-                                  (b"x-daari-no-cache", b"true"), (b"content-length", str(len(body)).encode())]}
+                                  (b"x-daari-no-cache", b"true"), (b"content-length", str(len(body)).encode()),
+                                  *extra]}
         self.sent: list[dict[str, Any]] = []
         self.first_byte_cpu = 0.0
 
@@ -75,7 +85,7 @@ class Client:
     def check(self) -> None:
         start = self.sent[0]
         body = b"".join(m.get("body", b"") for m in self.sent[1:])
-        if start["status"] != 200 or b"daari_meta" not in body:
+        if start["status"] != 200 or (b"message_stop" if self.anthropic else b"daari_meta") not in body:
             raise RuntimeError(f"not a pass-through answer: {start} {body[:300]!r}")
 
 
@@ -188,14 +198,17 @@ async def by_leg(client: Client, calls: int) -> None:
 
 
 async def measure(upstream_url: str, stream: bool, calls: int, profile: int, save: str,
-                  windowed: bool = False, steps: bool = False, words: int = 0, legs: bool = False) -> None:
+                  windowed: bool = False, steps: bool = False, words: int = 0, legs: bool = False,
+                  anthropic: bool = False) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="daari-ptcpu-"))
     model = "long" if words else "good"  # the fake's "long" answer: `max_tokens` words, one delta each
-    config = make_config(tmp, tiers={"L3": upstream_tier("openai", upstream_url + "/v1", model)},
-                         cache={"l1": {"enabled": False}})
+    tier = (upstream_tier("anthropic", upstream_url, model) if anthropic
+            else upstream_tier("openai", upstream_url + "/v1", model))
+    config = make_config(tmp, tiers={"L3": tier}, cache={"l1": {"enabled": False}})
     async with daari_server(config) as server:
-        body = {**REQUEST, "stream": stream, **({"model": model, "max_tokens": words} if words else {})}
-        client = Client(server.parts.app, server.url.removeprefix("http://"), json.dumps(body).encode())
+        request = ANTHROPIC_REQUEST if anthropic else REQUEST
+        body = {**request, "stream": stream, **({"model": model, "max_tokens": words} if words else {})}
+        client = Client(server.parts.app, server.url.removeprefix("http://"), json.dumps(body).encode(), anthropic)
         for _ in range(20):
             await client.call()
         client.check()
@@ -320,35 +333,49 @@ def main() -> None:
     parser.add_argument("--steps", action="store_true", help="CPU per request by pipeline step")
     parser.add_argument("--legs", action="store_true", help="CPU per request by leg of its path: before the "
                         "upstream send, the answer read to the first body byte, after it (whole answers)")
+    parser.add_argument("--pace", type=float, default=0.0,
+                        help="seconds the fake waits before each delta (0: unpaced; paced, each read holds one "
+                        "delta: under callgrind a pace of 0.02 s keeps daari's ~50x slower reads one delta each)")
+    parser.add_argument("--anthropic", action="store_true",
+                        help="an Anthropic client (/v1/messages) on an Anthropic tier (the fake Anthropic upstream)")
+    parser.add_argument("--keep", type=Path, default=None,
+                        help="with --instructions: copy each window's callgrind dump into this directory")
     parser.add_argument("--child", default="", help=argparse.SUPPRESS)  # the measured process, given the upstream
     args = parser.parse_args()
     if args.child:
-        trio.run(measure, args.child, args.stream, args.calls, 0, "", True, False, args.words)
+        trio.run(measure, args.child, args.stream, args.calls, 0, "", True, False, args.words, False,
+                 args.anthropic)
         return
-    with workdir() as log_dir, fake_upstream("openai", log_dir) as upstream:
+    kind = "anthropic" if args.anthropic else "openai"
+    with workdir() as log_dir, fake_upstream(kind, log_dir, token_delay_s=args.pace) as upstream:
         if args.instructions:
-            print(instructions(upstream.url, args.stream, args.calls, log_dir, args.words))
+            print(instructions(upstream.url, args.stream, args.calls, log_dir, args.words, args.anthropic,
+                               args.keep))
         else:
             trio.run(measure, upstream.url, args.stream, args.calls, args.profile, args.save, False, args.steps,
-                     args.words, args.legs)
+                     args.words, args.legs, args.anthropic)
 
 
-def instructions(upstream_url: str, stream: bool, calls: int, tmp: Path, words: int = 0) -> str:
+def instructions(upstream_url: str, stream: bool, calls: int, tmp: Path, words: int = 0,
+                 anthropic: bool = False, keep: Path | None = None) -> str:
     """The measured process under callgrind: its counters dumped before and after each of three windows of
-    `calls` requests; the median window's instructions per request."""
+    `calls` requests; the median window's instructions per request. `keep`: each window's dump copied there
+    (window1.cg ..., for callgrind_annotate)."""
     from bench.body_size import _dump
 
     out = tmp / "cg.out"
-    argv = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable, "-m",
+    argv = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+            *(["--compress-strings=no", "--compress-pos=no"] if keep else []), sys.executable, "-m",
             "bench.passthrough_cpu", "--child", upstream_url, "--calls", str(calls), *(["--stream"] if stream else []),
-            "--words", str(words)]
+            "--words", str(words), *(["--anthropic"] if anthropic else [])]
     per_request: list[float] = []
     with (tmp / "measured.log").open("w") as log, subprocess.Popen(
             argv, env={**os.environ, "HF_HUB_OFFLINE": "1"}, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=log, text=True) as process:
         assert process.stdin is not None and process.stdout is not None
         for line in process.stdout:
-            counted = _dump(process.pid, out)
+            window = keep / f"window{len(per_request) + 1}.cg" if keep and line.strip() == "done" else None
+            counted = _dump(process.pid, out, window)
             if line.strip() == "done":
                 per_request.append(counted / calls)
             process.stdin.write("go\n")

@@ -27,7 +27,7 @@ from typing import Any
 import httpx
 
 from daari.errors import Unauthorized, UpstreamError, UpstreamRejected, UpstreamUnavailable
-from daari.executors.base import Emit, read_done
+from daari.executors.base import Emit
 from daari.executors.http_upstream import (
     HttpUpstream,
     endpoint,
@@ -198,6 +198,10 @@ class AnthropicExecutor(HttpUpstream):
     async def _relay_stream(self, response: UpstreamResponse, send: Emit, native: bool) -> None:
         sse = SSEDecoder()
         decoder = AnthropicEventDecoder()
+        # An event the emit takes at once costs no coroutine (`nowait`), and the read's end is the emit's `flush`
+        # itself (`read_done` without its frame): per upstream read and event, on a relayed stream's hot path.
+        put = getattr(send, "nowait", None)
+        flush = getattr(send, "flush", None)
         async for chunk in response.aiter_bytes():
             try:
                 items = sse.feed_bytes(chunk)
@@ -207,12 +211,16 @@ class AnthropicExecutor(HttpUpstream):
                 data = decode_json(item.data)
                 name = item.event or str(data.get("type") or "")
                 if native and name not in ("ping", "error"):
-                    await send(NativeEvent("anthropic", name, data))
+                    native_event = NativeEvent("anthropic", name, data)
+                    if put is None or not put(native_event):
+                        await send(native_event)
                 for event in decoder.feed(name, data):
-                    await send(event)
+                    if put is None or not put(event):
+                        await send(event)
                 if decoder.finished:
                     return
-            await read_done(send)
+            if flush is not None:
+                await flush()  # read_done
         raise UpstreamError(f"truncated stream from {self.name}: it ended without message_stop",
                             upstream=self.name)
 

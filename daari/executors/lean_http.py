@@ -392,7 +392,17 @@ class _BodyPieces:
         elif self._whole is not None:
             raise StopAsyncIteration
         while not response._complete:
-            piece = await response._next_read()
+            # `_next_read` inline: each frame between the generation's task and the socket is resumed at every
+            # wait on it (each read of a relayed stream).
+            conn = response._conn
+            assert conn is not None
+            data = await conn.receive()
+            if not data:
+                if response._framing != "close":
+                    raise httpx.RemoteProtocolError("the upstream closed the connection before the body ended")
+                response._complete, response._reusable = True, False
+                break
+            piece = response._take(data)
             if piece:
                 return piece
         response._release()

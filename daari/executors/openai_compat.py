@@ -29,7 +29,7 @@ from daari.errors import (
     UpstreamTimeout,
     UpstreamUnavailable,
 )
-from daari.executors.base import Emit, read_done
+from daari.executors.base import Emit
 from daari.executors.http_upstream import (
     HttpUpstream,
     endpoint_url,
@@ -221,6 +221,10 @@ class OpenAIExecutor(HttpUpstream):
         """Decode the SSE body as it arrives and emit its events; require a finish_reason."""
         sse = SSEDecoder()
         chunks = ChunkDecoder()
+        # An event the emit takes at once costs no coroutine (`nowait`), and the read's end is the emit's `flush`
+        # itself (`read_done` without its frame): per upstream read and event, on a relayed stream's hot path.
+        put = getattr(emit, "nowait", None)
+        flush = getattr(emit, "flush", None)
         async for raw in response.aiter_bytes():
             try:
                 events = sse.feed_bytes(raw)
@@ -242,7 +246,9 @@ class OpenAIExecutor(HttpUpstream):
                     raise self._error(UpstreamError, f"upstream {self.name} sent a stream event that is not "
                                       "JSON") from None
                 for ev in chunks.feed(value):
-                    await emit(ev)
-            await read_done(emit)
+                    if put is None or not put(ev):
+                        await emit(ev)
+            if flush is not None:
+                await flush()  # read_done
         for ev in chunks.end():
             await emit(ev)

@@ -7,7 +7,6 @@ one and never talks to the inner executor directly.
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -18,13 +17,11 @@ from daari.config import RetryConfig
 from daari.errors import DaariError, UpstreamError, UpstreamTimeout, UpstreamUnavailable
 from daari.executors.base import Emit, Executor, Lease, Revoked
 from daari.executors.breaker import CircuitBreaker
+from daari.executors.lazy_deadlines import Watch, watchdog
 from daari.protocol.chat import ChatRequest
 from daari.protocol.events import Event, Finish, KeepAlive
 
 log = logging.getLogger("daari.upstream")
-
-# The idle deadline may fire this much sooner than `idle_s` after the last event (see `_attempt`).
-REARM_SLACK_S = 0.001
 
 
 @dataclass
@@ -45,9 +42,11 @@ class ResilientExecutor(Executor):
         non-stream answer's body is not under this timeout.
       - idle: between two upstream events (headers included), so it also bounds a non-stream body. Time
         spent inside the downstream `emit` (a slow client) is not upstream idle time: the deadline is
-        suspended while the real emit waits and re-armed after it (an emit that can deliver at once, a
-        `NowaitEmit` with room, only re-arms it). Events within `REARM_SLACK_S` (1 ms) of the last re-arm
-        do not move it again, so the idle timeout may fire up to 1 ms short of `idle_s` after the last event.
+        suspended while the real emit waits and runs again from its end (an emit that can deliver at once, a
+        `NowaitEmit` with room, only notes the time). With an executor that marks its reads, a read's end is
+        its flush's (the write to the client, suspended the same way). The idle timeout fires `idle_s` after
+        the last event or write, exactly: no deadline moves per event (lazy_deadlines' watchdog looks only when
+        one could have passed).
       - total: the whole attempt, downstream time included; it bounds how long one upstream call may live.
     Retries: never once the upstream may have started generating. Only `UpstreamError(retryable=True)`
     raised before any event is retried: connection failures before the request was sent, and 429 / 5xx /
@@ -118,16 +117,10 @@ class ResilientExecutor(Executor):
             return await self.inner.forward(path, request)
         raise self._timeout("total", self.config.timeouts.total_s, retryable=False)
 
-    async def generate(self, request: ChatRequest, emit: Emit) -> None:
-        await self._generate(request, emit, None)
-
-    async def generate_leased(self, request: ChatRequest, emit: Emit, lease: Lease) -> None:
-        """`generate` on a lent slot: each attempt's scope is the lease's too (`Lease.hold`), so the generation
-        enters one cancel scope, not the actor's and this one's; a revoke that scope caught is `Revoked` (neither a
-        timeout nor a failure), and the backoff between attempts waits under the lease."""
-        await self._generate(request, emit, lease)
-
-    async def _generate(self, request: ChatRequest, emit: Emit, lease: Lease | None) -> None:
+    async def generate(self, request: ChatRequest, emit: Emit, lease: Lease | None = None) -> None:
+        """With a `lease` (`generate_leased`: a lent slot), each attempt's scope is the lease's too (`Lease.hold`),
+        so the generation enters one cancel scope, not the actor's and this one's; a revoke that scope caught is
+        `Revoked` (neither a timeout nor a failure), and the backoff between attempts waits under the lease."""
         retry = self.config.retry
         failures = 0
         last_error: Exception | None = None
@@ -174,66 +167,19 @@ class ResilientExecutor(Executor):
     async def _attempt(self, request: ChatRequest, emit: Emit, attempt: _Attempt, lease: Lease | None) -> None:
         timeouts = self.config.timeouts
         start = trio.current_time()
-        # One cancel scope stands for both deadlines (entering and leaving a scope is a cost on every request):
-        # its deadline is the earlier of the total deadline and the gap one (first byte, then idle), and which
-        # of the two it passed is read off the clock (`_expired`).
+        # One cancel scope, without a deadline of its own: the run's watchdog (lazy_deadlines) cancels it when the
+        # total deadline or the gap one (first byte, then idle) passed, and which of the two is read off the clock
+        # (`_expired`). An upstream read only notes when it ended (`Watch.last`): no deadline moves per read.
         total = start + timeouts.total_s
-        gap = start + timeouts.first_byte_s
-        scope = trio.CancelScope(deadline=min(total, gap))
-
-        # Delivered at once (room in the asker's stream): no time is spent downstream, so the idle deadline only
-        # moves forward, re-armed after the event; only an emit that waits suspends it first. A re-arm that would
-        # move it forward by less than REARM_SLACK_S is skipped: each update is a heap push in Trio's run loop,
-        # and the events of one upstream read (a burst, or an Anthropic event and the neutral ones it stands
-        # for) then cost one update, not one each.
-        # A `NowaitEmit` is told by its attribute: `isinstance` against a runtime-checkable Protocol costs
-        # ~11 us on these cores (every attribute looked up through the typing machinery), once per attempt.
-        nowait: Callable[[Event], bool] | None = getattr(emit, "nowait", None)
-        idle_s = timeouts.idle_s
-
-        async def timed_emit(event: Event) -> None:
-            nonlocal gap
-            attempt.emitted = True  # the upstream answered: it may be generating, no retry from here
-            if not isinstance(event, KeepAlive):
-                delivered = False
-                try:
-                    if nowait is not None and nowait(event):
-                        delivered = True
-                    else:
-                        gap = math.inf  # the client's time is not the upstream's idle time
-                        scope.deadline = total
-                        await emit(event)
-                        delivered = True
-                finally:
-                    if not delivered:
-                        attempt.downstream_failed = True
-                if isinstance(event, Finish):
-                    attempt.finished = True
-            deadline = trio.current_time() + idle_s
-            if not 0.0 <= deadline - gap < REARM_SLACK_S:
-                gap = deadline
-                scope.deadline = min(total, deadline)
-
+        scope = trio.CancelScope()
+        watch = Watch(scope, start, total, timeouts.first_byte_s, timeouts.idle_s, trio.lowlevel.current_clock())
         downstream_flush = getattr(emit, "flush", None)
-
-        async def flush() -> None:
-            """One upstream read's events go to the client (a `RelayEmit`): a write that may wait on the client,
-            so the idle deadline is suspended around it, as for an emit that waits."""
-            nonlocal gap
-            assert downstream_flush is not None
-            gap = math.inf
-            scope.deadline = total
-            try:
-                await downstream_flush()
-            except BaseException:
-                attempt.downstream_failed = True
-                raise
-            gap = trio.current_time() + idle_s
-            scope.deadline = min(total, gap)
-
-        inner_emit: Emit = timed_emit if downstream_flush is None else _Flushing(timed_emit, flush)
+        inner_emit: Emit = (_TimedEmit(emit, attempt, watch) if downstream_flush is None
+                            else _FlushingEmit(emit, attempt, watch, downstream_flush))
         if lease is not None:
             lease.hold(scope)  # a revoke cancels this scope: `revoked` tells it from a deadline
+        dog = watchdog()
+        dog.add(watch)
         try:
             with scope:
                 await self.inner.generate(request, inner_emit)
@@ -244,12 +190,17 @@ class ResilientExecutor(Executor):
                 raise
             raise self._expired(total, attempt) from exc
         finally:
+            dog.remove(watch)
             if lease is not None:
                 lease.drop(scope)
         if scope.cancelled_caught:
             if lease is not None and lease.revoked:
                 raise Revoked
             raise self._expired(total, attempt)
+
+    # Not a method that awaits `generate`: every coroutine frame between the executor's task and the upstream socket
+    # is resumed at each wait on it (each upstream read of a stream).
+    generate_leased = generate
 
     def _expired(self, total: float, attempt: _Attempt) -> UpstreamTimeout:
         """The deadline an attempt's scope passed: the total one once its time has come, else the gap's (first
@@ -267,18 +218,113 @@ class ResilientExecutor(Executor):
                                retryable=retryable)
 
 
-class _Flushing:
-    """The wrapper's emit with the downstream's `flush` (through `read_done`), for an inner executor that marks
-    its reads."""
+class _TimedEmit:
+    """The wrapper's emit: marks the attempt (it emitted, it finished) and notes each event's time as the
+    upstream's last activity. An event the downstream takes at once (a `NowaitEmit` with room: the executor's own
+    read is the checkpoint) costs no wait; one whose delivery waits (a slow client) suspends the idle deadline while
+    it waits (`Watch.busy`): the client's time is not the upstream's idle time. `KeepAlive` events are the
+    wrapper's business (liveness) and are not passed on."""
 
-    __slots__ = ("_emit", "flush")
+    __slots__ = ("_attempt", "_emit", "_nowait", "_watch")
 
-    def __init__(self, emit: Emit, flush: Callable[[], Awaitable[None]]) -> None:
+    def __init__(self, emit: Emit, attempt: _Attempt, watch: Watch) -> None:
         self._emit = emit
-        self.flush = flush
+        self._attempt = attempt
+        self._watch = watch
+        # A `NowaitEmit` is told by its attribute: `isinstance` against a runtime-checkable Protocol costs ~11 us
+        # on these cores (every attribute looked up through the typing machinery), once per attempt.
+        self._nowait: Callable[[Event], bool] | None = getattr(emit, "nowait", None)
 
     async def __call__(self, event: Event) -> None:
+        attempt = self._attempt
+        attempt.emitted = True  # the upstream answered: it may be generating, no retry from here
+        watch = self._watch
+        if type(event) is not KeepAlive:
+            nowait = self._nowait
+            try:
+                if nowait is None or not nowait(event):
+                    await self._wait(event)
+            except BaseException:
+                attempt.downstream_failed = True  # the real emit raised: the client's side
+                raise
+            if type(event) is Finish:
+                attempt.finished = True
+        watch.limit = watch.idle
+        watch.last = watch.clock.current_time()
+
+    async def _wait(self, event: Event) -> None:
+        watch = self._watch
+        watch.busy = True  # the client's time is not the upstream's idle time
         await self._emit(event)
+        watch.busy = False
+
+
+class _FlushingEmit(_TimedEmit):
+    """The wrapper's emit for an inner executor that marks its reads (`read_done` after each read's events, and a
+    downstream that keeps events and writes them in `flush`: a `RelayEmit`). An event taken at once is only
+    kept: the read's end is the flush's, which notes the time after its write (the write may wait on the client,
+    so the idle deadline is suspended around it). A `KeepAlive` (the response's headers, or the upstream's own)
+    is not followed by a flush: it notes its time itself."""
+
+    __slots__ = ("flush_downstream",)
+
+    def __init__(self, emit: Emit, attempt: _Attempt, watch: Watch, flush: Callable[[], Awaitable[None]]) -> None:
+        super().__init__(emit, attempt, watch)
+        self.flush_downstream = flush
+
+    async def __call__(self, event: Event) -> None:
+        attempt = self._attempt
+        attempt.emitted = True  # the upstream answered: it may be generating, no retry from here
+        if type(event) is KeepAlive:
+            watch = self._watch
+            watch.limit = watch.idle
+            watch.last = watch.clock.current_time()
+            return
+        nowait = self._nowait
+        try:
+            if nowait is None or not nowait(event):
+                await self._wait(event)
+                watch = self._watch
+                watch.limit = watch.idle
+                watch.last = watch.clock.current_time()
+        except BaseException:
+            attempt.downstream_failed = True  # the real emit raised: the client's side
+            raise
+        if type(event) is Finish:
+            attempt.finished = True
+
+    def nowait(self, event: Event) -> bool:
+        """`await self(event)` without a coroutine when the downstream takes the event at once (an executor's read
+        loop asks this first, as of any `NowaitEmit`); False when it must be awaited: a `KeepAlive` (it notes the
+        time), or a downstream that would wait."""
+        nowait = self._nowait
+        if nowait is None or type(event) is KeepAlive:
+            return False
+        attempt = self._attempt
+        attempt.emitted = True  # the upstream answered: it may be generating, no retry from here
+        try:
+            if not nowait(event):
+                return False
+        except BaseException:
+            attempt.downstream_failed = True  # the real emit raised: the client's side
+            raise
+        if type(event) is Finish:
+            attempt.finished = True
+        return True
+
+    async def flush(self) -> None:
+        """One upstream read's events go to the client: a write that may wait on the client, so the idle deadline
+        is suspended around it; the upstream gets `idle_s` again from its end."""
+        watch = self._watch
+        watch.busy = True
+        try:
+            await self.flush_downstream()
+        except BaseException:
+            self._attempt.downstream_failed = True
+            raise
+        watch.busy = False
+        watch.limit = watch.idle
+        watch.last = watch.clock.current_time()
 
 
 def _is_retryable(exc: Exception) -> bool:
