@@ -10,15 +10,19 @@ same moment as a deadline kept on the scope itself (last activity + `idle_s`, st
 `total_s`), one scheduler pass later (the watchdog's wake, then the attempt's), and no read pays for it.
 
 The watchdog is a Trio system task (`trio.lowlevel.spawn_system_task`), started by the first attempt of a run and
-kept in a `RunVar`: it needs no nursery of the caller's, and it ends with the run.
+kept in a `RunVar`: it needs no nursery of the caller's, and it ends with the run. An expiry pass that fails is
+logged and the watchdog goes on (a system task's exception would end the whole run).
 """
 
 from __future__ import annotations
 
+import logging
 import math
 from heapq import heapify, heappop, heappush
 
 import trio
+
+log = logging.getLogger("daari.upstream")
 
 # A finished attempt's entry stays in the heap until its time comes or the heap is pruned: pruned once it holds
 # more than twice the live entries and this many more (Trio's own deadline heap does the same).
@@ -94,7 +98,10 @@ class Watchdog:
             with self._sleep:
                 await trio.sleep_forever()
             self._sleep = None
-            self._expire(trio.current_time())
+            try:
+                self._expire(trio.current_time())
+            except Exception:  # a system task's exception would end the whole run: log it, keep watching
+                log.exception("upstream watchdog: an expiry pass failed")
 
     def _expire(self, now: float) -> None:
         heap = self._heap
