@@ -84,19 +84,25 @@ def merged(config: dict[str, Any], overlay: dict[str, Any]) -> dict[str, Any]:
 
 def hits(server: Server, requests: int, connections: int) -> None:
     """`requests` POSTs over `connections` keep-alive connections at once; every answer must be a 200."""
+    post_all(server, dumps(REQUEST), requests, connections, HEADERS)
+
+
+def post_all(server: Server, body: bytes, requests: int, connections: int, headers: dict[str, str],
+             must_hold: bytes = b"") -> None:
+    """`requests` POSTs of `body` with `headers` over `connections` keep-alive connections at once, each answer
+    read whole; every answer must be a 200 holding `must_hold`."""
     host, port = server.url.removeprefix("http://").split(":")
-    body = dumps(REQUEST)
     failures: list[str] = []
 
     def one_connection(count: int) -> None:
         conn = http.client.HTTPConnection(host, int(port), timeout=600)
         try:
             for _ in range(count):
-                conn.request("POST", PATH, body=body, headers=HEADERS)
+                conn.request("POST", PATH, body=body, headers=headers)
                 response = conn.getresponse()
-                response.read()
-                if response.status != 200:
-                    failures.append(f"HTTP {response.status}")
+                answer = response.read()
+                if response.status != 200 or must_hold not in answer:
+                    failures.append(f"HTTP {response.status}: {answer[:200]!r}")
         finally:
             conn.close()
 

@@ -27,14 +27,12 @@ N requests, the idle run's counts taken off: Python calls and own time per reque
 from __future__ import annotations
 
 import argparse
-import http.client
 import json
 import pstats
 import re
 import shutil
 import statistics
 import subprocess
-import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -42,6 +40,7 @@ from typing import Any
 
 from bench.passthrough_cpu import CALLGRIND_SLOWDOWN, REQUEST
 from bench.report import Table, print_tables
+from bench.served_instructions import post_all
 from bench.servers import PYTHON, Server, daari, dumps, fake_upstream, workdir
 from bench.stream_relay import daari_config
 from bench.versus import exported
@@ -64,29 +63,7 @@ def bodies() -> dict[str, bytes]:
 def send(server: Server, body: bytes, requests: int, connections: int) -> None:
     """`requests` POSTs over `connections` keep-alive connections at once; each answer read whole, a 200 with
     daari's meta in it."""
-    host, port = server.url.removeprefix("http://").split(":")
-    failures: list[str] = []
-
-    def one_connection(count: int) -> None:
-        conn = http.client.HTTPConnection(host, int(port), timeout=600)
-        try:
-            for _ in range(count):
-                conn.request("POST", PATH, body=body, headers=HEADERS)
-                response = conn.getresponse()
-                answer = response.read()
-                if response.status != 200 or b"daari_meta" not in answer:
-                    failures.append(f"HTTP {response.status}: {answer[:200]!r}")
-        finally:
-            conn.close()
-
-    share = [requests // connections + (1 if i < requests % connections else 0) for i in range(connections)]
-    threads = [threading.Thread(target=one_connection, args=(n,)) for n in share]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    if failures:
-        raise RuntimeError(f"{len(failures)} failed requests ({failures[0]})")
+    post_all(server, body, requests, connections, HEADERS, must_hold=b"daari_meta")
 
 
 def dumped(out: Path, label: str) -> int:
