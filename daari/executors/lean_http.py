@@ -297,7 +297,10 @@ class LeanResponse:
         """The payload of the next read from the connection (maybe b"": framing only); marks the end."""
         conn = self._conn
         assert conn is not None
-        data = await conn.receive()
+        return self._payload(await conn.receive())
+
+    def _payload(self, data: bytes) -> bytes:
+        """The body bytes of one read (b"" once the server closed: the end of a close-framed body, else an error)."""
         if not data:
             if self._framing != "close":
                 raise httpx.RemoteProtocolError("the upstream closed the connection before the body ended")
@@ -393,16 +396,10 @@ class _BodyPieces:
             raise StopAsyncIteration
         while not response._complete:
             # `_next_read` inline: each frame between the generation's task and the socket is resumed at every
-            # wait on it (each read of a relayed stream).
+            # wait on it (each read of a relayed stream); `_payload` is called after the wait, so adds no such frame.
             conn = response._conn
             assert conn is not None
-            data = await conn.receive()
-            if not data:
-                if response._framing != "close":
-                    raise httpx.RemoteProtocolError("the upstream closed the connection before the body ended")
-                response._complete, response._reusable = True, False
-                break
-            piece = response._take(data)
+            piece = response._payload(await conn.receive())
             if piece:
                 return piece
         response._release()
