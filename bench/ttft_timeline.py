@@ -9,7 +9,8 @@ content delta. Medians, in ms after the client's connect:
     client sent -> upstream read the request -> upstream sent the first word -> client read the first word
 
 Needs `strace` and ptrace rights over a child process. `--words`: deltas per stream; `--requests`: per side;
-`--tree DIR`: daari served from another checkout (before/after).
+`--tree DIR`: daari served from another checkout (before/after); `--front-ends hypercorn,h11`: one daari per front
+end (`server.front_end`), all taking turns with the direct call in one run.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ async def timed(url: str, route: str, body: bytes, headers: dict[str, str]) -> t
 
 def legs(trace: Path, rows: list[tuple[str, float, float, float]]) -> dict[str, list[tuple[float, ...]]]:
     calls = [(float(m[1]), m[2], m[3]) for m in map(_CALL.match, trace.read_text().splitlines()) if m]
-    out: dict[str, list[tuple[float, ...]]] = {"direct": [], "daari": []}
+    out: dict[str, list[tuple[float, ...]]] = {side: [] for side, *_ in rows}
     for side, started, sent, first in rows:
         read = next(t for t, call, data in calls if t > started and call == "recvfrom" and data.startswith("POST"))
         word = next(t for t, call, data in calls if t > read and call == "sendto" and "word" in data)
@@ -66,22 +67,28 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=8)
     parser.add_argument("--tree", type=Path, help="serve daari from another checkout (e.g. a `git archive` of a "
                         "commit), the fake and this bench from this one")
+    parser.add_argument("--front-ends", default="hypercorn", help="comma-separated: hypercorn, h11 (one daari each)")
     args = parser.parse_args()
+    front_ends = args.front_ends.split(",")
     with workdir() as tmp, ExitStack() as stack:
         fake = stack.enter_context(fake_upstream("openai", tmp))
-        proxy = stack.enter_context(daari(daari_config(tier_of(fake, "openai")), tmp, tree=args.tree))
+        sides: list[tuple[str, str, dict[str, str]]] = [("direct", fake.url, {})]
+        for front_end in front_ends:
+            config = daari_config(tier_of(fake, "openai"), front_end=None if front_end == "hypercorn" else front_end)
+            proxy = stack.enter_context(daari(config, tmp, tree=args.tree))
+            sides.append(("daari" if front_ends == ["hypercorn"] else f"daari {front_end}", proxy.url, NO_CACHE))
         trace = tmp / "fake.strace"
         rows: list[tuple[str, float, float, float]] = []
 
         async def warm_up() -> None:  # imports, the executor's pool
             for salt in range(5):
-                for url, extra in ((fake.url, {}), (proxy.url, NO_CACHE)):
+                for _, url, extra in sides:
                     route, body, headers = request_of("openai", 10, salt)
                     await stream(url, route, body, {**headers, **extra})
 
         async def measure() -> None:
             for salt in range(args.requests):
-                for side, url, extra in (("direct", fake.url, {}), ("daari", proxy.url, NO_CACHE)):
+                for side, url, extra in sides:
                     route, body, headers = request_of("openai", args.words, 1000 + salt)
                     rows.append((side, *await timed(url, route, body, {**headers, **extra})))
                     await trio.sleep(0.2)
@@ -95,7 +102,7 @@ def main() -> None:
         tracer.wait()
         for side, values in legs(trace, rows).items():
             sent, read, word, first = (statistics.median(column) for column in zip(*values, strict=True))
-            print(f"{side:6}  sent {sent:5.2f}  upstream read the request {read:5.2f}  upstream sent the first "
+            print(f"{side:15}  sent {sent:5.2f}  upstream read the request {read:5.2f}  upstream sent the first "
                   f"word {word:5.2f}  client read it {first:5.2f}  (ms after connect, medians of {len(values)})")
 
 
