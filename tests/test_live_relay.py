@@ -25,7 +25,7 @@ from daari.executors.resilience import ResilientExecutor
 from daari.pipeline.live_relay import LiveRelay
 from daari.pipeline.turn import Turn
 from daari.protocol.chat import ChatRequest, Message
-from daari.protocol.events import Event, Finish, TextDelta, assemble
+from daari.protocol.events import Event, Finish, KeepAlive, TextDelta, assemble
 from daari.protocol.wire import OPENAI
 from tests.fakes.anthropic_upstream import FakeAnthropic
 from tests.fakes.ollama_upstream import FakeOllama
@@ -266,6 +266,87 @@ class MarkingExecutor(ScriptedExecutor):
 def virtual_time(mock_clock: trio.testing.MockClock) -> trio.testing.MockClock:
     mock_clock.autojump_threshold = 0
     return mock_clock
+
+
+async def test_a_prepared_relay_opens_with_the_renderer_it_built_and_the_same_bytes(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """`prepare` (the upstream's head is in) builds the renderer and its opening ahead of the first event; the
+    stream then written is byte for byte the one a relay that built them at its first event writes, its response
+    id aside (taken from the same counter, earlier). Nothing is written or settled by `prepare` itself."""
+    monkeypatch.setattr("time.time", lambda: 1_700_000_000.5)  # both streams in one second
+    streams = []
+    for prepared in (False, True):
+        sink = RecordingSink()
+        turn = live_turn(sink)
+        relay = LiveRelay(turn, "L3", "openai", None, lambda: None)
+        if prepared:
+            relay.prepare()
+            relay.prepare()  # a second head-in signal (a retried attempt's) changes nothing
+            assert sink.sent == [] and turn.meta.tier is None and turn.renderer is None
+        relay.nowait(TextDelta("Hello"))
+        await relay.flush()
+        assert turn.renderer is not None
+        streams.append((turn.renderer.response_id, sink.sent))  # type: ignore[attr-defined]
+    (built_id, built), (prepared_id, sent) = streams
+    assert prepared_id != built_id
+    assert [(kind, data.replace(prepared_id.encode(), built_id.encode())) for kind, data in sent] == built
+
+
+async def test_a_prepared_renderer_from_an_earlier_second_is_built_again_at_the_first_event(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A renderer stamps its creation in whole seconds (OpenAI's `created`): one prepared in a second the clock
+    has left is not used, so the stream carries the first event's second, as before."""
+    now = [1_700_000_000.2]
+    monkeypatch.setattr("time.time", lambda: now[0])
+    sink = RecordingSink()
+    turn = live_turn(sink)
+    relay = LiveRelay(turn, "L3", "openai", None, lambda: None)
+    relay.prepare()
+    now[0] += 1.0
+    relay.nowait(TextDelta("Hello"))
+    await relay.flush()
+    assert b'"created":1700000001' in sink.sent[1][1] and b"1700000000" not in sink.sent[1][1]
+
+
+async def test_prepare_after_the_first_event_changes_nothing() -> None:
+    sink = RecordingSink()
+    turn = live_turn(sink)
+    relay = LiveRelay(turn, "L3", "openai", None, lambda: None)
+    relay.nowait(TextDelta("a"))
+    renderer = turn.renderer
+    relay.prepare()
+    relay.nowait(TextDelta("b"))
+    await relay.flush()
+    assert turn.renderer is renderer and [kind for kind, _ in sink.sent] == ["start", "body"]
+
+
+class PreparedRelay(ClientRelay):
+    """A `ClientRelay` that notes when `prepare` is called, against the events kept by then."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.prepared: list[int] = []
+
+    def prepare(self) -> None:
+        self.prepared.append(len(self.kept) + len(self.events))
+
+
+async def test_the_wrapper_prepares_the_relay_once_when_the_upstream_head_is_in(virtual_time: object) -> None:
+    """`response_started` (a `KeepAlive` before the body) is the upstream accepting the request: the relay is told
+    then, before any event, and not again for later keep-alives (pings, a role-only chunk)."""
+    async def head_then_reads(emit: Emit) -> None:
+        await emit(KeepAlive())  # the response head (http_upstream.response_started)
+        await emit(KeepAlive())  # the upstream's own keep-alive
+        await emit(TextDelta("a"))
+        await read_done(emit)
+        await emit(KeepAlive())
+        await emit(Finish("stop"))
+        await read_done(emit)
+
+    relay = PreparedRelay()
+    await ResilientExecutor(MarkingExecutor(tier_config(), head_then_reads)).generate(REQUEST, relay)
+    assert relay.prepared == [0]
+    assert relay.writes == [[TextDelta("a")], [Finish("stop")]]
 
 
 async def test_a_relay_write_that_waits_on_the_client_is_not_upstream_idle(virtual_time: object) -> None:

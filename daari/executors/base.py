@@ -39,7 +39,9 @@ class RelayEmit(NowaitEmit, Protocol):
     """An emit that writes to the client itself (the request's live relay, run in the executor's task, so an
     event reaches the client without a hand-off to the request's task): `nowait` renders an event and keeps it,
     `flush` writes what was kept. An executor with `flushes_per_read` calls `read_done` after each upstream read's
-    events, so a burst goes out in one write and no event waits for a later read."""
+    events, so a burst goes out in one write and no event waits for a later read. One may also have `prepare()`,
+    which the resilience wrapper calls once the upstream's response head is in (the live relay builds its first
+    write's opening then, ahead of the first event)."""
 
     async def flush(self) -> None: ...
 

@@ -264,13 +264,15 @@ class _FlushingEmit(_TimedEmit):
     downstream that keeps events and writes them in `flush`: a `RelayEmit`). An event taken at once is only
     kept: the read's end is the flush's, which notes the time after its write (the write may wait on the client,
     so the idle deadline is suspended around it). A `KeepAlive` (the response's headers, or the upstream's own)
-    is not followed by a flush: it notes its time itself."""
+    is not followed by a flush: it notes its time itself. The first one (the upstream accepted the request) also
+    lets a downstream with `prepare` (the live relay) get its first write ready while the upstream generates."""
 
-    __slots__ = ("flush_downstream",)
+    __slots__ = ("flush_downstream", "_prepare")
 
     def __init__(self, emit: Emit, attempt: _Attempt, watch: Watch, flush: Callable[[], Awaitable[None]]) -> None:
         super().__init__(emit, attempt, watch)
         self.flush_downstream = flush
+        self._prepare: Callable[[], None] | None = getattr(emit, "prepare", None)
 
     async def __call__(self, event: Event) -> None:
         attempt = self._attempt
@@ -279,6 +281,10 @@ class _FlushingEmit(_TimedEmit):
             watch = self._watch
             watch.limit = watch.idle
             watch.last = watch.clock.current_time()
+            prepare = self._prepare
+            if prepare is not None:
+                self._prepare = None  # once an attempt: later keep-alives (pings, a role-only chunk) find it done
+                prepare()
             return
         nowait = self._nowait
         try:
