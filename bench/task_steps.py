@@ -14,6 +14,7 @@ first content delta (the window):
     python -m bench.task_steps                              # both front ends, 8 requests per connection kind
     python -m bench.task_steps --front-end hypercorn --steps --requests 2
     python -m bench.task_steps --tree /tmp/base             # daari from another checkout (this bench's server)
+    python -m bench.task_steps --pace 0.002 --words 20      # paced deltas: the first comes alone, as a model's
 
 Stamps are `time.perf_counter()` (CLOCK_MONOTONIC: the same clock in the client and in daari). The instrument's
 own calls are in every figure (~1 us each, a few hundred per request): compare front ends and trees, do not read
@@ -46,9 +47,11 @@ def instrumented(config: dict[str, Any], log_dir: Path, out: Path, tree: Path | 
     port = free_port()
     config_path = log_dir / f"daari-{port}.yaml"
     config_path.write_text(yaml.safe_dump(config))
-    env = {"DAARI_LOG_LEVEL": "WARNING", "PYTHONPATH": os.pathsep.join(str(p) for p in (tree, ROOT) if p)}
+    # This tree's server script, run by path (another tree's `bench` package need not have it), daari from `tree`.
+    env = {"DAARI_LOG_LEVEL": "WARNING", "PYTHONPATH": str(tree or ROOT)}
+    script = f"import runpy; runpy.run_path({str(ROOT / 'bench' / 'task_steps_server.py')!r}, run_name='__main__')"
     process, log_path = _spawn(f"daari-{port}", [
-        PYTHON, "-m", "bench.task_steps_server", "--config", str(config_path), "--port", str(port),
+        PYTHON, "-c", script, "--config", str(config_path), "--port", str(port),
         "--data-dir", str(log_dir / f"data-{port}"), "--out", str(out)], log_dir, None, env=env, cwd=tree or ROOT)
     server = Server("daari", f"http://{HOST}:{port}", process, log_path)
     try:
@@ -228,9 +231,9 @@ def summarise(label: str, group: list[Window]) -> None:
         print("  the response head went in the delta's send()")
 
 
-def run(front_end: str | None, tree: Path | None, requests: int, words: int) -> list[Window]:
+def run(front_end: str | None, tree: Path | None, requests: int, words: int, pace: float) -> list[Window]:
     with workdir() as tmp, ExitStack() as stack:
-        fake = stack.enter_context(fake_upstream("openai", tmp))
+        fake = stack.enter_context(fake_upstream("openai", tmp, token_delay_s=pace))
         out = tmp / "notes.jsonl"
         config = daari_config(tier_of(fake, "openai"), front_end=front_end)
         asked: list[tuple[str, str, float, float]] = []
@@ -263,10 +266,13 @@ def main() -> None:
     parser.add_argument("--words", type=int, default=100)
     parser.add_argument("--steps", action="store_true", help="print every request's window, step by step")
     parser.add_argument("--tree", type=Path, help="serve daari from another checkout")
+    parser.add_argument("--pace", type=float, default=0.0, help="the fake waits this long before each delta (a "
+                        "model generating: the first delta then comes in a read of its own)")
     args = parser.parse_args()
     print(f"load average {os.getloadavg()[0]:.2f}; daari from {args.tree or ROOT}")
     for front_end in (("hypercorn", "h11") if args.front_end == "both" else (args.front_end,)):
-        found = run(None if front_end == "hypercorn" else front_end, args.tree, args.requests, args.words)
+        found = run(None if front_end == "hypercorn" else front_end, args.tree, args.requests, args.words,
+                    args.pace)
         for kind in ("kept-alive", "new connection"):
             group = [w for w in found if w.kind == kind]
             if args.steps:
