@@ -4,14 +4,18 @@ read and its first content delta written, on the Hypercorn and h11 front ends.
 daari runs as `bench.task_steps_server` (daari's own `run_server` under a `trio.abc.Instrument`, its socket calls
 stamped; see there). One streamed pass-through at a time (`X-Daari-No-Cache: true`, the fake OpenAI upstream's
 "long" model, as `bench.ttft_timeline` sends them), on a new connection each and on one kept-alive connection.
-For each front end and connection kind, per request, from daari's `recv()` of the request to its `send()` of the
-first content delta (the window):
+For each front end and connection kind, per request, from daari's `accept()` of a new connection (or its
+`recv()` of the request on a kept-alive one) to its `send()` of the first content delta (the window), in phases:
+accepted -> request read -> daari's app called -> upstream request sent -> the upstream's first delta read ->
+that delta written to the client. Per phase (medians over the requests):
 
-- the task steps in order (`--steps`: every one, with its start in us after the request's read and its length),
-- per task name: steps and time; run-loop passes (I/O waits) and the time spent in them,
-- passes between the response head's `send()` and the first delta's `send()` (Hypercorn writes them apart).
+- its time and its run-loop passes (I/O waits: each an `epoll_wait` and a batch of runnable tasks),
+- per task name: the steps in the phase and their time (a step cut by a phase edge counts in both),
+- and the passes between the response head's `send()` and the first delta's `send()` (Hypercorn writes them apart);
+- `--steps`: every window, step by step (start in us after the request's read, length, task), with the socket
+  calls, spawns, exits and the app's call.
 
-    python -m bench.task_steps                              # both front ends, 8 requests per connection kind
+    python -m bench.task_steps --requests 16                # both front ends, 16 requests per connection kind
     python -m bench.task_steps --front-end hypercorn --steps --requests 2
     python -m bench.task_steps --tree /tmp/base             # daari from another checkout (this bench's server)
     python -m bench.task_steps --pace 0.002 --words 20      # paced deltas: the first comes alone, as a model's
