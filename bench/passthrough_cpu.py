@@ -19,6 +19,8 @@ cost). It moves with daari's code, not with the machine's load, so it compares c
     python -m bench.passthrough_cpu --stream --words 60 --pace 0.02 --instructions --calls 3   # paced: one delta a
                                                     # read (the fake waits 20 ms before each; callgrind keeps up)
     python -m bench.passthrough_cpu --stream --anthropic ...   # an Anthropic client on an Anthropic tier
+    python -m bench.passthrough_cpu --stream --words 3 --pace 0.003 --first-write   # the first delta's read to
+                                                    # its write: CPU and wall per stream, medians
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import cProfile
 import json
 import os
 import pstats
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -197,9 +200,46 @@ async def by_leg(client: Client, calls: int) -> None:
         print(f"  {value:8.0f}  {name}")
 
 
+async def by_first_write(client: Client, calls: int) -> None:
+    """From the lean client's read that returned the first content delta (the fake's "word0") to the ASGI body
+    message that carries it: what stands between the first token's arrival and its write, front end aside. With
+    a paced fake the delta comes in a read of its own, as a model's do. Medians over `calls` streams."""
+    from daari.executors import lean_http
+
+    marks: dict[str, float] = {}
+    receive, send = lean_http.Connection.receive, client.send
+
+    async def marked(self: lean_http.Connection, *, wait: bool = False) -> bytes:
+        data = await receive(self, wait=wait)
+        if b"word0" in data and "read" not in marks:
+            marks["read"], marks["read_wall"] = time.thread_time(), time.perf_counter()
+        return data
+
+    async def written(message: dict[str, Any]) -> None:
+        if "read" in marks and "written" not in marks and b"word0" in message.get("body", b""):
+            marks["written"], marks["written_wall"] = time.thread_time(), time.perf_counter()
+        await send(message)
+
+    lean_http.Connection.receive = marked  # type: ignore[method-assign]
+    client.send = written  # type: ignore[method-assign]
+    cpu, wall = [], []
+    try:
+        for _ in range(calls):
+            marks.clear()
+            await client.call()
+            cpu.append((marks["written"] - marks["read"]) * 1e6)
+            wall.append((marks["written_wall"] - marks["read_wall"]) * 1e6)
+            await trio.sleep(0.005)  # subscribers run between streams
+    finally:
+        lean_http.Connection.receive = receive  # type: ignore[method-assign]
+        client.send = send  # type: ignore[method-assign]
+    print(f"the first delta's read -> its body message: CPU {statistics.median(cpu):.1f} us, wall "
+          f"{statistics.median(wall):.1f} us (medians of {calls} streams)")
+
+
 async def measure(upstream_url: str, stream: bool, calls: int, profile: int, save: str,
                   windowed: bool = False, steps: bool = False, words: int = 0, legs: bool = False,
-                  anthropic: bool = False) -> None:
+                  anthropic: bool = False, first_write: bool = False) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="daari-ptcpu-"))
     model = "long" if words else "good"  # the fake's "long" answer: `max_tokens` words, one delta each
     tier = (upstream_tier("anthropic", upstream_url, model) if anthropic
@@ -216,6 +256,8 @@ async def measure(upstream_url: str, stream: bool, calls: int, profile: int, sav
             await by_step(client, server.parts, calls)
         elif legs:
             await by_leg(client, calls)
+        elif first_write:
+            await by_first_write(client, calls)
         elif profile:
             profiler = cProfile.Profile(time.thread_time)  # CPU, not the waits
             profiler.enable()
@@ -336,6 +378,8 @@ def main() -> None:
     parser.add_argument("--pace", type=float, default=0.0,
                         help="seconds the fake waits before each delta (0: unpaced; paced, each read holds one "
                         "delta: under callgrind a pace of 0.02 s keeps daari's ~50x slower reads one delta each)")
+    parser.add_argument("--first-write", action="store_true", help="with --stream and --words: CPU and wall from "
+                        "the read of the first delta to its body message (a paced fake: --pace)")
     parser.add_argument("--anthropic", action="store_true",
                         help="an Anthropic client (/v1/messages) on an Anthropic tier (the fake Anthropic upstream)")
     parser.add_argument("--keep", type=Path, default=None,
@@ -353,7 +397,7 @@ def main() -> None:
                                args.keep))
         else:
             trio.run(measure, upstream.url, args.stream, args.calls, args.profile, args.save, False, args.steps,
-                     args.words, args.legs, args.anthropic)
+                     args.words, args.legs, args.anthropic, args.first_write)
 
 
 def instructions(upstream_url: str, stream: bool, calls: int, tmp: Path, words: int = 0,
