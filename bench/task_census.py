@@ -28,6 +28,7 @@ import sys
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -146,6 +147,11 @@ def _env(name: str, value: str) -> Iterator[None]:
             os.environ[name] = old
 
 
+def _daari_with(daari: Callable[..., contextlib.AbstractContextManager[Any]], config: dict[str, Any], tmp: Path,
+                launcher: list[str]) -> contextlib.AbstractContextManager[Any]:
+    return daari(config, tmp, launcher=launcher)
+
+
 def run(rev: str | None, duration_s: float, rounds: int, connections: int,
         variants: dict[str, dict[str, Any]], top: int) -> list[Any]:
     from bench.l0_hit import HEADERS, PATH, REQUEST, proxy_config, warm_hit
@@ -177,8 +183,7 @@ def run(rev: str | None, duration_s: float, rounds: int, connections: int,
                            lambda launcher: daari(base, tmp, launcher=launcher, tree=Path(old_tree)), "daari"))
         for label, overlay in variants.items():
             config = merged(base, overlay)
-            warm_hit(start(f"daari L0 hit ({label})", lambda launcher, c=config: daari(c, tmp, launcher=launcher),
-                           "daari"))
+            warm_hit(start(f"daari L0 hit ({label})", partial(_daari_with, daari, config, tmp), "daari"))
         start("bare Hypercorn app", lambda launcher: bare_under(launcher, hit_body, hit_headers, tmp))
         for server, _ in servers.values():
             measure(server, PATH, body, HEADERS, connections=connections, duration_s=1.0)
