@@ -20,7 +20,7 @@ is waiting for.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Coroutine
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, cast
@@ -74,10 +74,21 @@ class Generations:
         self.actor = None
         self._up.set()
 
-    async def run(self, tier: str, request: ChatRequest, emit: Emit, *, background: bool = False) -> None:
-        """Generate `request` at `tier` in this task, each event to `emit`. An emit with `flush` (the request's
-        live relay, a `RelayEmit`) writes to the client as the executor reads; an executor's failure is an
-        `UpstreamError` (its `DaariError` as it is); leaving (cancelled) frees the slot at once."""
+    def run(self, tier: str, request: ChatRequest, emit: Emit, *,
+            background: bool = False) -> Coroutine[Any, Any, None]:
+        """Generate `request` at `tier` in this task, each event to `emit` (`await generations.run(...)`). An emit
+        with `flush` (the request's live relay, a `RelayEmit`) writes to the client as the executor reads; an
+        executor's failure is an `UpstreamError` (its `DaariError` as it is); leaving (cancelled) frees the slot at
+        once. Not a coroutine of its own while the actor is up (the actor's is awaited directly): every coroutine
+        frame between the request's task and the upstream socket is resumed at each wait on it (each read of a
+        relayed stream)."""
+        actor = self.actor
+        if actor is not None:
+            return actor.generate(tier, request, emit, background=background)
+        return self._run_when_up(tier, request, emit, background)
+
+    async def _run_when_up(self, tier: str, request: ChatRequest, emit: Emit, background: bool) -> None:
+        """`run` while the actor is (re)starting: wait for it, or hear that it is down."""
         actor = self.actor
         while actor is None:
             if self._down is not None:
@@ -292,10 +303,14 @@ class ExecutorActor(Actor):
         return sorted(names)
 
 
-async def _run(executor: Executor, request: ChatRequest, emit: Emit, lease: Lease) -> None:
+def _run(executor: Executor, request: ChatRequest, emit: Emit, lease: Lease) -> Coroutine[Any, Any, None]:
+    """The generation's coroutine, awaited by the caller: a dispatcher, not a frame resumed at every wait."""
     if getattr(emit, "flush", None) is not None:  # a `RelayEmit`: told by its attribute, as resilience.py does
-        await _relayed(executor, request, cast(RelayEmit, emit), lease)
-        return
+        return _relayed(executor, request, cast(RelayEmit, emit), lease)
+    return _generated(executor, request, emit, lease)
+
+
+async def _generated(executor: Executor, request: ChatRequest, emit: Emit, lease: Lease) -> None:
     try:
         await executor.generate_leased(request, emit, lease)
     except DaariError:
