@@ -187,7 +187,22 @@ class ExecutorActor(Actor):
             if background:
                 await self._background(tier, executor, request, emit, lease)
             else:
-                await self._client(tier, executor, request, emit, lease)
+                # A client's generation, in this frame (not a method's: every coroutine frame between the request's
+                # task and the upstream socket is resumed at each wait on it, each read of a relayed stream).
+                config = executor.config
+                if self.in_flight[tier] >= config.concurrency() + config.max_queue:
+                    # Shed rather than queue without bound: a client retrying later beats one waiting forever.
+                    raise Overloaded(f"tier {tier} is busy: {config.concurrency()} running and "
+                                     f"{config.max_queue} queued (tiers.{tier}.max_queue); retry shortly")
+                self.in_flight[tier] += 1
+                try:
+                    await self._slot(tier, lease)
+                    try:
+                        await _run(executor, request, emit, lease)
+                    finally:
+                        self._release(tier, lease)
+                finally:
+                    self.in_flight[tier] -= 1
         except Revoked:
             if self.stopping:
                 raise self._stopped() from None
@@ -201,23 +216,6 @@ class ExecutorActor(Actor):
     def _stopped(self) -> BaseException:
         return FAULTS.translate(runtime.ActorDown(self.name, f"the {self.name} actor stopped before finishing "
                                                              f"its answer"))
-
-    async def _client(self, tier: str, executor: Executor, request: ChatRequest, emit: Emit,
-                      lease: Lease) -> None:
-        config = executor.config
-        if self.in_flight[tier] >= config.concurrency() + config.max_queue:
-            # Shed rather than queue without bound: a client retrying later beats one waiting forever.
-            raise Overloaded(f"tier {tier} is busy: {config.concurrency()} running and "
-                             f"{config.max_queue} queued (tiers.{tier}.max_queue); retry shortly")
-        self.in_flight[tier] += 1
-        try:
-            await self._slot(tier, lease)
-            try:
-                await _run(executor, request, emit, lease)
-            finally:
-                self._release(tier, lease)
-        finally:
-            self.in_flight[tier] -= 1
 
     async def _slot(self, tier: str, lease: Lease) -> None:
         """A client's slot: at once when one is free, else queued, and background work there is cancelled. The
