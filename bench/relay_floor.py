@@ -172,7 +172,8 @@ def main() -> None:
                 short_us, long_us = (_cpu(upstream.url, kind, words, args.calls, variant, args.depth)
                                      for words in (20, 60))
                 print(f"{variant:9} CPU per stream: 20 deltas {short_us:,.0f} us, 60 deltas {long_us:,.0f} us; "
-                      f"per paced chunk {(long_us - short_us) / 40:,.1f} us", flush=True)
+                      f"per {'paced' if args.pace else 'unpaced'} chunk {(long_us - short_us) / 40:,.1f} us",
+                      flush=True)
                 continue
             short = _instructions(upstream.url, kind, 20, args.calls, variant, args.depth, log_dir, args.keep)
             long = _instructions(upstream.url, kind, 60, args.calls, variant, args.depth, log_dir, args.keep)
