@@ -20,7 +20,7 @@ is waiting for.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Coroutine
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, cast
@@ -74,10 +74,21 @@ class Generations:
         self.actor = None
         self._up.set()
 
-    async def run(self, tier: str, request: ChatRequest, emit: Emit, *, background: bool = False) -> None:
-        """Generate `request` at `tier` in this task, each event to `emit`. An emit with `flush` (the request's
-        live relay, a `RelayEmit`) writes to the client as the executor reads; an executor's failure is an
-        `UpstreamError` (its `DaariError` as it is); leaving (cancelled) frees the slot at once."""
+    def run(self, tier: str, request: ChatRequest, emit: Emit, *,
+            background: bool = False) -> Coroutine[Any, Any, None]:
+        """Generate `request` at `tier` in this task, each event to `emit` (`await generations.run(...)`). An emit
+        with `flush` (the request's live relay, a `RelayEmit`) writes to the client as the executor reads; an
+        executor's failure is an `UpstreamError` (its `DaariError` as it is); leaving (cancelled) frees the slot at
+        once. Not a coroutine of its own while the actor is up (the actor's is awaited directly): every coroutine
+        frame between the request's task and the upstream socket is resumed at each wait on it (each read of a
+        relayed stream)."""
+        actor = self.actor
+        if actor is not None:
+            return actor.generate(tier, request, emit, background=background)
+        return self._run_when_up(tier, request, emit, background)
+
+    async def _run_when_up(self, tier: str, request: ChatRequest, emit: Emit, background: bool) -> None:
+        """`run` while the actor is (re)starting: wait for it, or hear that it is down."""
         actor = self.actor
         while actor is None:
             if self._down is not None:
@@ -176,7 +187,22 @@ class ExecutorActor(Actor):
             if background:
                 await self._background(tier, executor, request, emit, lease)
             else:
-                await self._client(tier, executor, request, emit, lease)
+                # A client's generation, in this frame (not a method's: every coroutine frame between the request's
+                # task and the upstream socket is resumed at each wait on it, each read of a relayed stream).
+                config = executor.config
+                if self.in_flight[tier] >= config.concurrency() + config.max_queue:
+                    # Shed rather than queue without bound: a client retrying later beats one waiting forever.
+                    raise Overloaded(f"tier {tier} is busy: {config.concurrency()} running and "
+                                     f"{config.max_queue} queued (tiers.{tier}.max_queue); retry shortly")
+                self.in_flight[tier] += 1
+                try:
+                    await self._slot(tier, lease)
+                    try:
+                        await _run(executor, request, emit, lease)
+                    finally:
+                        self._release(tier, lease)
+                finally:
+                    self.in_flight[tier] -= 1
         except Revoked:
             if self.stopping:
                 raise self._stopped() from None
@@ -190,23 +216,6 @@ class ExecutorActor(Actor):
     def _stopped(self) -> BaseException:
         return FAULTS.translate(runtime.ActorDown(self.name, f"the {self.name} actor stopped before finishing "
                                                              f"its answer"))
-
-    async def _client(self, tier: str, executor: Executor, request: ChatRequest, emit: Emit,
-                      lease: Lease) -> None:
-        config = executor.config
-        if self.in_flight[tier] >= config.concurrency() + config.max_queue:
-            # Shed rather than queue without bound: a client retrying later beats one waiting forever.
-            raise Overloaded(f"tier {tier} is busy: {config.concurrency()} running and "
-                             f"{config.max_queue} queued (tiers.{tier}.max_queue); retry shortly")
-        self.in_flight[tier] += 1
-        try:
-            await self._slot(tier, lease)
-            try:
-                await _run(executor, request, emit, lease)
-            finally:
-                self._release(tier, lease)
-        finally:
-            self.in_flight[tier] -= 1
 
     async def _slot(self, tier: str, lease: Lease) -> None:
         """A client's slot: at once when one is free, else queued, and background work there is cancelled. The
@@ -292,10 +301,14 @@ class ExecutorActor(Actor):
         return sorted(names)
 
 
-async def _run(executor: Executor, request: ChatRequest, emit: Emit, lease: Lease) -> None:
+def _run(executor: Executor, request: ChatRequest, emit: Emit, lease: Lease) -> Coroutine[Any, Any, None]:
+    """The generation's coroutine, awaited by the caller: a dispatcher, not a frame resumed at every wait."""
     if getattr(emit, "flush", None) is not None:  # a `RelayEmit`: told by its attribute, as resilience.py does
-        await _relayed(executor, request, cast(RelayEmit, emit), lease)
-        return
+        return _relayed(executor, request, cast(RelayEmit, emit), lease)
+    return _generated(executor, request, emit, lease)
+
+
+async def _generated(executor: Executor, request: ChatRequest, emit: Emit, lease: Lease) -> None:
     try:
         await executor.generate_leased(request, emit, lease)
     except DaariError:

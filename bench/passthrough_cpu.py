@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import gc
 import json
 import os
 import pstats
@@ -309,18 +310,32 @@ async def measure(upstream_url: str, stream: bool, calls: int, profile: int, sav
 
 def _count_reads() -> list[int]:
     """Counts the lean client's upstream reads that returned data from now on (in this benchmark's process only:
-    its `Connection.receive` wrapped): how many events a read carries decides what a relayed delta costs."""
+    each new upstream connection's socket counts its `recv` calls): how many events a read carries decides what a
+    relayed delta costs. The socket, not `Connection.receive`: a streamed body's reads do not call that."""
+    import socket
+
     from daari.executors import lean_http
 
     count = [0]
-    receive = lean_http.Connection.receive
 
-    async def counted(self: lean_http.Connection, *, wait: bool = False) -> bytes:
-        data = await receive(self, wait=wait)
-        count[0] += bool(data)
-        return data
+    class CountingSocket(socket.socket):
+        __slots__ = ()
 
-    lean_http.Connection.receive = counted  # type: ignore[method-assign]
+        def recv(self, size: int, flags: int = 0) -> bytes:
+            data = super().recv(size, flags)
+            count[0] += bool(data)
+            return data
+
+    init = lean_http.Connection.__init__
+
+    def counted(self: lean_http.Connection, raw: socket.socket, sock: Any, origin: Any) -> None:
+        raw.__class__ = CountingSocket  # the same object and layout, its recv counted
+        init(self, raw, sock, origin)
+
+    lean_http.Connection.__init__ = counted  # type: ignore[method-assign]
+    for conn in gc.get_objects():  # the connections already made (the warm-up's, pooled)
+        if isinstance(conn, lean_http.Connection) and type(conn.raw) is socket.socket:
+            conn.raw.__class__ = CountingSocket
     return count
 
 

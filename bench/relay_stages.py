@@ -16,6 +16,7 @@ Each row is cumulative (a stage's own cost is the difference from the row above)
 tree PYTHONPATH points at, so two trees' figures come from one machine at one time:
 
     python -m bench.relay_stages                                      # this tree
+    python -m bench.relay_stages --pace 0.002 --join 1 --words 200    # paced: one delta a read, as a model sends
     cd /tmp/base && PYTHONPATH=/tmp/base python -m bench.relay_stages # another tree (this file copied in; run it
                                                                       # from there: `-m` puts the current
                                                                       # directory first on sys.path)
@@ -177,6 +178,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--words", type=int, default=400, help="deltas in the captured stream")
     parser.add_argument("--repeat", type=int, default=200, help="timed passes per stage (the fastest counts)")
+    parser.add_argument("--pace", type=float, default=0.0,
+                        help="seconds the fake waits before each delta (with --join 1: one delta a read, a paced "
+                        "stream's case, where every per-read cost is paid by one delta)")
     parser.add_argument("--join", type=int, default=8,
                         help="captured reads joined into one (1: as this process's recv got them)")
     args = parser.parse_args()
@@ -185,15 +189,16 @@ def main() -> None:
     with workdir() as tmp:
         captured: dict[str, list[bytes]] = {}
         for kind in ("openai", "anthropic"):
-            with fake_upstream(kind, tmp) as server:
+            with fake_upstream(kind, tmp, token_delay_s=args.pace) as server:
                 captured[kind] = capture(server.url, kind, args.words)
         for upstream, client in PATHS:
             reads = joined(captured[upstream], args.join)
             row = [timed(stage, reads, args.repeat) / args.words / 1000 for stage in stages(upstream, client).values()]
             table.add(f"{upstream} -> {client}", len(reads), *row)
-    table.notes += ["each row's stream captured once from the fake upstream (its own process) as a client's recv "
-                    f"calls returned it, every {args.join} reads joined into one; the stages then run on those "
-                    f"reads in this process; the fastest of {args.repeat} passes",
+    paced = f" (paced: {args.pace:g} s a delta)" if args.pace else ""
+    table.notes += [f"each row's stream captured once from the fake upstream (its own process) as a client's recv "
+                    f"calls returned it{paced}, every {args.join} reads joined into one; the stages then run on "
+                    f"those reads in this process; the fastest of {args.repeat} passes",
                     machine()]
     print_tables([table])
 

@@ -77,7 +77,7 @@ def has_thinking(body: dict[str, Any]) -> bool:
 class AnthropicExecutor(HttpUpstream):
     kind = "anthropic"
     supports_tools = True
-    flushes_per_read = True  # `_relay_stream` calls read_done after each read's events
+    flushes_per_read = True  # `_generate`'s stream loop calls read_done (the emit's flush) after each read's events
     ttl_refused = False  # the upstream once answered 400 to a cache_control ttl: sent without from then on
 
     def shaped(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -152,8 +152,37 @@ class AnthropicExecutor(HttpUpstream):
                 # Accepted: the body (a whole message may take the whole generation) is under idle/total.
                 await response_started(emit)
                 if request.stream:
-                    await self._relay_stream(response, emit, native)
-                    return
+                    # The relay's loop is here, not in a method of its own: every coroutine frame between the
+                    # request's task and the upstream socket is resumed at each wait on it (each read of a stream).
+                    sse = SSEDecoder()
+                    decoder = AnthropicEventDecoder()
+                    # An event the emit takes at once costs no coroutine (`nowait`), and the read's end is the
+                    # emit's `flush` itself (`read_done` without its frame): per upstream read and event. The
+                    # decoders' methods are bound once, not looked up per read and event.
+                    put = getattr(emit, "nowait", None)
+                    flush = getattr(emit, "flush", None)
+                    feed_bytes, decode = sse.feed_bytes, decoder.feed
+                    async for chunk in response.aiter_bytes():
+                        try:
+                            items = feed_bytes(chunk)
+                        except SSEError as exc:
+                            raise UpstreamError(f"upstream {self.name}: {exc}", upstream=self.name) from None
+                        for item in items:
+                            data = decode_json(item.data)
+                            name = item.event or str(data.get("type") or "")
+                            if native and name not in ("ping", "error"):
+                                native_event = NativeEvent("anthropic", name, data)
+                                if put is None or not put(native_event):
+                                    await emit(native_event)
+                            for event in decode(name, data):
+                                if put is None or not put(event):
+                                    await emit(event)
+                            if decoder.finished:
+                                return
+                        if flush is not None:
+                            await flush()  # read_done
+                    raise UpstreamError(f"truncated stream from {self.name}: it ended without message_stop",
+                                        upstream=self.name)
                 await response.aread()
             message = decode_json(response.text)
             events = events_from_message(message)
@@ -194,35 +223,6 @@ class AnthropicExecutor(HttpUpstream):
         if not isinstance(answer, dict) or not isinstance(answer.get("input_tokens"), int):
             raise UpstreamError(f"count_tokens on {self.name}: the answer has no input_tokens", upstream=self.name)
         return response.content
-
-    async def _relay_stream(self, response: UpstreamResponse, send: Emit, native: bool) -> None:
-        sse = SSEDecoder()
-        decoder = AnthropicEventDecoder()
-        # An event the emit takes at once costs no coroutine (`nowait`), and the read's end is the emit's `flush`
-        # itself (`read_done` without its frame): per upstream read and event, on a relayed stream's hot path.
-        put = getattr(send, "nowait", None)
-        flush = getattr(send, "flush", None)
-        async for chunk in response.aiter_bytes():
-            try:
-                items = sse.feed_bytes(chunk)
-            except SSEError as exc:
-                raise UpstreamError(f"upstream {self.name}: {exc}", upstream=self.name) from None
-            for item in items:
-                data = decode_json(item.data)
-                name = item.event or str(data.get("type") or "")
-                if native and name not in ("ping", "error"):
-                    native_event = NativeEvent("anthropic", name, data)
-                    if put is None or not put(native_event):
-                        await send(native_event)
-                for event in decoder.feed(name, data):
-                    if put is None or not put(event):
-                        await send(event)
-                if decoder.finished:
-                    return
-            if flush is not None:
-                await flush()  # read_done
-        raise UpstreamError(f"truncated stream from {self.name}: it ended without message_stop",
-                            upstream=self.name)
 
     def _http_error(self, response: UpstreamResponse, headers: dict[str, str]) -> UpstreamError:
         try:

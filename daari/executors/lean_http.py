@@ -199,7 +199,8 @@ class Connection:
         self.quickack()  # the answer's first segment is ACKed at once (module docstring)
 
     async def receive(self, *, wait: bool = False) -> bytes:
-        """The next bytes (b"" once the server closed); `wait`: wait for them first (an answer just asked for)."""
+        """The next bytes (b"" once the server closed); `wait`: wait for them first (an answer just asked for).
+        A streamed body's reads (`_BodyPieces.__anext__`) run a copy of this inline: keep the two the same."""
         raw = self.raw
         try:
             if wait or not self.readable():  # nothing there yet: wait for it without a failed read first
@@ -395,11 +396,32 @@ class _BodyPieces:
         elif self._whole is not None:
             raise StopAsyncIteration
         while not response._complete:
-            # `_next_read` inline: each frame between the generation's task and the socket is resumed at every
-            # wait on it (each read of a relayed stream); `_payload` is called after the wait, so adds no such frame.
+            # `Connection.receive` inline (the same waits, errors and re-armed QUICKACK): each frame between the
+            # generation's task and the socket is resumed at every wait on it (each read of a relayed stream), and a
+            # coroutine called per read is built and torn down per read; `_payload` is called after the wait, so it
+            # adds no such frame.
             conn = response._conn
             assert conn is not None
-            piece = response._payload(await conn.receive())
+            raw = conn.raw
+            try:
+                if conn._poll.poll(0):  # something is there already: a checkpoint, not a wait (`receive`)
+                    await trio.lowlevel.checkpoint_if_cancelled()
+                else:
+                    await trio.lowlevel.wait_readable(raw)
+                while True:
+                    try:
+                        data = raw.recv(RECEIVE_BYTES)
+                        break
+                    except BlockingIOError:
+                        await trio.lowlevel.wait_readable(raw)
+            except OSError as exc:
+                raise httpx.ReadError(f"the upstream connection broke while reading: {exc}") from None
+            if _QUICKACK is not None:  # `Connection.quickack`
+                try:
+                    raw.setsockopt(socket.IPPROTO_TCP, _QUICKACK, 1)
+                except OSError:
+                    pass
+            piece = response._payload(data)
             if piece:
                 return piece
         response._release()

@@ -80,7 +80,7 @@ def upstream_message(body: bytes) -> str:
 class OpenAIExecutor(HttpUpstream):
     kind = "openai"
     supports_tools = True
-    flushes_per_read = True  # `_relay` calls read_done after each read's events
+    flushes_per_read = True  # `_generate_stream` calls read_done (the emit's flush) after each read's events
 
     @property
     def repairs(self) -> bool:
@@ -199,6 +199,9 @@ class OpenAIExecutor(HttpUpstream):
             await emit(event)
 
     async def _generate_stream(self, body: dict[str, Any], headers: dict[str, str], emit: Emit) -> None:
+        """The SSE body decoded as it arrives and its events emitted; a finish_reason required. The relay's loop is
+        here, not in a method of its own: every coroutine frame between the request's task and the upstream
+        socket is resumed at each wait on it (each read of a relayed stream)."""
         started = False
         try:
             async with self.http().stream("POST", self.url, content=dumps(body),
@@ -213,42 +216,40 @@ class OpenAIExecutor(HttpUpstream):
                     await response.aread()
                     await self._emit_whole(response, emit)
                     return
-                await self._relay(response, emit)
+                sse = SSEDecoder()
+                chunks = ChunkDecoder()
+                # An event the emit takes at once costs no coroutine (`nowait`), and the read's end is the emit's
+                # `flush` itself (`read_done` without its frame): per upstream read and event, on a relayed
+                # stream's hot path. The decoders' methods are bound once, not looked up per read and event.
+                put = getattr(emit, "nowait", None)
+                flush = getattr(emit, "flush", None)
+                feed_bytes, decode = sse.feed_bytes, chunks.feed
+                async for raw in response.aiter_bytes():
+                    try:
+                        events = feed_bytes(raw)
+                    except SSEError as exc:
+                        raise self._error(UpstreamError, f"upstream {self.name}: {exc}") from None
+                    for event in events:
+                        data = event.data
+                        if data[:1] != b"{":  # not a chunk: a keep-alive, [DONE], or not JSON (as text, as read)
+                            text = data.decode("utf-8", errors="replace").strip()
+                            if not text:  # a keep-alive with an empty data line
+                                continue
+                            if text == "[DONE]":
+                                for ev in chunks.end():
+                                    await emit(ev)
+                                return
+                        try:
+                            value = loads_data(data)
+                        except ValueError:
+                            raise self._error(UpstreamError, f"upstream {self.name} sent a stream event that is "
+                                              "not JSON") from None
+                        for ev in decode(value):
+                            if put is None or not put(ev):
+                                await emit(ev)
+                    if flush is not None:
+                        await flush()  # read_done
+                for ev in chunks.end():
+                    await emit(ev)
         except httpx.TransportError as exc:
             raise self._transport_error(exc, started) from None
-
-    async def _relay(self, response: UpstreamResponse, emit: Emit) -> None:
-        """Decode the SSE body as it arrives and emit its events; require a finish_reason."""
-        sse = SSEDecoder()
-        chunks = ChunkDecoder()
-        # An event the emit takes at once costs no coroutine (`nowait`), and the read's end is the emit's `flush`
-        # itself (`read_done` without its frame): per upstream read and event, on a relayed stream's hot path.
-        put = getattr(emit, "nowait", None)
-        flush = getattr(emit, "flush", None)
-        async for raw in response.aiter_bytes():
-            try:
-                events = sse.feed_bytes(raw)
-            except SSEError as exc:
-                raise self._error(UpstreamError, f"upstream {self.name}: {exc}") from None
-            for event in events:
-                data = event.data
-                if data[:1] != b"{":  # not a chunk: a keep-alive, [DONE], or not JSON (as text, as it was read)
-                    text = data.decode("utf-8", errors="replace").strip()
-                    if not text:  # a keep-alive with an empty data line
-                        continue
-                    if text == "[DONE]":
-                        for ev in chunks.end():
-                            await emit(ev)
-                        return
-                try:
-                    value = loads_data(data)
-                except ValueError:
-                    raise self._error(UpstreamError, f"upstream {self.name} sent a stream event that is not "
-                                      "JSON") from None
-                for ev in chunks.feed(value):
-                    if put is None or not put(ev):
-                        await emit(ev)
-            if flush is not None:
-                await flush()  # read_done
-        for ev in chunks.end():
-            await emit(ev)

@@ -28,8 +28,8 @@ class LiveRelay:
     A failed write raises `DownstreamFailed` from the sink's error (so the executor's task does not take it for
     its own failure); `failure` keeps that error for the request's task to raise as it is."""
 
-    __slots__ = ("_feed", "_kind", "_on_first", "_opening", "_pending", "_ready", "_started", "_tier", "_turn",
-                 "events", "failure")
+    __slots__ = ("_feed", "_kind", "_on_first", "_opening", "_pending", "_ready", "_render", "_started", "_tier",
+                 "_turn", "events", "failure")
 
     def __init__(self, turn: Turn, tier: str, kind: str, feed: Callable[[Event], list[Event]] | None,
                  on_first: Callable[[], None]) -> None:
@@ -42,6 +42,8 @@ class LiveRelay:
         self._opening = False  # the response's start is still to be sent (with the next write)
         self._pending: list[bytes] = []
         self._ready: tuple[int, StreamRenderer, list[bytes]] | None = None  # `prepare`'s: second, renderer, opening
+        # The renderer's `event`, once the stream started and when no filter feeds the events (`nowait`'s path).
+        self._render: Callable[[Event], list[bytes]] | None = None
         self.events: list[Event] = []
         self.failure: BaseException | None = None
 
@@ -66,6 +68,11 @@ class LiveRelay:
         return start_renderer(turn)
 
     def nowait(self, received: Event) -> bool:
+        render = self._render
+        if render is not None:  # started, no filter: one event in, one rendered (no loop, no tuple, no look-ups)
+            self.events.append(received)
+            self._pending += render(received)
+            return True
         turn = self._turn
         for event in self._feed(received) if self._feed is not None else (received,):
             if not self._started:
@@ -76,6 +83,8 @@ class LiveRelay:
             self.events.append(event)
             assert turn.renderer is not None
             self._pending += turn.renderer.event(event)
+        if self._feed is None and self._started and turn.renderer is not None:
+            self._render = turn.renderer.event  # the renderer is the turn's from its first event on
         return True
 
     async def __call__(self, event: Event) -> None:

@@ -3,7 +3,7 @@ disconnect."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from typing import Any
 
 import trio
@@ -155,6 +155,10 @@ async def watch_disconnect(receive: Receive, scope: trio.CancelScope) -> None:
             return
 
 
+async def _nothing() -> None:
+    """An empty write's awaitable (`AsgiSink.write`)."""
+
+
 class AsgiSink:
     """The pipeline's `Sink` over ASGI `send`.
 
@@ -205,9 +209,14 @@ class AsgiSink:
         await self._send({"type": "http.response.start", "status": 200, "headers": raw})
         self._stream_opened = True
 
-    async def write(self, chunks: list[bytes]) -> None:
+    def write(self, chunks: list[bytes]) -> Coroutine[Any, Any, None]:
+        """The server's `send` of the chunks, for the caller to await: no coroutine of this sink's per write, nor a
+        frame of it resumed each time the server's send yields (twice a write on Hypercorn)."""
         if chunks:
-            await self._send({"type": "http.response.body", "body": b"".join(chunks), "more_body": True})
+            send: Coroutine[Any, Any, None] = self._send(
+                {"type": "http.response.body", "body": b"".join(chunks), "more_body": True})
+            return send
+        return _nothing()
 
     async def close_stream(self, chunks: Sequence[bytes] = ()) -> None:
         # The last events and the end in one message: one send (and its yields) less per stream.

@@ -15,9 +15,9 @@ or every tier with `routing.stream_escalation: live`) cannot escalate once its f
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from actors.executor import Generations
 from daari.errors import DaariError, ToolCallsUnsupportedLocally, UpstreamError
@@ -95,7 +95,9 @@ class ExecuteStep:
         self.guard = guard
         self.on_attempt = on_attempt
 
-    async def __call__(self, turn: Turn) -> Answer | None:
+    def __call__(self, turn: Turn) -> Coroutine[Any, Any, Answer | None]:
+        """The tier chain planned here, the attempts run by `_escalate`'s coroutine, which the pipeline awaits
+        directly: this step is no frame of its own, resumed at every wait of the generation below it."""
         classification = turn.classification
         assert classification is not None, "the classify step runs before execute"
         tiers, override = self.tiers, turn.controls.tier_override
@@ -107,7 +109,7 @@ class ExecuteStep:
         chain = self._tool_capable(turn, chain)
         for planner in self.planners:
             chain = planner(turn, chain)
-        return await self._escalate(turn, chain)
+        return self._escalate(turn, chain)
 
     def _tool_capable(self, turn: Turn, chain: list[str]) -> list[str]:
         """An agent turn that defines tools goes only to tiers whose executor can emit tool calls."""
