@@ -10,6 +10,7 @@ vLLM, llama.cpp's server and Ollama frame a whole answer (Hypercorn still writes
 from __future__ import annotations
 
 import argparse
+import gc
 import signal
 from typing import Any
 
@@ -95,7 +96,12 @@ def main() -> None:
     parser.add_argument("--token-delay", type=float, default=0.0, help="seconds before each generated chunk")
     parser.add_argument("--content-length", action="store_true",
                         help="a body sent in one message goes with its Content-Length (head and body in one write)")
+    parser.add_argument("--no-gc", action="store_true",
+                        help="no cyclic garbage collection (bench/stream_relay.py's held streams: the direct row is "
+                        "then the pacing, not this fake's collector pausing every stream)")
     args = parser.parse_args()
+    if args.no_gc:
+        gc.disable()  # refcounting still frees all but cycles, and a benchmark's fake lives for minutes
     fake = make_fake(args.kind, args.token_delay)
     trio.run(serve_until_signalled, WithLength(fake) if args.content_length else fake, args.port)
 

@@ -148,13 +148,15 @@ def workdir() -> Iterator[Path]:
 
 @contextlib.contextmanager
 def fake_upstream(kind: str, log_dir: Path, *, token_delay_s: float = 0.0,
-                  cores: set[int] | None = None, content_length: bool = False) -> Iterator[Server]:
+                  cores: set[int] | None = None, content_length: bool = False, no_gc: bool = False) -> Iterator[Server]:
     """tests/fakes' FakeOpenAI ("openai"), FakeOllama ("ollama") or FakeAnthropic ("anthropic") served by
-    Hypercorn in its own process; `content_length`: whole answers with their length (bench/fake_upstream.py)."""
+    Hypercorn in its own process; `content_length`: whole answers with their length; `no_gc`: without the cyclic
+    garbage collector (bench/fake_upstream.py)."""
     port = free_port()
     process, log_path = _spawn(f"fake-{kind}-{port}", [
         PYTHON, "-m", "bench.fake_upstream", "--kind", kind, "--port", str(port),
-        "--token-delay", str(token_delay_s), *(["--content-length"] if content_length else [])], log_dir, cores)
+        "--token-delay", str(token_delay_s), *(["--content-length"] if content_length else []),
+        *(["--no-gc"] if no_gc else [])], log_dir, cores)
     server = Server(f"fake {kind}", f"http://{HOST}:{port}", process, log_path)
     try:
         if kind == "anthropic":  # it has no GET route: any answer in its shape means it serves
@@ -253,3 +255,15 @@ def l0_hits(server: Server) -> float:
         if line.startswith("daari_requests_total{") and 'cache="hit"' in line and 'tier="L0"' in line:
             return float(line.rsplit(" ", 1)[1])
     return 0.0
+
+
+def gc_pauses(server: Server) -> dict[str, tuple[float, float]]:
+    """daari's collector pauses so far (GET /metrics, `daari_gc_pause_seconds`): generation -> (count, seconds)."""
+    text = httpx.get(server.url + "/metrics", timeout=30).text
+    found: dict[str, list[float]] = {}
+    for line in text.splitlines():
+        if line.startswith(("daari_gc_pause_seconds_count{", "daari_gc_pause_seconds_sum{")):
+            generation = line.split('generation="', 1)[1].split('"', 1)[0]
+            pair = found.setdefault(generation, [0.0, 0.0])
+            pair[0 if "_count{" in line else 1] = float(line.rsplit(" ", 1)[1])
+    return {generation: (pair[0], pair[1]) for generation, pair in found.items()}

@@ -36,6 +36,7 @@ Paths (every daari request carries `X-Daari-No-Cache: true`, so it is relayed, n
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import statistics
 import time
@@ -48,7 +49,18 @@ import httpx
 import trio
 
 from bench.report import Table, machine, print_tables, ratio
-from bench.servers import HOST, PYTHON, Server, daari, dumps, fake_upstream, ollama_tier, openai_tier, workdir
+from bench.servers import (
+    HOST,
+    PYTHON,
+    Server,
+    daari,
+    dumps,
+    fake_upstream,
+    gc_pauses,
+    ollama_tier,
+    openai_tier,
+    workdir,
+)
 
 WORD = b"word"  # each delta of the fakes' "long" answer holds one "wordN": counted in the raw bytes
 MESSAGES = [{"role": "user", "content": "Write a long answer."}]
@@ -100,11 +112,14 @@ def tier_of(upstream: Server, kind: str) -> dict[str, Any]:
             "max_queue": 4096}
 
 
-def daari_config(tier: dict[str, Any], backlog: int | None = None, front_end: str | None = None) -> dict[str, Any]:
+def daari_config(tier: dict[str, Any], backlog: int | None = None, front_end: str | None = None,
+                 gc_young: int | None = None) -> dict[str, Any]:
     """One tier (the last: streamed live), L1 off (no model loading beside the measure); `backlog`: the listen
-    backlog (server.backlog) when not daari's default; `front_end`: server.front_end when not the default."""
+    backlog (server.backlog) when not daari's default; `front_end`: server.front_end when not the default;
+    `gc_young`: server.gc_young_threshold when not the default."""
     server: dict[str, Any] = {"grace_period_s": 1, **({"backlog": backlog} if backlog is not None else {}),
-                              **({"front_end": front_end} if front_end is not None else {})}
+                              **({"front_end": front_end} if front_end is not None else {}),
+                              **({"gc_young_threshold": gc_young} if gc_young is not None else {})}
     return {"server": server, "cache": {"l1": {"enabled": False}}, "tiers": {"L3": tier}}
 
 
@@ -245,7 +260,11 @@ def held_streams(path: Path_, url: str, server: Server | None, streams: int, chu
 
     cpu_before = server.cpu_seconds() if server is not None else 0.0
     wall = time.perf_counter()
-    trio.run(main)
+    gc.disable()  # the client's own collections would pause its reads of every stream, in both rows alike
+    try:
+        trio.run(main)
+    finally:
+        gc.enable()
     wall = time.perf_counter() - wall
     cpu = (server.cpu_seconds() - cpu_before) if server is not None else 0.0
     return gaps, wall, cpu, failures
@@ -307,19 +326,23 @@ def relay_tables(args: argparse.Namespace) -> list[Table]:
 def held_table(args: argparse.Namespace) -> Table:
     """The held-streams run, on its own fakes (pacing their deltas) and daaris."""
     held = Table(f"{args.streams} streams at once: gaps between deltas as the client reads them",
-                 ["path", "gap p50 ms", "gap p99 ms", "p99 over direct ms", "wall s", "server CPU us per chunk",
-                  "streams whole"])
+                 ["path", "gap p50 ms", "gap p99 ms", "p99 over direct ms", "gap p99.9 ms", "gap max ms", "wall s",
+                  "server CPU us per chunk", "streams whole"])
     paths = [p for p in PATHS if p.name in args.held]
     direct_p99: dict[str, float] = {}
     with workdir() as tmp, ExitStack() as stack:
-        fakes = {kind: stack.enter_context(fake_upstream(kind, tmp, token_delay_s=args.pace))
+        fakes = {kind: stack.enter_context(fake_upstream(kind, tmp, token_delay_s=args.pace, no_gc=True))
                  for kind in sorted({p.upstream for p in paths})}
         for path in paths:
             server = stack.enter_context(daari(daari_config(tier_of(fakes[path.upstream], path.upstream),
-                                                            args.backlog, args.front_end), tmp)) \
+                                                            args.backlog, args.front_end, args.gc_young), tmp)) \
                 if path.via_daari else fakes[path.upstream]
             overflows = listen_overflows()
+            pauses = gc_pauses(server) if path.via_daari else {}
             gaps, wall, cpu, failures = held_streams(path, server.url, server, args.streams, args.chunks, args.ramp)
+            if path.via_daari:
+                held.notes.append(f"{path.name}: daari's collector pauses during the run (daari_gc_pause_seconds), "
+                                  + _pauses_line(pauses, gc_pauses(server)))
             if failures:
                 held.notes.append(f"{path.name}: {len(failures)} of {args.streams} streams failed, e.g. {failures[0]}")
             after = listen_overflows()
@@ -330,16 +353,26 @@ def held_table(args: argparse.Namespace) -> Table:
             if not path.via_daari:
                 direct_p99[path.protocol] = p99
             over = p99 - direct_p99.get(path.protocol, float("nan"))
-            held.add(path.name, percentile(gaps, 0.5), p99, over if path.via_daari else "", wall,
+            held.add(path.name, percentile(gaps, 0.5), p99, over if path.via_daari else "", percentile(gaps, 0.999),
+                     max(gaps, default=float("nan")), wall,
                      cpu / (args.streams * args.chunks) * 1e6, args.streams - len(failures))
     held.notes += [
         f"{args.streams} streams opened over {args.ramp:g} s, {args.chunks} deltas each, the upstream pacing "
         f"deltas {args.pace * 1000:g} ms apart ({args.streams / args.pace:,.0f} deltas/s in all once open); one "
         "connection per stream; the client is raw Trio sockets in the benchmark's process; the direct row's CPU "
-        "is the fake upstream's",
+        "is the fake upstream's; the fake and the client run without the cyclic garbage collector (its pauses "
+        "would stretch both rows' gaps alike), daari with its own settings (server.gc_young_threshold)",
         f"load average {os.getloadavg()[0]:.1f} at the end (2 shared cores)",
     ]
     return held
+
+
+def _pauses_line(before: dict[str, tuple[float, float]], after: dict[str, tuple[float, float]]) -> str:
+    parts = []
+    for generation, (count, seconds) in sorted(after.items()):
+        count0, seconds0 = before.get(generation, (0.0, 0.0))
+        parts.append(f"generation {generation}: {count - count0:,.0f}, {(seconds - seconds0) * 1000:,.1f} ms in all")
+    return "; ".join(parts) or "none reported"
 
 
 def cold_table(args: argparse.Namespace) -> Table:
@@ -428,6 +461,8 @@ def main() -> None:
                         help="paths for the held-streams run (default: OpenAI direct and through daari)")
     parser.add_argument("--backlog", type=int, default=None,
                         help="daari's server.backlog for --streams (default: daari's own; Hypercorn's was 100)")
+    parser.add_argument("--gc-young", type=int, default=None,
+                        help="daari's server.gc_young_threshold for --streams (default: daari's own; 0: Python's 700)")
     parser.add_argument("--chunk-pace", type=float, default=0.0,
                         help="seconds between deltas for the CPU per chunk table (0: unpaced, bursts; paced, each "
                         "event arrives alone and the figure is a paced chunk's cost)")

@@ -31,6 +31,7 @@ from daari.tenant import team_tenant
 TIER_NAMES = ("L3", "L4", "L5", "L6")
 TierName = Literal["L3", "L4", "L5", "L6"]
 CLIENT_CALL_TYPES = ("main", "subagent", "background", "long_context")
+GC_YOUNG_THRESHOLD = 50_000  # docs/performance.md, "1,000 streams at once and the collector's pauses"
 DEFAULT_CONCURRENCY = {"embedded": 1, "ollama": 4, "openai": 32, "anthropic": 32}
 ExecutorKind = Literal["embedded", "openai", "ollama", "anthropic"]
 
@@ -69,6 +70,10 @@ class ServerConfig:
     # The HTTP/1.1 front end: "hypercorn" (HTTP/1.1, h2c, websockets) or "h11", daari's own lean HTTP/1.1 and
     # websocket server on h11/wsproto (docs/configuration.md, "Front end"). Both serve the same app and limits.
     front_end: Literal["hypercorn", "h11"] = "hypercorn"
+    # The cyclic collector's youngest generation is collected after this many net new container objects
+    # (Python's own: 700; 0 leaves Python's). Larger: fewer of a request's or stream's live objects are moved to
+    # older generations, so full collections, each a pause of every task, come less often (daari/heap.py).
+    gc_young_threshold: Annotated[int, Ge(0)] = GC_YOUNG_THRESHOLD
 
 
 @dataclass

@@ -1,16 +1,26 @@
-"""Keep the cyclic garbage collector off what lives as long as the process: modules, config, loaded models.
+"""Keep the cyclic garbage collector's pauses short: off what lives as long as the process (modules, config,
+loaded models), and rarely over what lives as long as a request or a stream.
 
 A full collection walks every tracked object with the event loop stopped. With L1's embedding model loaded
 that is ~400,000 objects and ~190 ms, every request in flight waiting (a pass-through server at 500 req/s ran
 one every ~5 s). `gc.freeze()` moves what is alive now into a permanent generation that collections skip, so
 they walk only what requests made since. Frozen objects are still freed when their last reference goes; only
 a cycle among them would never be collected, hence once per reason in a process (tests start many servers).
+
+What requests make is young: Python collects its youngest generation after 700 net new container objects and
+moves what is alive then (a request's or a stream's objects, still in use) to an older generation, and a full
+collection runs whenever what was moved since the last one is a quarter of what it kept. With 1,000 streams held
+(~200 objects each) that was a full collection of ~100 ms every few seconds. `server.gc_young_threshold` lets the
+young generation grow larger first, so fewer in-flight objects are moved and the full collections come less often
+(docs/performance.md, "1,000 streams at once and the collector's pauses").
 """
 
 from __future__ import annotations
 
 import gc
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 _done: set[str] = set()
 _lock = threading.Lock()  # model loads run in worker threads
@@ -25,3 +35,29 @@ def freeze_long_lived(reason: str) -> bool:
     gc.collect()
     gc.freeze()
     return True
+
+
+_asked: list[int] = []  # what each running server asked (servers of one process may overlap: tests)
+_python_young = [gc.get_threshold()[0]]  # the youngest threshold found before the first server asked
+
+
+@contextmanager
+def young_threshold(objects: int) -> Iterator[None]:
+    """Collect the youngest generation after `objects` net new container objects (0: Python's own, 700) while
+    inside. The largest asked by the servers inside wins; when the last leaves, the threshold found before the
+    first is put back."""
+    with _lock:
+        if not _asked:
+            _python_young[0] = gc.get_threshold()[0]
+        _asked.append(objects)
+        _set_young()
+    try:
+        yield
+    finally:
+        with _lock:
+            _asked.remove(objects)
+            _set_young()
+
+
+def _set_young() -> None:
+    gc.set_threshold(max(_asked, default=0) or _python_young[0], *gc.get_threshold()[1:])

@@ -130,6 +130,8 @@ HISTOGRAMS: dict[str, Declared] = {
                                          "answering tier."),
     "first_byte_seconds": Declared(("tier",), "Time until a chat response started (a stream's first event), by "
                                    "answering tier."),
+    "gc_pause_seconds": Declared(("generation",), "Pauses of the process's cyclic garbage collector, by the oldest "
+                                 "generation collected (2: a full collection); every task waits for them."),
 }
 # Counters whose series are the configured tiers (Metrics(tiers=...)): known at start, so present at 0.
 TIER_SERIES = ("escalations_total",)

@@ -54,3 +54,24 @@ def test_a_starting_server_freezes_its_start_up_heap(tmp_path: Path) -> None:
                           cwd=Path(__file__).parent.parent)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == ["1", "True"]  # the object from before the start is frozen, the later one not
+
+
+def test_a_young_threshold_holds_while_inside_and_is_put_back() -> None:
+    found = gc.get_threshold()
+    with heap.young_threshold(50_000):
+        assert gc.get_threshold() == (50_000, *found[1:])
+    assert gc.get_threshold() == found
+    with heap.young_threshold(0):  # 0: Python's own
+        assert gc.get_threshold() == found
+
+
+def test_overlapping_servers_keep_the_largest_asked_and_the_last_out_puts_back_what_it_found() -> None:
+    found = gc.get_threshold()
+    first, second = heap.young_threshold(50_000), heap.young_threshold(20_000)
+    first.__enter__()
+    second.__enter__()
+    assert gc.get_threshold()[0] == 50_000
+    first.__exit__(None, None, None)  # not in the order they started: servers stop when they stop
+    assert gc.get_threshold()[0] == 20_000
+    second.__exit__(None, None, None)
+    assert gc.get_threshold() == found

@@ -23,8 +23,9 @@ from hypercorn.trio import serve as hypercorn_serve
 
 from daari.config import Config
 from daari.executors.base import Executor
-from daari.heap import freeze_long_lived
+from daari.heap import freeze_long_lived, young_threshold
 from daari.models import embedded_model
+from daari.observe.gc_pauses import timed_collections
 from daari.pipeline.shortcuts import ShortcutTier
 from daari.redact import redact_url
 from daari.server.app import DaariApp
@@ -94,24 +95,28 @@ async def run_server(config: Config, *, handle_signals: bool = False,
     """Serve until cancelled (or a signal, with `handle_signals`). `shortcuts` replaces shortcut tiers by name."""
     parts = await compose(config, shortcuts=shortcuts, started_at=time.time())
     shutdown = parts.stopping  # live tails close on it rather than holding the grace period
-    # The response archive is closed once every request and actor is done (SQLite checkpoints, removes its WAL).
-    async with aclosing(parts.responses), trio.open_nursery() as actors:
-        start_observers(actors, config, parts.decisions, parts.metrics)
-        parts.client_watches.start(actors)  # supervised here; its cancel at the end ends any watch left
-        await parts.table.start(actors, parts.health)
-        if handle_signals:
-            actors.start_soon(_stop_on_signal, shutdown)
-        if config.server.idle_trim_s > 0:
-            actors.start_soon(trim_when_idle, config.server.idle_trim_s, libc_malloc_trim())
-        freeze_long_lived("server start")  # modules, config, actors; models freeze when they load
-        async with trio.open_nursery() as front:
-            binds = await front.start(_front_end(config, parts.app, shutdown))
-            url = binds[0]
-            log.info("daari listening on %s\n%s\n%s", url, tier_table(config, parts.executors),
-                     _privacy_lines(config, parts.partition_secret, parts.app.policy))
-            task_status.started(RunningServer(url, parts, shutdown))
-        log.info("daari stopped accepting requests; stopping actors")
-        actors.cancel_scope.cancel()  # the hub actor's row closes the hub: its subscribers end
+    # The collector's policy is the process's: set while this server runs, put back when it stops.
+    pauses = parts.metrics.histogram("gc_pause_seconds", ("generation",))
+    with young_threshold(config.server.gc_young_threshold), timed_collections(pauses):
+        # The response archive is closed once every request and actor is done (SQLite checkpoints, removes its
+        # WAL).
+        async with aclosing(parts.responses), trio.open_nursery() as actors:
+            start_observers(actors, config, parts.decisions, parts.metrics)
+            parts.client_watches.start(actors)  # supervised here; its cancel at the end ends any watch left
+            await parts.table.start(actors, parts.health)
+            if handle_signals:
+                actors.start_soon(_stop_on_signal, shutdown)
+            if config.server.idle_trim_s > 0:
+                actors.start_soon(trim_when_idle, config.server.idle_trim_s, libc_malloc_trim())
+            freeze_long_lived("server start")  # modules, config, actors; models freeze when they load
+            async with trio.open_nursery() as front:
+                binds = await front.start(_front_end(config, parts.app, shutdown))
+                url = binds[0]
+                log.info("daari listening on %s\n%s\n%s", url, tier_table(config, parts.executors),
+                         _privacy_lines(config, parts.partition_secret, parts.app.policy))
+                task_status.started(RunningServer(url, parts, shutdown))
+            log.info("daari stopped accepting requests; stopping actors")
+            actors.cancel_scope.cancel()  # the hub actor's row closes the hub: its subscribers end
 
 
 def _privacy_lines(config: Config, partition_secret: bytes | None, policy: GuardPolicy) -> str:
