@@ -24,6 +24,7 @@ from typing import Any
 import httpx
 import psutil
 import yaml
+from prometheus_client.parser import text_string_to_metric_families
 
 ROOT = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
@@ -260,10 +261,9 @@ def l0_hits(server: Server) -> float:
 def gc_pauses(server: Server) -> dict[str, tuple[float, float]]:
     """daari's collector pauses so far (GET /metrics, `daari_gc_pause_seconds`): generation -> (count, seconds)."""
     text = httpx.get(server.url + "/metrics", timeout=30).text
-    found: dict[str, list[float]] = {}
-    for line in text.splitlines():
-        if line.startswith(("daari_gc_pause_seconds_count{", "daari_gc_pause_seconds_sum{")):
-            generation = line.split('generation="', 1)[1].split('"', 1)[0]
-            pair = found.setdefault(generation, [0.0, 0.0])
-            pair[0 if "_count{" in line else 1] = float(line.rsplit(" ", 1)[1])
-    return {generation: (pair[0], pair[1]) for generation, pair in found.items()}
+    found: dict[str, dict[str, float]] = {}
+    for family in text_string_to_metric_families(text):
+        if family.name == "daari_gc_pause_seconds":
+            for sample in family.samples:
+                found.setdefault(sample.labels["generation"], {})[sample.name.rsplit("_", 1)[1]] = sample.value
+    return {generation: (values.get("count", 0.0), values.get("sum", 0.0)) for generation, values in found.items()}
