@@ -4,7 +4,9 @@ The model loads in the background at start (a progress line); until it is ready 
 L1 skips itself rather than wait. Requests queued together (up to `batch_size`) run as one batch on a worker
 thread: batching is ~5x the throughput on CPU. By default a batch waits for no company (`batch_wait_s` 0):
 requests that arrive while the model runs a batch queue up and form the next one, and a lone request (an agent's
-turn, one at a time) starts at once instead of waiting the 2 ms it used to.
+turn, one at a time) starts at once instead of waiting the 2 ms it used to. `Window` asks only how much of a
+text the model would read (the tokenizer, no model run): L1 needs it for the lookup context before it knows
+whether the model must run at all.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Any
 import numpy as np
 import trio
 
-from actors.runtime import Actor, Call, Pending, batches
+from actors.runtime import Actor, Call, Pending, batches, handles
 from daari.cpu_budget import request_work
 from daari.errors import DaariError
 from daari.semantic.minilm import MiniLM, Vectors, load_minilm
@@ -42,6 +44,16 @@ class Embedding:
 @dataclass(frozen=True)
 class Embed(Call[Embedding]):
     text: str
+
+
+@dataclass(frozen=True)
+class Window(Call[int]):
+    """How many leading characters of `text` the model reads (its first 256 word pieces)."""
+
+    text: str
+
+
+INLINE_WINDOW_CHARS = 1024  # up to this the tokenizer takes ~0.1-0.4 ms, on a par with a worker thread's round trip
 
 
 @dataclass
@@ -90,6 +102,17 @@ class EmbedderActor(Actor):
                 log.info("L1: embedding model ready in %.1fs", self.status.load_seconds)
             self.status.ready = True
         self.status.started.set()
+
+    @handles(Window, concurrent=True)
+    async def window(self, request: Window) -> int:
+        """The tokenizer only, beside any batch the model runs (the tokenizer is safe to share between threads)."""
+        model = self.model
+        if model is None:
+            raise EmbedderNotReady("the embedding model is still loading")
+        if len(request.text) <= INLINE_WINDOW_CHARS:
+            return model.seen_chars([request.text])[0]
+        seen: list[int] = await trio.to_thread.run_sync(model.seen_chars, [request.text])
+        return seen[0]
 
     @batches(Embed, max_items=lambda actor: actor.batch_size, max_wait_s=lambda actor: actor.batch_wait_s)
     async def embed(self, calls: list[Pending[Embed, Embedding]]) -> None:

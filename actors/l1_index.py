@@ -198,6 +198,10 @@ class L1Index:
                 break
         return matches
 
+    def may_hold(self, context: str) -> bool:
+        """False only when no live entry has `context` (the index has loaded what its store held): a certain miss."""
+        return not self.loaded.is_set() or self.index.census.may_hold(context_id(context))
+
     async def demote(self, entry_id: int) -> bool:
         try:
             demoted = await self.store.demote(entry_id)

@@ -16,7 +16,8 @@ from daari.cache.store import L1Backend, NewL1Entry
 from daari.protocol.chat import Completion
 from daari.semantic.index import Vector
 
-__all__ = ["IndexStats", "L1Count", "L1Demote", "L1Lookup", "L1Put", "L1Rebuild", "Match", "SemanticCacheActor"]
+__all__ = ["IndexStats", "L1Count", "L1Demote", "L1MayHold", "L1Lookup", "L1Put", "L1Rebuild", "Match",
+           "SemanticCacheActor"]
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,15 @@ class L1Lookup(Call[list[Match]]):
     context: str
     threshold: float
     limit: int = 3
+
+
+@dataclass(frozen=True)
+class L1MayHold(Call[bool]):
+    """Whether any entry may share `context`; False is a certain miss (the index's census, semantic/census.py).
+    Asked through the mailbox, after every put told before it: an answer stored before a request was sent is
+    counted for it."""
+
+    context: str
 
 
 @dataclass(frozen=True)
@@ -82,6 +92,10 @@ class SemanticCacheActor(Actor):
     async def rebuild_now(self, request: L1Rebuild) -> int:
         await self.index.rebuild()
         return len(self.index)
+
+    @handles(L1MayHold)
+    async def may_hold(self, request: L1MayHold) -> bool:
+        return self.index.may_hold(request.context)
 
     @handles(L1Lookup, concurrent=True)
     async def lookup(self, request: L1Lookup) -> list[Match]:

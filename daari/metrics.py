@@ -57,6 +57,8 @@ COUNTERS: dict[str, Declared] = {
                                           "rejected them."),
     "cache_l1_embed_memo_hits_total": Declared((), "L1 probes that reused a recent embedding of the same text (no "
                                                "model run)."),
+    "cache_l1_misses_without_model_total": Declared((), "L1 misses found without running the embedding model: no "
+                                                    "stored entry shares the request's lookup context."),
     "cache_bypassed_total": Declared(("op",), "Requests routed without the cache because it failed, by operation "
                                      "(read, write).", (("read",), ("write",))),
     "cache_write_failures_total": Declared((), "Answers whose L0 disk write failed (disk full, read-only, "

@@ -196,10 +196,17 @@ async def test_model_verify_serves_nothing_when_the_model_does_not_answer_yes_or
         assert len(asked) == 1 and asked[0].body["max_tokens"] == 3
 
 
+def metric(text: str, name: str) -> float:
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(name))
+
+
 async def test_a_tool_loop_embeds_its_user_turn_once(tmp_path: Path) -> None:
-    """An agent's tool loop sends the same last user turn with new tool results every turn: the first turn runs
-    the model, the next ones reuse its embedding (and still match only with the same tool results); with the
-    memo off every turn runs the model."""
+    """An agent's tool loop sends the same last user turn with new tool results every turn. Its first pass finds
+    no entry in its first turn's context (the tool results are in it): no model run at lookup, the turn embedded
+    once its answer is stored; the next turns reuse that embedding. A second pass over the same tool results (a
+    reworded turn) has entries to search: its first turn runs the model, the next ones reuse that embedding. With
+    the memo off every turn runs the model, when its answer is stored or for its lookup."""
+    results = ("assert x == 1", "assert x == 2", "assert x == 3")
     for memo_mb, model_runs in ((8, 1), (0, 3)):
         fake = FakeOpenAI()
         async with serve_app(fake) as upstream, \
@@ -207,19 +214,23 @@ async def test_a_tool_loop_embeds_its_user_turn_once(tmp_path: Path) -> None:
                 httpx.AsyncClient(base_url=server.url) as client:
             tier = await ready(server)
             texts_before = tier.status.texts
-            for result in ("assert x == 1", "assert x == 2", "assert x == 3"):
+            for result in results:
                 reply = (await client.post("/v1/chat/completions",
                                            json=agent_turn("Why does the test fail?", result))).json()
                 assert reply["daari_meta"]["tier"] == "L3" and "l1" not in reply["daari_meta"]
-            assert tier.status.texts - texts_before == model_runs
             await settle(server, tier, 3)
-            again = (await client.post("/v1/chat/completions",
-                                       json=agent_turn("Why is the test failing?", "assert x == 2"))).json()
-            assert again["daari_meta"]["tier"] == "L1"  # the memo's vectors were stored and are found
+            assert tier.status.texts - texts_before == model_runs
             metrics = (await client.get("/metrics")).text
-            memo_hits = sum(float(line.rsplit(" ", 1)[1]) for line in metrics.splitlines()
-                            if line.startswith("daari_cache_l1_embed_memo_hits_total"))
-            assert memo_hits == 3 - model_runs
+            assert metric(metrics, "daari_cache_l1_misses_without_model_total") == model_runs
+            texts_before = tier.status.texts
+            for result in results:
+                again = (await client.post("/v1/chat/completions",
+                                           json=agent_turn("Why is the test failing?", result))).json()
+                assert again["daari_meta"]["tier"] == "L1"  # the first pass's vectors were stored and are found
+            assert tier.status.texts - texts_before == model_runs
+            metrics = (await client.get("/metrics")).text
+            assert metric(metrics, "daari_cache_l1_embed_memo_hits_total") == 2 * (3 - model_runs)
+            assert metric(metrics, "daari_cache_l1_misses_without_model_total") == model_runs
 
 
 async def test_the_embedding_memo_is_kept_per_cache_partition(tmp_path: Path) -> None:

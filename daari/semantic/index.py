@@ -21,6 +21,7 @@ import numpy.typing as npt
 from annoy import AnnoyIndex
 
 from daari.datadir import private_file
+from daari.semantic.census import ContextCensus
 from daari.semantic.minilm import DIMENSIONS
 
 Vector = npt.NDArray[np.float32]
@@ -186,6 +187,8 @@ class VectorIndex:
         self._row_ids: list[int] = []
         self._contexts: list[int] = []
         self.deleted: set[int] = set()
+        self.census = ContextCensus()  # live entries by context: kept as they come and go
+        self.census.add(self.sealed.contexts.tolist())
 
     def __len__(self) -> int:
         return len(self.sealed.row_ids) + len(self._row_ids) - len(self.deleted)
@@ -201,9 +204,19 @@ class VectorIndex:
         self._vectors[n] = vector
         self._row_ids.append(row_id)
         self._contexts.append(context)
+        self.census.add((context,))
 
     def delete(self, row_ids: list[int]) -> None:
+        self.census.remove(self._contexts_of({r for r in row_ids if r not in self.deleted}))
         self.deleted.update(row_ids)
+
+    def _contexts_of(self, row_ids: set[int]) -> list[int]:
+        """The contexts of those of `row_ids` indexed here (deletes are rare: evictions, demotions)."""
+        if not row_ids:
+            return []
+        sealed = self.sealed
+        found: list[int] = sealed.contexts[np.isin(sealed.row_ids, list(row_ids))].tolist()
+        return found + [c for r, c in zip(self._row_ids, self._contexts, strict=True) if r in row_ids]
 
     def ids_below(self, bound: int) -> list[int]:
         """Live ids below `bound` (a shared store evicts its oldest entries: every id under the oldest one left)."""

@@ -8,6 +8,10 @@ one it accepts is served. Every rejection counts as a false hit avoided. The emb
 (by L0 key) and reused by `remember`, which stores the answer the request got: a miss embeds once. Recent
 embeddings are also kept by text (`embed_memo_mb`): an agent's tool loop repeats its last user turn on every
 turn, and the probe of each turn after the first then costs no model run.
+A request whose lookup context holds no entry (the index's census, semantic/census.py) cannot be a hit: it is a
+miss without the model run; `remember` embeds it only if its answer is stored (never a tool call). An agent's tool
+loop carries its tool results in the context, so nearly every turn of it is such a miss, and most of its answers
+are tool calls: no model run at all.
 Agent turns take part through the stable prefix (ADR-0004 G1b); answers that are tool calls never do.
 """
 
@@ -17,9 +21,9 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from actors.embedder import Embed, EmbedderStatus, Embedding
+from actors.embedder import Embed, EmbedderStatus, Embedding, Window
 from actors.runtime import Address
-from actors.semantic_cache import IndexStats, L1Lookup, L1Put, Match
+from actors.semantic_cache import IndexStats, L1Lookup, L1MayHold, L1Put, Match
 from actors.verifier import Verify
 from daari.cache.lru import LRU
 from daari.config import L1Config
@@ -28,7 +32,7 @@ from daari.metrics import Metrics
 from daari.pipeline.shortcuts import ShortcutQuery, ShortcutResult
 from daari.protocol.chat import Completion
 from daari.semantic.context import lookup_context
-from daari.semantic.fold import fold
+from daari.semantic.fold import Fold, fold
 from daari.semantic.index import Vector
 from daari.semantic.lexical import Verdict
 from daari.trust.bars import LearnedBars
@@ -42,16 +46,18 @@ MEMO_ENTRY_OVERHEAD = 200  # bytes a memo entry costs beyond its text and vector
 
 @dataclass(frozen=True)
 class Probe:
-    """A request as L1 sees it: the text the model read, its vector, and the exact lookup context."""
+    """A request as L1 sees it: the text the model read, its vector (None: not embedded, its context held no
+    entry), and the exact lookup context."""
 
     text: str
-    vector: Vector
+    vector: Vector | None
     context: str
 
 
 class SemanticTier:
     name = "L1"
     serves_agent_turns = True  # the agent-prefix L1 (ADR-0004 G1b)
+    asks_census = True  # whether the index may hold the request's context, before the model runs (L1MayHold)
 
     def __init__(self, config: L1Config, embedder: Address, status: EmbedderStatus, cache: Address,
                  verifier: Address, metrics: Metrics, index_stats: IndexStats | None = None,
@@ -79,12 +85,23 @@ class SemanticTier:
 
     async def _probe(self, query: ShortcutQuery) -> Probe | None:
         folded = fold(query.request)
-        if not folded.embed_text:
+        text = folded.embed_text
+        if not text:
             return None
-        embedding = await self._embedding(folded.embed_text, query.partition)
+        # A text in the memo costs no model run, and its vector lets `remember` store without one: searched as is.
+        if self.asks_census and (self._memo is None or (query.partition, text) not in self._memo):
+            seen: int = await self.embedder.call(Window(text))
+            context = self._context(query, folded, seen)
+            if not await self.cache.call(L1MayHold(context)):
+                self.metrics.inc("cache_l1_misses_without_model_total")
+                return Probe(text[:seen], None, context)
+        embedding = await self._embedding(text, query.partition)
         seen = embedding.seen_chars
-        context = lookup_context(query.request, folded, query.partition, folded.embed_text[seen:])
-        return Probe(folded.embed_text[:seen], embedding.vector, context)
+        return Probe(text[:seen], embedding.vector, self._context(query, folded, seen))
+
+    @staticmethod
+    def _context(query: ShortcutQuery, folded: Fold, seen: int) -> str:
+        return lookup_context(query.request, folded, query.partition, folded.embed_text[seen:])
 
     async def _embedding(self, text: str, partition: str) -> Embedding:
         """The model's embedding of `text`, from the memo when the same text was embedded lately in the same cache
@@ -113,6 +130,8 @@ class SemanticTier:
             if probe is None:
                 return None
             self._remember_probe(query.l0_key, probe)
+            if probe.vector is None:  # its context holds no entry: nothing to search
+                return None
             threshold = (self.bars.threshold(query.task_type) if self.bars is not None
                          else self.config.similarity_threshold)
             matches = await self._search(query, L1Lookup(probe.vector, probe.context, threshold))
@@ -170,13 +189,22 @@ class SemanticTier:
         self._pending.put(key, probe, 1)
 
     async def remember(self, query: ShortcutQuery, completion: Completion, tier: str) -> None:
-        """Index the answer a model tier gave (just stored in L0) with the embedding its lookup made.
+        """Index the answer a model tier gave (just stored in L0) with the embedding its lookup made, or (a lookup
+        whose context held no entry) the embedding made now, of what the model reads of the request.
 
-        Never waits: the write is told to the SemanticCacheActor. Without a lookup (a tier override, whose
-        answers L0 also keeps apart, or the model still loading) nothing is indexed.
+        The write is told to the SemanticCacheActor before the answer's last bytes go out, so a request sent after
+        it finds it. Without a lookup (a tier override, whose answers L0 also keeps apart, or the model still
+        loading) nothing is indexed.
         """
         probe = self._pending.pop(query.l0_key) if query.l0_key else None
         if probe is None or completion.tool_calls or completion.finish_reason not in STORABLE:
             return
-        if not self._store(query, L1Put(probe.context, probe.text, probe.vector, completion, tier)):
+        vector = probe.vector
+        if vector is None:
+            try:  # the text is what the model reads (cut at its window), so the vector is the lookup's would-be
+                vector = (await self._embedding(probe.text, query.partition)).vector
+            except DaariError as err:  # the model failed meanwhile: the answer stands, L1 does not index it
+                log.warning("L1 write skipped: %s", err.message)
+                return
+        if not self._store(query, L1Put(probe.context, probe.text, vector, completion, tier)):
             log.warning("L1 write dropped: the l1 actor's mailbox is full")

@@ -99,6 +99,7 @@ class TenantSemanticTier(SemanticTier):
     (actors/org_l1.py): the tenant is named in every message, never a filter applied after a search."""
 
     name = L1_LEVEL
+    asks_census = False  # a tenant's index is asked by its lookup only
 
     def __init__(self, tenant_of: Callable[[str], str | None], config: L1Config, embedder: Address,
                  status: EmbedderStatus, cache: Address, verifier: Address, metrics: Metrics,
