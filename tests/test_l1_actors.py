@@ -4,7 +4,7 @@ import numpy as np
 import trio
 import trio.testing
 
-from actors.embedder import Embed, EmbedderActor, EmbedderStatus
+from actors.embedder import INLINE_WINDOW_CHARS, Embed, EmbedderActor, EmbedderStatus, Window
 from actors.runtime import Mailbox
 from actors.verifier import VerifierActor, Verify
 from daari.config import L1Config
@@ -75,6 +75,24 @@ async def test_embedding_reports_how_much_of_a_long_text_it_read() -> None:
         embedding = await address.call(Embed(text))
         nursery.cancel_scope.cancel()
     assert 0 < embedding.seen_chars < len(text)
+
+
+async def test_the_window_is_what_an_embedding_reads_without_a_model_run() -> None:
+    status = EmbedderStatus()
+    mailbox = Mailbox("embedder", 8)
+    address = mailbox.address
+    short = "user: how do I list docker containers?"
+    long = "user: " + " ".join(f"token{i}" for i in range(600))  # past the window, and tokenized off the loop
+    async with trio.open_nursery() as nursery:
+        await nursery.start(EmbedderActor(status).serve_inbox, mailbox.inbox)
+        with trio.fail_after(60):
+            await status.started.wait()
+        windows = [await address.call(Window(text)) for text in (short, long)]
+        assert status.texts == 0  # the tokenizer only
+        embedded = [(await address.call(Embed(text))).seen_chars for text in (short, long)]
+        nursery.cancel_scope.cancel()
+    assert windows == embedded and windows[0] == len(short) and 0 < windows[1] < len(long)
+    assert len(long) > INLINE_WINDOW_CHARS
 
 
 async def verify(actor: VerifierActor, query: str, candidate: str):  # type: ignore[no-untyped-def]

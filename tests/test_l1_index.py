@@ -56,6 +56,26 @@ def test_rebuild_swaps_in_an_index_and_keeps_later_entries_buffered(tmp_path: Pa
     assert 3 not in again.row_ids.tolist() and 100 in again.row_ids.tolist()
 
 
+def test_the_census_counts_live_entries_by_context_through_deletes_and_rebuilds(tmp_path: Path) -> None:
+    index = VectorIndex()
+    for row_id, context in ((1, 7), (2, 7), (3, 8)):
+        index.add(row_id, context, unit(row_id))
+    census = index.census
+    assert census.may_hold(7) and census.may_hold(8) and not census.may_hold(9)
+    snapshot = index.snapshot()
+    index.delete([3, 3])  # while a rebuild runs; twice in one call
+    index.delete([3])  # and again later: counted once
+    assert not census.may_hold(8) and len(census) == 1
+    index.swap(rebuild(snapshot, trees=2, path=tmp_path / "l1.index"), snapshot.covered)
+    assert index.census is census and census.may_hold(7) and not census.may_hold(8)
+    index.delete([1])  # from the sealed index
+    assert census.may_hold(7)  # row 2 is left
+    index.delete([2, 99])  # 99 was never indexed
+    assert not census.may_hold(7) and len(census) == 0
+    reloaded = VectorIndex(load_sealed(tmp_path / "l1.index"))  # a saved index counts its entries at load
+    assert reloaded.census.may_hold(7) and reloaded.census.may_hold(8)
+
+
 def test_annoy_similarity_is_cosine() -> None:
     index = VectorIndex()
     a, b = unit(1), near(unit(1), 2, noise=0.5)
@@ -102,7 +122,7 @@ async def test_actor_loads_the_saved_index_and_buffers_what_came_after(tmp_path:
     import trio
 
     from actors.runtime import Mailbox
-    from actors.semantic_cache import IndexStats, L1Count, L1Lookup, L1Put, L1Rebuild, SemanticCacheActor
+    from actors.semantic_cache import IndexStats, L1Count, L1Lookup, L1MayHold, L1Put, L1Rebuild, SemanticCacheActor
 
     context = "cd" * 32
 
@@ -128,6 +148,7 @@ async def test_actor_loads_the_saved_index_and_buffers_what_came_after(tmp_path:
 
     async def second(address) -> None:  # type: ignore[no-untyped-def]
         assert await address.call(L1Count()) == 5
+        assert await address.call(L1MayHold(context)) and not await address.call(L1MayHold("ef" * 32))
         matches = await address.call(L1Lookup(unit(4), context, 0.99))
         assert [m.entry.completion.text for m in matches] == ["a4"]  # a buffered entry, found exactly
         assert (await address.call(L1Lookup(unit(1), "ef" * 32, 0.5))) == []  # another context: nothing

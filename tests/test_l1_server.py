@@ -160,6 +160,32 @@ async def test_tool_call_answers_are_never_stored_in_l1(tmp_path: Path) -> None:
         assert await tier.cache.call(L1Count()) == 1  # only the text answer
 
 
+async def test_a_lookup_whose_context_holds_no_entry_runs_no_model(tmp_path: Path) -> None:
+    """Tool-call answers are never stored, so a tool loop's turns run no model at all; a text answer in a new
+    context is embedded once, when stored, and the paraphrase sent right after its reply finds it."""
+    fake = FakeOpenAI()
+    async with serve_app(fake) as upstream, daari_server(config(tmp_path, upstream)) as server, \
+            httpx.AsyncClient(base_url=server.url) as client:
+        tier = await ready(server)
+        texts_before = tier.status.texts
+        for n in range(3):
+            body = {"model": "tools", "tools": TOOLS, "messages": [{"role": "user", "content": f"Read a{n}.py"}]}
+            reply = (await client.post("/v1/chat/completions", json=body)).json()
+            assert reply["choices"][0]["message"]["tool_calls"] and reply["daari_meta"]["tier"] == "L3"
+        assert tier.status.texts == texts_before  # every lookup a miss without the model, nothing stored
+        metrics = (await client.get("/metrics")).text
+        assert metric(metrics, "daari_cache_l1_misses_without_model_total") == 3
+        first = (await client.post("/v1/chat/completions", json=chat(ORIGINAL, temperature=0.5))).json()
+        assert first["daari_meta"]["tier"] == "L3" and tier.status.texts == texts_before + 1
+        hit = (await client.post("/v1/chat/completions", json=chat(PARAPHRASE, temperature=0.5))).json()
+        assert hit["daari_meta"]["tier"] == "L1"  # no wait: the entry was stored before the reply ended
+        other = (await client.post("/v1/chat/completions", json=chat("What is memoization?", temperature=0.7))).json()
+        assert other["daari_meta"]["tier"] == "L3"  # another context (temperature): no model run at lookup
+        metrics = (await client.get("/metrics")).text
+        assert metric(metrics, "daari_cache_l1_misses_without_model_total") == 5
+        assert tier.status.texts == texts_before + 3  # ORIGINAL stored, PARAPHRASE looked up, the last one stored
+
+
 async def test_entries_and_index_survive_a_restart(tmp_path: Path) -> None:
     fake = FakeOpenAI()
     async with serve_app(fake) as upstream:
