@@ -176,14 +176,16 @@ async def test_a_lookup_whose_context_holds_no_entry_runs_no_model(tmp_path: Pat
         metrics = (await client.get("/metrics")).text
         assert metric(metrics, "daari_cache_l1_misses_without_model_total") == 3
         first = (await client.post("/v1/chat/completions", json=chat(ORIGINAL, temperature=0.5))).json()
-        assert first["daari_meta"]["tier"] == "L3" and tier.status.texts == texts_before + 1
+        assert first["daari_meta"]["tier"] == "L3"
+        # Sent at once: ORIGINAL's answer may still wait for its embedding, and this lookup waits for it.
         hit = (await client.post("/v1/chat/completions", json=chat(PARAPHRASE, temperature=0.5))).json()
-        assert hit["daari_meta"]["tier"] == "L1"  # no wait: the entry was stored before the reply ended
+        assert hit["daari_meta"]["tier"] == "L1"
         other = (await client.post("/v1/chat/completions", json=chat("What is memoization?", temperature=0.7))).json()
         assert other["daari_meta"]["tier"] == "L3"  # another context (temperature): no model run at lookup
+        await settle(server, tier, 2)
         metrics = (await client.get("/metrics")).text
         assert metric(metrics, "daari_cache_l1_misses_without_model_total") == 5
-        assert tier.status.texts == texts_before + 3  # ORIGINAL stored, PARAPHRASE looked up, the last one stored
+        assert tier.status.texts == texts_before + 3  # ORIGINAL and the last one stored, PARAPHRASE looked up
 
 
 async def test_entries_and_index_survive_a_restart(tmp_path: Path) -> None:
@@ -227,11 +229,10 @@ def metric(text: str, name: str) -> float:
 
 
 async def test_a_tool_loop_embeds_its_user_turn_once(tmp_path: Path) -> None:
-    """An agent's tool loop sends the same last user turn with new tool results every turn. Its first pass finds
-    no entry in its first turn's context (the tool results are in it): no model run at lookup, the turn embedded
-    once its answer is stored; the next turns reuse that embedding. A second pass over the same tool results (a
-    reworded turn) has entries to search: its first turn runs the model, the next ones reuse that embedding. With
-    the memo off every turn runs the model, when its answer is stored or for its lookup."""
+    """An agent's tool loop sends the same last user turn with new tool results every turn. A first pass finds no
+    entry in any turn's context (the tool results are in it): no model run at lookup, each answer embedded after
+    its reply. A second pass over the same tool results (a reworded turn) has entries to search: its first turn
+    runs the model, the next ones reuse that embedding; with the memo off every turn runs the model."""
     results = ("assert x == 1", "assert x == 2", "assert x == 3")
     for memo_mb, model_runs in ((8, 1), (0, 3)):
         fake = FakeOpenAI()
@@ -245,9 +246,7 @@ async def test_a_tool_loop_embeds_its_user_turn_once(tmp_path: Path) -> None:
                                            json=agent_turn("Why does the test fail?", result))).json()
                 assert reply["daari_meta"]["tier"] == "L3" and "l1" not in reply["daari_meta"]
             await settle(server, tier, 3)
-            assert tier.status.texts - texts_before == model_runs
-            metrics = (await client.get("/metrics")).text
-            assert metric(metrics, "daari_cache_l1_misses_without_model_total") == model_runs
+            assert tier.status.texts - texts_before == 3  # after each reply, for the answer stored
             texts_before = tier.status.texts
             for result in results:
                 again = (await client.post("/v1/chat/completions",
@@ -255,8 +254,8 @@ async def test_a_tool_loop_embeds_its_user_turn_once(tmp_path: Path) -> None:
                 assert again["daari_meta"]["tier"] == "L1"  # the first pass's vectors were stored and are found
             assert tier.status.texts - texts_before == model_runs
             metrics = (await client.get("/metrics")).text
-            assert metric(metrics, "daari_cache_l1_embed_memo_hits_total") == 2 * (3 - model_runs)
-            assert metric(metrics, "daari_cache_l1_misses_without_model_total") == model_runs
+            assert metric(metrics, "daari_cache_l1_embed_memo_hits_total") == 3 - model_runs
+            assert metric(metrics, "daari_cache_l1_misses_without_model_total") == 3
 
 
 async def test_the_embedding_memo_is_kept_per_cache_partition(tmp_path: Path) -> None:

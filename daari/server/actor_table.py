@@ -102,7 +102,8 @@ def actor_table(config: Config, executors: dict[str, Executor], shared: Shared,
             ActorSpec("l1", lambda: SemanticCacheActor(
                 RedisL1(link, prefix, max_entries=l1.max_entries, max_age_s=max_age_s) if link is not None
                 else data_dir, max_entries=l1.max_entries, max_age_s=max_age_s, trees=l1.index_trees,
-                rebuild_after=l1.rebuild_after, stats=shared.index_stats), size, policy),
+                rebuild_after=l1.rebuild_after, stats=shared.index_stats, embedder=table.address("embedder")),
+            size, policy),
             *([ActorSpec("l1_org", lambda: OrgL1Actor(  # L1-org: the team's index, or the recent key tenants'
                 org.link_now, lambda store: L1Index(store, max_entries=l1.max_entries, max_age_s=max_age_s,
                                                     trees=l1.index_trees, rebuild_after=l1.rebuild_after),

@@ -26,8 +26,7 @@ STORABLE_FINISH = ("stop", "length", "tool_calls", "stop_sequence")
 
 @runtime_checkable
 class AnswerIndex(Protocol):
-    """A tier that indexes answers L0 stored (L1); called after the put, before the answer's last bytes go out. It
-    may wait for what indexing needs (L1: an embedding its lookup did not make), never for the write itself."""
+    """A tier that indexes answers L0 stored (L1); called after the put, it must not block."""
 
     name: str
 

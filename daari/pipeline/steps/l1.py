@@ -9,9 +9,9 @@ one it accepts is served. Every rejection counts as a false hit avoided. The emb
 embeddings are also kept by text (`embed_memo_mb`): an agent's tool loop repeats its last user turn on every
 turn, and the probe of each turn after the first then costs no model run.
 A request whose lookup context holds no entry (the index's census, semantic/census.py) cannot be a hit: it is a
-miss without the model run; `remember` embeds it only if its answer is stored (never a tool call). An agent's tool
-loop carries its tool results in the context, so nearly every turn of it is such a miss, and most of its answers
-are tool calls: no model run at all.
+miss without the model run; only an answer that is stored (never a tool call) is embedded, by the SemanticCacheActor
+after the reply. An agent's tool loop carries its tool results in the context, so nearly every turn of it is such a
+miss, and most of its answers are tool calls: no model run at all.
 Agent turns take part through the stable prefix (ADR-0004 G1b); answers that are tool calls never do.
 """
 
@@ -23,7 +23,7 @@ from typing import Any
 
 from actors.embedder import Embed, EmbedderStatus, Embedding, Window
 from actors.runtime import Address
-from actors.semantic_cache import IndexStats, L1Lookup, L1MayHold, L1Put, Match
+from actors.semantic_cache import IndexStats, L1EmbedAndPut, L1Lookup, L1MayHold, L1Put, Match
 from actors.verifier import Verify
 from daari.cache.lru import LRU
 from daari.config import L1Config
@@ -189,22 +189,21 @@ class SemanticTier:
         self._pending.put(key, probe, 1)
 
     async def remember(self, query: ShortcutQuery, completion: Completion, tier: str) -> None:
-        """Index the answer a model tier gave (just stored in L0) with the embedding its lookup made, or (a lookup
-        whose context held no entry) the embedding made now, of what the model reads of the request.
+        """Index the answer a model tier gave (just stored in L0) with the embedding its lookup made; a lookup that
+        ran no model (its context held no entry) has its text embedded by the SemanticCacheActor after the reply.
 
-        The write is told to the SemanticCacheActor before the answer's last bytes go out, so a request sent after
-        it finds it. Without a lookup (a tier override, whose answers L0 also keeps apart, or the model still
-        loading) nothing is indexed.
+        Never waits: the write is told to the SemanticCacheActor, before the answer's last bytes go out, so a
+        request sent after it finds it. Without a lookup (a tier override, whose answers L0 also keeps apart, or
+        the model still loading) nothing is indexed.
         """
         probe = self._pending.pop(query.l0_key) if query.l0_key else None
         if probe is None or completion.tool_calls or completion.finish_reason not in STORABLE:
             return
         vector = probe.vector
-        if vector is None:
-            try:  # the text is what the model reads (cut at its window), so the vector is the lookup's would-be
-                vector = (await self._embedding(probe.text, query.partition)).vector
-            except DaariError as err:  # the model failed meanwhile: the answer stands, L1 does not index it
-                log.warning("L1 write skipped: %s", err.message)
-                return
-        if not self._store(query, L1Put(probe.context, probe.text, vector, completion, tier)):
+        if vector is None and self._memo is not None:  # the text is what the model reads: its vector, if in memo
+            remembered = self._memo.get((query.partition, probe.text))
+            vector = remembered.vector if remembered is not None else None
+        told = (self._store(query, L1Put(probe.context, probe.text, vector, completion, tier)) if vector is not None
+                else self.cache.tell(L1EmbedAndPut(probe.context, probe.text, completion, tier)))
+        if not told:
             log.warning("L1 write dropped: the l1 actor's mailbox is full")
