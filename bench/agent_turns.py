@@ -18,6 +18,7 @@ body adds <= 2 ms more than a small one"). Every session is new (its own salt), 
     python -m bench.agent_turns                     # 4 sessions of 16 turns
     python -m bench.agent_turns --sessions 6 --turns 20
     python -m bench.agent_turns --baseline /work/main   # every path on another checkout too, in the same rotation
+    python -m bench.agent_turns --gap-ms 30            # a pause after each request (work after a reply settles)
 """
 
 from __future__ import annotations
@@ -102,9 +103,11 @@ def memo_hits(server: Server) -> float:
 BASELINE = " (baseline)"
 
 
-def run(sessions: int, turns: int, baseline: Path | None = None) -> list[Table]:
+def run(sessions: int, turns: int, baseline: Path | None = None, gap_ms: float = 0.0) -> list[Table]:
     """`baseline`: another checkout of daari; each path then runs on it too (its names end in BASELINE), in the
-    same rotation, so the two are compared turn by turn under the same load."""
+    same rotation, so the two are compared turn by turn under the same load. `gap_ms`: a pause after each request
+    (an agent's own time between turns), so work a server does after its reply (L1 embedding an answer it
+    stores) runs before the next request, not inside the next path's timing."""
     headers = {"content-type": "application/json"}
     paths = {**PATHS, **({name + BASELINE: spec for name, spec in PATHS.items()} if baseline is not None else {})}
     added: dict[str, list[tuple[int, int, float]]] = {name: [] for name in paths}  # (turn, body bytes, ms)
@@ -131,8 +134,10 @@ def run(sessions: int, turns: int, baseline: Path | None = None) -> list[Table]:
             for turn, body in enumerate(session_bodies(session + 1, turns)):
                 order += 1
                 rotated = names[order % len(names):] + names[:order % len(names)]
-                took = {name: post(clients[name], body, {**headers, **paths.get(name, ({}, {}))[1]})
-                        for name in rotated}
+                took = {}
+                for name in rotated:
+                    took[name] = post(clients[name], body, {**headers, **paths.get(name, ({}, {}))[1]})
+                    time.sleep(gap_ms / 1000)
                 for name in paths:
                     added[name].append((turn, len(body), took[name] - took[DIRECT]))
         memo_used = memo_hits(servers["L1 miss, memo on"]) - memo_before
@@ -150,7 +155,8 @@ def run(sessions: int, turns: int, baseline: Path | None = None) -> list[Table]:
     sizes = [size for _, size, _ in added["cache off"]]
     table.notes += [
         f"bodies {min(sizes) / 1024:.0f}-{max(sizes) / 1024:.0f} KB (turn 1 to {turns}); smallest/largest bodies: "
-        f"the first and last {quarter} turns of each session; one request at a time, paths in rotating order",
+        f"the first and last {quarter} turns of each session; one request at a time, paths in rotating order"
+        + (f", {gap_ms:g} ms between requests" if gap_ms else ""),
         f"embedding memo hits counted by daari (memo on): {memo_used:.0f} of {sessions * (turns - 1)} later turns",
         "upstream: tests/fakes/openai_upstream.py (model tools: a text answer to a trailing tool result) on "
         "Hypercorn; client: httpx, keep-alive; " + machine(),
@@ -176,8 +182,10 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=4)
     parser.add_argument("--turns", type=int, default=16)
     parser.add_argument("--baseline", type=Path, help="another checkout of daari: every path runs on it too")
+    parser.add_argument("--gap-ms", type=float, default=0.0,
+                        help="pause after each request, so a server's work after its reply is not timed in the next")
     args = parser.parse_args()
-    print_tables(run(args.sessions, args.turns, args.baseline))
+    print_tables(run(args.sessions, args.turns, args.baseline, args.gap_ms))
 
 
 if __name__ == "__main__":
