@@ -71,6 +71,9 @@ class SemanticTier:
         self._pending: LRU[str, Probe] = LRU(PENDING)  # each of size 1: bounded in count
         memo_bytes = int(config.embed_memo_mb * 2**20)
         self._memo: LRU[tuple[str, str], Embedding] | None = LRU(memo_bytes) if memo_bytes else None
+        # How much of a text the model reads, by partition and text: a tool loop's later turns ask the census
+        # without the tokenizer's round trip (their user turn is the first turn's, embedded only if stored).
+        self._windows: LRU[tuple[str, str], int] | None = LRU(memo_bytes) if memo_bytes else None
         if memo_of is not None:  # another tier over the same embedder (L1-org after L1): one model run a text
             self._memo = memo_of._memo
         self.index_stats = index_stats  # what the index holds (the SemanticCacheActor updates it), for /healthz
@@ -90,7 +93,7 @@ class SemanticTier:
             return None
         # A text in the memo costs no model run, and its vector lets `remember` store without one: searched as is.
         if self.asks_census and (self._memo is None or (query.partition, text) not in self._memo):
-            seen: int = await self.embedder.call(Window(text))
+            seen = await self._window(text, query.partition)
             context = self._context(query, folded, seen)
             if not await self.cache.call(L1MayHold(context)):
                 self.metrics.inc("cache_l1_misses_without_model_total")
@@ -98,6 +101,17 @@ class SemanticTier:
         embedding = await self._embedding(text, query.partition)
         seen = embedding.seen_chars
         return Probe(text[:seen], embedding.vector, self._context(query, folded, seen))
+
+    async def _window(self, text: str, partition: str) -> int:
+        """How many leading characters of `text` the model reads (the tokenizer, no model run), remembered."""
+        windows = self._windows
+        key = (partition, text)
+        seen = windows.get(key) if windows is not None else None
+        if seen is None:
+            seen = await self.embedder.call(Window(text))
+            if windows is not None:
+                windows.put(key, seen, len(text) + MEMO_ENTRY_OVERHEAD)
+        return seen
 
     @staticmethod
     def _context(query: ShortcutQuery, folded: Fold, seen: int) -> str:
