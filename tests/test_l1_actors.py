@@ -95,6 +95,22 @@ async def test_the_window_is_what_an_embedding_reads_without_a_model_run() -> No
     assert len(long) > INLINE_WINDOW_CHARS
 
 
+async def test_an_ascii_text_within_the_window_in_characters_is_read_whole() -> None:
+    """What the L1 tier assumes without asking the tokenizer (pipeline/steps/l1.py `_window`); not so for every
+    script: a Hangul syllable is three pieces."""
+    import random
+
+    from daari.pipeline.steps.l1 import WINDOW_PIECES
+
+    model = load_minilm()
+    rng = random.Random(7)
+    texts = ["".join(chr(rng.randint(0, 127)) for _ in range(rng.randint(1, WINDOW_PIECES))) for _ in range(300)]
+    texts += ["user: " + "a b " * 200, "x" * WINDOW_PIECES, "!" * WINDOW_PIECES, "\x00\x01" * 100]
+    texts = [t[:WINDOW_PIECES] for t in texts]
+    assert model.seen_chars(texts) == [len(t) for t in texts]
+    assert model.seen_chars(["탁 " * (WINDOW_PIECES // 2)])[0] < WINDOW_PIECES - 1
+
+
 async def verify(actor: VerifierActor, query: str, candidate: str):  # type: ignore[no-untyped-def]
     return await actor.verify(Verify(query, candidate))
 
