@@ -17,7 +17,7 @@ import trio
 from actors.embedder import Embed, Embedding
 from actors.l1_index import IndexStats, L1Index, Match
 from actors.l1_pending import PendingPuts
-from actors.runtime import Actor, Address, Call, handles
+from actors.runtime import Actor, ActorFault, Address, Call, handles
 from daari.cache.store import L1Backend, NewL1Entry
 from daari.errors import DaariError
 from daari.protocol.chat import Completion
@@ -152,8 +152,8 @@ class SemanticCacheActor(Actor):
             embedding: Embedding = await self.embedder.call(Embed(request.embed_text))
             await self.index.put(NewL1Entry(request.context, request.embed_text, embedding.vector,
                                             request.completion, request.tier))
-        except DaariError as err:  # the model or the store failed: this answer is not indexed, L1 goes on
-            log.warning("L1 write skipped: %s", err.message)
+        except (DaariError, ActorFault) as err:  # the model or the store failed: not indexed, L1 goes on
+            log.warning("L1 write skipped: %s", err)
         finally:
             self.pending.done(request.context, waiting)
 

@@ -112,3 +112,17 @@ async def test_without_an_embedder_such_an_answer_is_not_taken(tmp_path: Path) -
         assert not await l1.address.call(L1EmbedAndPut(CONTEXT, "user: q", Completion(text="a"), "L3"))
         assert not await l1.address.call(L1MayHold(CONTEXT))
         nursery.cancel_scope.cancel()
+
+
+async def test_an_embedder_that_is_down_leaves_the_answer_unstored_and_l1_running(tmp_path: Path) -> None:
+    down, l1 = Mailbox("embedder", 8), Mailbox("l1", 16)
+    down.close_and_fail_queued("stopped")
+    actor = SemanticCacheActor(tmp_path, max_entries=100, max_age_s=3600, trees=2, rebuild_after=1000,
+                               embedder=down.address)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(actor.serve_inbox, l1.inbox)
+        assert await l1.address.call(L1EmbedAndPut(CONTEXT, "user: q", Completion(text="a"), "L3"))
+        assert await l1.address.call(L1Lookup(unit_vector(1), CONTEXT, 0.5)) == []  # not held up: nothing pending
+        assert len(actor.pending) == 0 and await l1.address.call(L1Count()) == 0
+        assert not await l1.address.call(L1MayHold(CONTEXT))
+        nursery.cancel_scope.cancel()
