@@ -3,12 +3,14 @@
 An agent session as it goes over the wire (OpenAI chat shape): a long system prompt, eight tools, one user
 request, then turn after turn the same history plus one more tool call and its result (a few KB of code each),
 so every body is new (an L0 miss) and grows to ~`--turns` x 6.5 KB + 25 KB. Each turn is sent, one request at a
-time, to the upstream directly and to daari four ways, in rotating order:
+time, to the upstream directly and to daari five ways, in rotating order:
 
 - cache off (`X-Daari-No-Cache: true`): parse, route, the upstream call, render;
 - cache on, L1's embedding memo on (the default): an L1 miss; the tool loop's user turn is embedded once;
 - cache on, memo off (`cache.l1.embed_memo_mb: 0`): an L1 miss that runs the embedding model every turn;
-- cache on, L1 off (`cache.l1.enabled: false`): L0 only.
+- cache on, L1 off (`cache.l1.enabled: false`): L0 only;
+- cache on, each turn's lookup context given an entry first (the same turn with an unrelated user turn, sent
+  before it and not timed): an L1 miss that runs the model and searches (a context no entry shares runs none).
 
 "added" is a path's latency minus the direct call's for the same turn (paired); the table shows medians over
 all sessions, for the session's first turn (the user turn is new: the model runs either way) and for the later
@@ -44,7 +46,10 @@ PATHS = {  # name: (daari config overlay for cache, request headers)
     "L1 miss, memo on": ({}, {}),
     "L1 miss, memo off": ({"l1": {"embed_memo_mb": 0}}, {}),
     "L0 only (L1 off)": ({"l1": {"enabled": False}}, {}),
+    "L1 miss, context held": ({}, {}),
 }
+HELD = "L1 miss, context held"  # each turn's context first given an entry by an unrelated user turn (not timed)
+UNRELATED = "Summarize the plot of Hamlet in two sentences."
 
 
 def filler(seed: int, words: int) -> str:
@@ -80,6 +85,13 @@ def session_bodies(salt: int, turns: int) -> list[bytes]:
         messages.append({"role": "tool", "tool_call_id": call_id, "content": code(salt * 1000 + turn, 60)})
         bodies.append(dumps({"model": "tools", "temperature": 0, "tools": TOOLS, "messages": messages}))
     return bodies
+
+
+def unrelated(body: bytes) -> bytes:
+    """The same turn (system prompt, tools, tool calls and results: the lookup context) with another user turn."""
+    request = json.loads(body)
+    next(m for m in request["messages"] if m["role"] == "user")["content"] = UNRELATED
+    return dumps(request)
 
 
 def post(client: httpx.Client, body: bytes, headers: dict[str, str]) -> float:
@@ -136,6 +148,9 @@ def run(sessions: int, turns: int, baseline: Path | None = None, gap_ms: float =
                 rotated = names[order % len(names):] + names[:order % len(names)]
                 took = {}
                 for name in rotated:
+                    if name.startswith(HELD):  # its answer is stored (and embedded after the reply) first
+                        post(clients[name], unrelated(body), headers)
+                        time.sleep(max(gap_ms, 50) / 1000)
                     took[name] = post(clients[name], body, {**headers, **paths.get(name, ({}, {}))[1]})
                     time.sleep(gap_ms / 1000)
                 for name in paths:
@@ -167,6 +182,10 @@ def run(sessions: int, turns: int, baseline: Path | None = None, gap_ms: float =
         table.notes.append(f"an L1 miss over the cache off on a first turn{suffix}, paired by turn: median "
                            f"{statistics.median(paired):.2f} ms, mean {statistics.fmean(paired):.2f} ms "
                            f"({len(paired)} turns)")
+        held = [a[2] - b[2] for a, b in zip(added[HELD + suffix], off, strict=True) if a[0] == 0]
+        table.notes.append(f"an L1 miss in a context that holds an entry over the cache off on a first turn{suffix}, "
+                           f"paired by turn: median {statistics.median(held):.2f} ms, mean "
+                           f"{statistics.fmean(held):.2f} ms ({len(held)} turns)")
         l0 = added["L0 only (L1 off)" + suffix]
         paired = [a[2] - b[2] for a, b in zip(l0, off, strict=True)]
         table.notes.append(f"L0 only over the cache off{suffix}, paired by turn (every turn): median "
