@@ -12,7 +12,7 @@ from daari.metrics import Metrics
 from daari.pipeline.shortcuts import ShortcutQuery
 from daari.pipeline.steps.l1 import SemanticTier
 from daari.protocol.chat import ChatRequest, Message
-from daari.semantic.minilm import load_minilm
+from daari.semantic.minilm import MAX_TOKENS, fits_whole, load_minilm
 
 
 async def test_concurrent_embeds_run_as_batches_with_the_same_vectors() -> None:
@@ -95,20 +95,22 @@ async def test_the_window_is_what_an_embedding_reads_without_a_model_run() -> No
     assert len(long) > INLINE_WINDOW_CHARS
 
 
-async def test_an_ascii_text_within_the_window_in_characters_is_read_whole() -> None:
-    """What the L1 tier assumes without asking the tokenizer (pipeline/steps/l1.py `_window`); not so for every
-    script: a Hangul syllable is three pieces."""
+def test_an_ascii_text_within_the_window_in_characters_is_read_whole() -> None:
+    """What `fits_whole` assumes without the tokenizer (daari/semantic/minilm.py), checked against the tokenizer:
+    never more word pieces than the window; not so for every script (a Hangul syllable is three pieces)."""
     import random
 
-    from daari.pipeline.steps.l1 import WINDOW_PIECES
-
+    window = MAX_TOKENS - 2
     model = load_minilm()
     rng = random.Random(7)
-    texts = ["".join(chr(rng.randint(0, 127)) for _ in range(rng.randint(1, WINDOW_PIECES))) for _ in range(300)]
-    texts += ["user: " + "a b " * 200, "x" * WINDOW_PIECES, "!" * WINDOW_PIECES, "\x00\x01" * 100]
-    texts = [t[:WINDOW_PIECES] for t in texts]
-    assert model.seen_chars(texts) == [len(t) for t in texts]
-    assert model.seen_chars(["탁 " * (WINDOW_PIECES // 2)])[0] < WINDOW_PIECES - 1
+    texts = ["".join(chr(rng.randint(0, 127)) for _ in range(rng.randint(1, window))) for _ in range(300)]
+    texts += ["user: " + "a b " * 200, "x" * window, "!" * window, "\x00\x01" * 100]
+    texts = [t[:window] for t in texts]
+    assert all(fits_whole(t) for t in texts)
+    assert all(len(model.plain.encode(t, add_special_tokens=False).ids) <= window for t in texts)
+    hangul = "탁 " * (window // 2)
+    assert not fits_whole(hangul) and model.seen_chars([hangul])[0] < window - 1
+    assert not fits_whole("x" * (window + 1)) and model.seen_chars(["x" * (window + 1)]) == [window + 1]
 
 
 async def verify(actor: VerifierActor, query: str, candidate: str):  # type: ignore[no-untyped-def]

@@ -88,10 +88,11 @@ class MiniLM:
         Tokenizes a prefix of each text, not all of it: a long user turn (a pasted file, an agent's first turn)
         tokenized whole cost ~10 ms per 30 KB to learn where its first 254 word pieces end. The prefix ends at
         a space or newline, so its words are split into the same pieces as in the whole text; it is grown
-        until it holds more pieces than the window (then the cut is exact) or is the whole text."""
+        until it holds more pieces than the window (then the cut is exact) or is the whole text. A text that
+        `fits_whole` is not tokenized at all."""
         window = MAX_TOKENS - 2  # [CLS] and [SEP]
         limits = [SEEN_PREFIX_CHARS] * len(texts)
-        cuts: list[int | None] = [None] * len(texts)
+        cuts: list[int | None] = [len(text) if fits_whole(text) else None for text in texts]
         while pending := [i for i, cut in enumerate(cuts) if cut is None]:
             ends = [_prefix_end(texts[i], limits[i]) for i in pending]
             encoded = self.plain.encode_batch([texts[i][:end] for i, end in zip(pending, ends, strict=True)],
@@ -126,6 +127,13 @@ class MiniLM:
             hidden = self.model(**batch).last_hidden_state
         pooled = minilm_onnx.mean_pooled(hidden, batch["attention_mask"])
         return np.ascontiguousarray(pooled.numpy(), dtype=np.float32)
+
+
+def fits_whole(text: str) -> bool:
+    """Whether the model reads all of `text`, known without the tokenizer: ASCII of at most the window's 254
+    characters (every word piece of ASCII text covers a character at least; not so for every script: a Hangul
+    syllable is three pieces)."""
+    return len(text) <= MAX_TOKENS - 2 and text.isascii()
 
 
 def _prefix_end(text: str, limit: int) -> int:

@@ -35,14 +35,13 @@ from daari.semantic.context import lookup_context
 from daari.semantic.fold import Fold, fold
 from daari.semantic.index import Vector
 from daari.semantic.lexical import Verdict
-from daari.semantic.minilm import MAX_TOKENS
+from daari.semantic.minilm import fits_whole
 from daari.trust.bars import LearnedBars
 
 log = logging.getLogger("daari.l1")
 
 STORABLE = ("stop", "length", "stop_sequence")  # never "tool_calls": a tool call is not an answer to reuse
 PENDING = 1024  # misses whose embedding waits for their answer
-WINDOW_PIECES = MAX_TOKENS - 2  # the word pieces the model reads besides [CLS] and [SEP]
 MEMO_ENTRY_OVERHEAD = 200  # bytes a memo entry costs beyond its text and vector (objects, the LRU's slot)
 
 
@@ -106,8 +105,8 @@ class SemanticTier:
 
     async def _window(self, text: str, partition: str) -> int:
         """How many leading characters of `text` the model reads (the tokenizer, no model run), remembered."""
-        if len(text) <= WINDOW_PIECES and text.isascii():
-            return len(text)  # every word piece of ASCII text covers a character at least: all of it fits
+        if fits_whole(text):
+            return len(text)
         windows = self._windows
         key = (partition, text)
         seen = windows.get(key) if windows is not None else None
