@@ -41,6 +41,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench.step_timer import time_steps
+
 ROOT = Path(__file__).resolve().parents[1]
 SIZES_KB = (1, 30, 110, 300, 1024)
 WARM = 3
@@ -127,23 +129,6 @@ class RawClient:
         return chunk
 
 
-class TimedStep:
-    """A pipeline step whose process CPU time, await included, is added to `spent[name]` (requests run one at a
-    time here, so what runs meanwhile is little: the hub's subscribers, the upstream call's own client work)."""
-
-    def __init__(self, step: Any, spent: dict[str, float]) -> None:
-        self.step = step
-        self.name = step.name
-        self.spent = spent
-
-    async def __call__(self, *args: Any) -> Any:
-        started = time.process_time()
-        try:
-            return await self.step(*args)
-        finally:
-            self.spent[self.name] = self.spent.get(self.name, 0.0) + time.process_time() - started
-
-
 async def child(upstream: str, body_dir: Path, sizes: list[int], calls: int, profile_kb: int | None, steps: bool,
                 inline: bool) -> None:
     """The measured process: windows announced on stdout, each started by a line on stdin."""
@@ -160,10 +145,7 @@ async def child(upstream: str, body_dir: Path, sizes: list[int], calls: int, pro
     async with daari_server(config) as server:
         spent: dict[str, float] = {}
         if steps:
-            pipeline = server.parts.pipeline
-            pipeline.local = tuple(TimedStep(step, spent) for step in pipeline.local)
-            pipeline.routed = tuple(TimedStep(step, spent) for step in pipeline.routed)
-            pipeline.finish = tuple(TimedStep(step, spent) for step in pipeline.finish)
+            time_steps(server.parts.pipeline, spent, time.process_time)  # every thread's: large bodies parse on one
         targets = {"direct": upstream, "daari": server.url}
 
         async def connect(url: str) -> RawClient:

@@ -43,6 +43,7 @@ from typing import Any
 import trio
 
 from bench.servers import fake_upstream, workdir
+from bench.step_timer import time_steps, timed
 from tests.support import daari_server, make_config, upstream_tier
 
 CALLGRIND_SLOWDOWN = 100  # at most this much slower under callgrind than at full speed (~50x measured)
@@ -93,34 +94,6 @@ class Client:
             raise RuntimeError(f"not a pass-through answer: {start} {body[:300]!r}")
 
 
-class TimedStep:
-    """A pipeline step whose event-loop-thread CPU time, its awaits included, is added to `spent[name]`: requests
-    run one at a time here, so what runs during a step's await is that request's own work (the executor's task
-    during `execute`), with little else (the hub's subscribers catching up)."""
-
-    def __init__(self, step: Any, spent: dict[str, float]) -> None:
-        self.step = step
-        self.name = step.name
-        self.spent = spent
-
-    async def __call__(self, *args: Any) -> Any:
-        started = time.thread_time()
-        try:
-            return await self.step(*args)
-        finally:
-            self.spent[self.name] = self.spent.get(self.name, 0.0) + time.thread_time() - started
-
-
-def timed(name: str, call: Any, spent: dict[str, float]) -> Any:
-    async def timed_call(*args: Any, **kwargs: Any) -> Any:
-        started = time.thread_time()
-        try:
-            return await call(*args, **kwargs)
-        finally:
-            spent[name] = spent.get(name, 0.0) + time.thread_time() - started
-    return timed_call
-
-
 async def by_step(client: Client, parts: Any, calls: int) -> None:
     """CPU per request by step, best of five runs of `calls` requests (each step's best run); inside the execute
     step, the judge and the tier's executor (the upstream call, in the request's task on a slot the ExecutorActor
@@ -128,13 +101,13 @@ async def by_step(client: Client, parts: Any, calls: int) -> None:
     spent: dict[str, float] = {}
     pipeline = parts.pipeline
     execute = next(step for step in pipeline.routed if step.name == "execute")
-    execute.judge = timed("  execute: the judge", execute.judge, spent)
+    execute.judge = timed("  execute: the judge", execute.judge, spent, time.thread_time)
     for executor in parts.executors.values():  # the ExecutorActor's own objects, run in the request's task
         executor.generate_leased = timed("  execute: the executor's generate (resilience, client, upstream call)",
-                                         executor.generate_leased, spent)  # the actor's call (a lent slot)
-    pipeline.local = tuple(TimedStep(step, spent) for step in pipeline.local)
-    pipeline.routed = tuple(TimedStep(step, spent) for step in pipeline.routed)
-    pipeline.finish = tuple(TimedStep(step, spent) for step in pipeline.finish)
+                                         executor.generate_leased, spent, time.thread_time)  # a lent slot
+    # The event loop thread's CPU: what runs during a step's await is that request's own work (the executor's
+    # task during `execute`), with little else (the hub's subscribers catching up).
+    time_steps(pipeline, spent, time.thread_time)
     best: dict[str, float] = {}
     for _ in range(5):
         spent.clear()
