@@ -33,6 +33,7 @@ import trio
 from bench.agent_turns import session_bodies, unrelated
 from bench.report import Table, machine, print_tables
 from bench.step_timer import time_steps
+from daari.pipeline.steps.l1 import SemanticTier
 from daari.protocol.openai_wire import parse_chat_request
 from daari.semantic import minilm_onnx
 from daari.semantic.fold import fold
@@ -100,12 +101,13 @@ async def measure(sessions: int) -> list[Table]:
         async with daari_server(config) as server:
             parts = server.parts
             tier = parts.shortcuts["L1"]
+            assert isinstance(tier, SemanticTier)
             with trio.fail_after(300):
                 await tier.status.started.wait()
             spent: dict[str, float] = {}
             time_steps(parts.pipeline, spent, time.perf_counter, finish_prefix="after the answer: ")
-            tier.embedder = TimedAddress(tier.embedder, spent)
-            tier.cache = TimedAddress(tier.cache, spent)
+            tier.embedder = TimedAddress(tier.embedder, spent)  # type: ignore[assignment]  # a timing proxy
+            tier.cache = TimedAddress(tier.cache, spent)  # type: ignore[assignment]
             scope = {"type": "http", "method": "POST", "path": "/v1/chat/completions", "query_string": b"",
                      "headers": [(b"host", server.url.removeprefix("http://").encode()),
                                  (b"content-type", b"application/json")]}
