@@ -144,8 +144,11 @@ class Checks:
 
 def loop_and_repeat(checks: Checks, upstream: str, path: str, run: Callable[[], str], finished: Callable[[str], bool],
                     what: str, repeat_misses: int = 0, why: str = "") -> None:
-    """Run a client twice: the first must finish its tool loop through the upstream, the second too, with at
-    most `repeat_misses` requests reaching the upstream (0: all of it from L0; why says what differs)."""
+    """Run a client twice: the first must finish its tool loop through the upstream, the second too, with no
+    request it had sent before reaching the upstream again. Requests whose bodies the client had not sent before
+    rightly miss L0: `repeat_misses` of them are expected (why says what differs: Codex's exec output carries its
+    wall time), others are a client's own variation (aider adds `max_tokens` once its model lookup answers) and
+    are listed. The repeated run must still ask the upstream less than the first, so new bodies alone cannot pass."""
     before = upstream_counts(upstream).get(path, 0)
     first = run()
     middle = upstream_counts(upstream).get(path, 0)
@@ -154,22 +157,30 @@ def loop_and_repeat(checks: Checks, upstream: str, path: str, run: Callable[[], 
     second = run()
     after = upstream_counts(upstream).get(path, 0)
     checks.check(finished(second), f"{what}: the repeated run finished too")
+    misses = after - middle
+    new_bodies = explain_misses(upstream, path, misses) if misses else 0
     expected = "all of it from L0" if repeat_misses == 0 else f"L0 but for at most {repeat_misses} request(s): {why}"
+    if new_bodies > repeat_misses:
+        expected += f"; {new_bodies} request(s) the client had not sent before"
     # At most: when the differing part comes out the same (exec's wall time rounds alike), L0 rightly hits it.
-    checks.check(after - middle <= repeat_misses,
-                 f"{what}: repeated run served {expected} ({after - middle} upstream requests)")
-    if after - middle > repeat_misses:
-        explain_misses(upstream, path, after - middle)
+    # A body sent before that reaches the upstream again always fails: that one daari should have served.
+    checks.check(new_bodies == misses and misses < middle - before,
+                 f"{what}: repeated run served {expected} ({misses} upstream requests)")
 
 
-def explain_misses(upstream: str, path: str, misses: int) -> None:
+def explain_misses(upstream: str, path: str, misses: int) -> int:
     """Print the repeated run's upstream requests and whether an identical body came before: a body seen before
-    that reached the upstream again is one daari did not keep; a new body is the client's doing."""
+    that reached the upstream again is one daari did not keep; a new body is the client's doing. Returns how many
+    were new bodies."""
     seen: list[dict[str, str]] = [s for s in httpx.get(upstream + "/seen").json()["requests"] if s["path"] == path]
     earlier = {s["body"] for s in seen[:-misses]}
+    new = 0
     for request in seen[-misses:]:
-        kind = "same body as an earlier request" if request["body"] in earlier else "a body not sent before"
+        resent = request["body"] in earlier
+        new += not resent
+        kind = "same body as an earlier request" if resent else "a body not sent before"
         print(f"       {kind}: last message {request['last']}", flush=True)
+    return new
 
 
 # ---------------------------------------------------------------- Claude Code
