@@ -31,6 +31,7 @@ from typing import Any
 import trio
 
 from bench.agent_turns import session_bodies, unrelated
+from bench.asgi_direct import call, post_scope
 from bench.report import Table, machine, print_tables
 from bench.step_timer import time_steps
 from daari.pipeline.steps.l1 import SemanticTier
@@ -108,26 +109,11 @@ async def measure(sessions: int) -> list[Table]:
             time_steps(parts.pipeline, spent, time.perf_counter, finish_prefix="after the answer: ")
             tier.embedder = TimedAddress(tier.embedder, spent)  # type: ignore[assignment]  # a timing proxy
             tier.cache = TimedAddress(tier.cache, spent)  # type: ignore[assignment]
-            scope = {"type": "http", "method": "POST", "path": "/v1/chat/completions", "query_string": b"",
-                     "headers": [(b"host", server.url.removeprefix("http://").encode()),
-                                 (b"content-type", b"application/json")]}
+            scope = post_scope(server.url, "/v1/chat/completions", [(b"content-type", b"application/json")])
 
-            async def call(body: bytes) -> float:
-                done, given = trio.Event(), [False]
-
-                async def receive() -> dict[str, Any]:
-                    if given[0]:
-                        await done.wait()
-                        return {"type": "http.disconnect"}
-                    given[0] = True
-                    return {"type": "http.request", "body": body, "more_body": False}
-
-                async def send(message: dict[str, Any]) -> None:
-                    if message["type"] == "http.response.body" and not message.get("more_body"):
-                        done.set()
-
+            async def timed_call(body: bytes) -> float:
                 started = time.perf_counter()
-                await parts.app(scope, receive, send)
+                await call(parts.app, scope, body)
                 return time.perf_counter() - started
 
             rows: dict[str, list[dict[str, float]]] = {HELD: [], NO_ENTRY: []}
@@ -136,11 +122,11 @@ async def measure(sessions: int) -> list[Table]:
                 for way in ((HELD, NO_ENTRY) if i % 2 else (NO_ENTRY, HELD)):
                     body = session_bodies(20_000 + 2 * i + (way == HELD), 1)[0]
                     if way == HELD:
-                        await call(unrelated(body))
+                        await timed_call(unrelated(body))
                         await trio.sleep(PAUSE_S)
                     spent.clear()
                     runs.on, runs.seconds = True, 0.0
-                    whole = await call(body)
+                    whole = await timed_call(body)
                     runs.on = False
                     if i >= warm:
                         spent["(the whole request)"] = whole

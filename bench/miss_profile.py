@@ -20,11 +20,11 @@ import pstats
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 import trio
 
 from bench.agent_turns import session_bodies
+from bench.asgi_direct import call, post_scope
 from tests.fakes.openai_upstream import FakeOpenAI
 from tests.fakes.serving import serve_app
 from tests.support import daari_server, make_config, upstream_tier
@@ -40,38 +40,21 @@ async def profile(calls: int, cache: bool, l1: bool, rows: int) -> None:
             if l1:
                 with trio.fail_after(300):
                     await server.parts.shortcuts["L1"].status.started.wait()  # type: ignore[attr-defined]
-            headers = [(b"host", server.url.removeprefix("http://").encode()), (b"content-type", b"application/json")]
+            headers = [(b"content-type", b"application/json")]
             if not cache:
                 headers.append((b"x-daari-no-cache", b"true"))
-            scope = {"type": "http", "method": "POST", "path": "/v1/chat/completions", "query_string": b"",
-                     "headers": headers}
+            scope = post_scope(server.url, "/v1/chat/completions", headers)
             session = iter(range(1, 1_000_000))
             for label, pick in (("first turn", 0), ("last turn", -1)):
-                async def call(body: bytes) -> None:
-                    done, given = trio.Event(), [False]
-
-                    async def receive() -> dict[str, Any]:
-                        if given[0]:
-                            await done.wait()
-                            return {"type": "http.disconnect"}
-                        given[0] = True
-                        return {"type": "http.request", "body": body, "more_body": False}
-
-                    async def send(message: dict[str, Any]) -> None:
-                        if message["type"] == "http.response.body" and not message.get("more_body"):
-                            done.set()
-
-                    await app(scope, receive, send)
-
                 # Every call a new session (a new body: never an L0 hit), the same turn of it.
                 bodies = [session_bodies(next(session), 16)[pick] for _ in range(calls + 5)]
                 for body in bodies[:5]:
-                    await call(body)
+                    await call(app, scope, body)
                 profiler = cProfile.Profile()
                 started = time.thread_time()
                 profiler.enable()
                 for body in bodies[5:]:
-                    await call(body)
+                    await call(app, scope, body)
                 profiler.disable()
                 cpu_ms = (time.thread_time() - started) / calls * 1e3
                 print(f"## {label}: {len(bodies[-1]) / 1024:.0f} KB body, {cpu_ms:.2f} ms of this thread's CPU per "
