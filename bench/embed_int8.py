@@ -2,8 +2,9 @@
 
 daari embeds with the model's fp32 weights (daari/semantic/minilm_onnx.py: the ONNX export must give torch's
 vectors, cosine >= 0.99999). This bench measures the road not taken, for the owners' decision: the same export
-with every MatMul's weights quantized to int8 (onnxruntime's dynamic quantization, one scale per output channel;
-the activations quantized per call), into a temporary directory, never into daari's models directory.
+with its weight MatMuls (all 36 by default, `--matmuls` for fewer) quantized to int8 (onnxruntime's dynamic
+quantization, one scale per output channel; the activations quantized per call), into a temporary directory,
+never into daari's models directory.
 
 1. Speed: one text of ~10, ~31 (an agent's first turn in `bench.agent_turns`), 64 and 256 word pieces, fp32 and
    int8 in alternating rounds, medians of wall time.
@@ -13,6 +14,8 @@ the activations quantized per call), into a temporary directory, never into daar
 
     python -m bench.embed_int8                      # all three (~3 minutes on two idle cores)
     python -m bench.embed_int8 --public-limit 500   # a smaller slice of the public files
+    python -m bench.embed_int8 --matmuls feed-forward   # only the 12 feed-forward MatMuls in int8
+    python -m bench.embed_int8 --matmuls feed-forward-in  # only the first feed-forward MatMul of each layer (6)
 """
 
 from __future__ import annotations
@@ -48,16 +51,28 @@ LENGTHS = (10, 31, 64, 256)
 WORDS = ("the tests in parser fail after my last change so find why and fix it then run the suite again "
          "and tell me which module broke the build on the remote machine ").split()
 Embedder = Callable[[list[str]], Vectors]
+# Which weight MatMuls are quantized, by the node names of the export (/bert/encoder/layer.N/...).
+MATMULS: dict[str, Callable[[str], bool]] = {
+    "all": lambda name: True,
+    "feed-forward": lambda name: "/intermediate/" in name or ("/output/dense/" in name and "/attention/" not in name),
+    "feed-forward-in": lambda name: "/intermediate/" in name,
+}
 
 
-def quantized(fp32: Path, into: Path) -> Path:
-    """The int8 twin of the fp32 export: MatMul weights per output channel, activations per call."""
+def quantized(fp32: Path, into: Path, matmuls: str) -> tuple[Path, int]:
+    """The int8 twin of the fp32 export: the chosen weight MatMuls per output channel, activations per call.
+    Returns its path and how many MatMuls were quantized."""
+    import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic  # type: ignore[import-untyped]
 
+    graph = onnx.load(str(fp32)).graph
+    weights = {init.name for init in graph.initializer}
+    chosen = [node.name for node in graph.node
+              if node.op_type == "MatMul" and node.input[1] in weights and MATMULS[matmuls](node.name)]
     target = into / "minilm-int8.onnx"
     quantize_dynamic(str(fp32), str(target), per_channel=True, weight_type=QuantType.QInt8,
-                     op_types_to_quantize=["MatMul"])
-    return target
+                     op_types_to_quantize=["MatMul"], nodes_to_quantize=chosen)
+    return target, len(chosen)
 
 
 def embedder(model: MiniLM, onnx_session: Any) -> Embedder:
@@ -130,6 +145,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--public-limit", type=int, default=None,
                         help="at most N pairs of each public file's report half (default: all)")
     parser.add_argument("--threshold", type=float, default=None, help="default: cache.l1.similarity_threshold")
+    parser.add_argument("--matmuls", choices=sorted(MATMULS), default="all",
+                        help="which weight MatMuls are quantized (default: all 36)")
     args = parser.parse_args(argv)
     from daari.config import L1Config
 
@@ -140,7 +157,8 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     fp32_path = Path(model.session._model_path)  # the export daari loaded, read only
     with tempfile.TemporaryDirectory(prefix="daari-int8-") as tmp:
-        int8_session = minilm_onnx.session(quantized(fp32_path, Path(tmp)))
+        int8_path, count = quantized(fp32_path, Path(tmp), args.matmuls)
+        int8_session = minilm_onnx.session(int8_path)
         embedders = {"fp32": model.embed, "int8": embedder(model, int8_session)}
         pairs = load_pairs(DEFAULT_SET, model.seen_chars)
         data = shared_data_dir()
@@ -151,8 +169,8 @@ def main(argv: list[str] | None = None) -> int:
                   fidelity(sorted({t for p in pairs[:2000] for t in (p.a, p.b)}), embedders),
                   served(pairs, embedders, threshold)]
     print_tables(tables)
-    print(f"- {machine()}; fp32: {fp32_path.name}; int8: onnxruntime quantize_dynamic, per output channel, the "
-          "MatMul weights")
+    print(f"- {machine()}; fp32: {fp32_path.name}; int8: onnxruntime quantize_dynamic, per output channel, "
+          f"{count} weight MatMuls ({args.matmuls})")
     return 0
 
 

@@ -10,7 +10,8 @@ new, one request at a time, two ways in alternating order:
 
 Each request's wall time per pipeline step (awaits included), and inside L1 per actor call and for the model run
 itself (onnxruntime on the EmbedderActor's worker thread), medians over the sessions; then the same model run with
-no request around it (the same texts, on a worker thread from the same event loop, after the same pause).
+no request around it (the same kind of text, on a worker thread from the same event loop, after the same pause),
+and a worker thread's round trip with no work at all.
 
     python -m bench.l1_steps                  # 40 sessions each way
     python -m bench.l1_steps --sessions 80
@@ -134,6 +135,7 @@ async def measure(sessions: int) -> list[Table]:
                         rows[way].append(dict(spent))
                     await trio.sleep(PAUSE_S)
             bare = await _bare_runs(runs, sessions)
+            hop = await _thread_round_trip(sessions)
 
     keys = [k for k in rows[HELD][0] if k != "(the whole request)"]
     keys += [k for k in rows[NO_ENTRY][0] if k not in keys and k != "(the whole request)"]
@@ -143,6 +145,7 @@ async def measure(sessions: int) -> list[Table]:
         table.add(key, *(statistics.median(r.get(key, 0.0) for r in rows[way]) * 1000 for way in (HELD, NO_ENTRY)))
     if bare is not None:
         table.add("the same model run with no request around it (same process, worker thread)", bare * 1000, "")
+    table.add("a worker thread's round trip with no work (`trio.to_thread`, after the same pause)", hop * 1000, "")
     return [table]
 
 
@@ -159,6 +162,19 @@ async def _bare_runs(runs: ModelRuns, sessions: int) -> float | None:
         batch = minilm.encode_window([text])
         await trio.sleep(PAUSE_S)
         walls.append(await trio.to_thread.run_sync(runs.bare, batch))
+    return statistics.median(walls)
+
+
+async def _thread_round_trip(sessions: int) -> float:
+    """What the Embed call's two thread hops cost without the model: a worker thread that does nothing, started
+    from the event loop after the same pause as the requests (the loop asleep meanwhile, as during a request's
+    wait for its embedding)."""
+    walls = []
+    for _ in range(sessions):
+        await trio.sleep(PAUSE_S)
+        started = time.perf_counter()
+        await trio.to_thread.run_sync(lambda: None)
+        walls.append(time.perf_counter() - started)
     return statistics.median(walls)
 
 
