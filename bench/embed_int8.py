@@ -168,9 +168,8 @@ def main(argv: list[str] | None = None) -> int:
         tables = [speed(model, embedders, args.rounds, args.reps),
                   fidelity(sorted({t for p in pairs[:2000] for t in (p.a, p.b)}), embedders),
                   served(pairs, embedders, threshold)]
-    print_tables(tables)
-    print(f"- {machine()}; fp32: {fp32_path.name}; int8: onnxruntime quantize_dynamic, per output channel, "
-          f"{count} weight MatMuls ({args.matmuls})")
+    print_tables(tables, [machine(), f"fp32: {fp32_path.name}; int8: onnxruntime quantize_dynamic, per output "
+                                     f"channel, {count} weight MatMuls ({args.matmuls})"])
     return 0
 
 

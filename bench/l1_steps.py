@@ -183,10 +183,9 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sessions", type=int, default=40)
     args = parser.parse_args(argv)
-    tables = trio.run(measure, args.sessions)
-    print_tables(tables)
-    print(f"- {machine()}; ASGI app called in process, the fake upstream in the same process (model \"tools\"), "
-          f"{PAUSE_S * 1000:.0f} ms between requests")
+    print_tables(trio.run(measure, args.sessions), [
+        machine(), f"ASGI app called in process, the fake upstream in the same process (model \"tools\"), "
+                   f"{PAUSE_S * 1000:.0f} ms between requests"])
     return 0
 
 

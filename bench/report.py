@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import platform
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 
@@ -58,6 +59,9 @@ def machine() -> str:
             f"Python {sys.version.split()[0]}")
 
 
-def print_tables(tables: list[Table]) -> None:
+def print_tables(tables: list[Table], notes: Sequence[str] = ()) -> None:
+    """Each table, then each note as a "- " line (the machine, how the run was made)."""
     for table in tables:
         print(table.render(), flush=True)
+    for note in notes:
+        print(f"- {note}", flush=True)
