@@ -52,6 +52,7 @@ async def test_paraphrase_is_served_from_l1_and_near_miss_is_rejected(tmp_path: 
         tier = await ready(server)
         first = (await client.post("/v1/chat/completions", json=chat(ORIGINAL))).json()
         assert first["daari_meta"]["tier"] == "L3"
+        assert first["daari_meta"]["l1"] == "miss"  # looked up: its context held no entry yet
         await settle(server, tier, 1)
         upstream_calls = len(fake.requests)
 
@@ -70,9 +71,16 @@ async def test_paraphrase_is_served_from_l1_and_near_miss_is_rejected(tmp_path: 
         assert meta["l1"] == meta["verdict"] == "rejected" and meta["l1_rejected"][0]["rule"] == "pair_model"
         assert meta["similarity"] == meta["l1_rejected"][0]["similarity"] >= 0.8
         assert "images" in miss["choices"][0]["message"]["content"]
+        unrelated = (await client.post("/v1/chat/completions", json=chat("What is memoization?"))).json()
+        assert unrelated["daari_meta"]["tier"] == "L3"
+        # the context holds an entry, but no candidate is near enough to judge: a miss, no verdict
+        assert unrelated["daari_meta"]["l1"] == "miss" and "verdict" not in unrelated["daari_meta"]
         metrics = (await client.get("/metrics")).text
         assert "daari_cache_false_hits_avoided_total 1.0" in metrics
         assert 'daari_cache_l1_rejections_total{rule="pair_model"} 1.0' in metrics
+        # every lookup L1 made is counted: the paraphrase served; the first, the near-miss and the unrelated not
+        assert 'daari_cache_lookups_total{level="L1",result="hit"} 1.0' in metrics
+        assert 'daari_cache_lookups_total{level="L1",result="miss"} 3.0' in metrics
 
 
 async def test_l1_hit_streams_to_an_anthropic_client(tmp_path: Path) -> None:
@@ -109,6 +117,7 @@ async def test_no_cache_header_skips_l1_and_stores_nothing(tmp_path: Path) -> No
         reply = await client.post("/v1/chat/completions", json=chat(PARAPHRASE),
                                   headers={"X-Daari-No-Cache": "true"})
         assert reply.json()["daari_meta"]["tier"] == "L3"
+        assert "l1" not in reply.json()["daari_meta"]  # L1 did not look: not a miss
         await client.post("/v1/chat/completions", json=chat("What is memoization?"),
                           headers={"X-Daari-No-Cache": "true"})
         assert await tier.cache.call(L1Count()) == 1
@@ -144,7 +153,7 @@ async def test_agent_prefix_hits_only_with_the_same_tool_results(tmp_path: Path)
         changed = (await client.post("/v1/chat/completions",
                                      json=agent_turn("Why is the test failing?", "assert x == 2"))).json()
         assert changed["daari_meta"]["tier"] == "L3"
-        assert "l1" not in changed["daari_meta"]  # different tool result: no candidate at all
+        assert changed["daari_meta"]["l1"] == "miss"  # different tool result: no candidate at all
 
 
 async def test_tool_call_answers_are_never_stored_in_l1(tmp_path: Path) -> None:
@@ -244,7 +253,7 @@ async def test_a_tool_loop_embeds_its_user_turn_once(tmp_path: Path) -> None:
             for result in results:
                 reply = (await client.post("/v1/chat/completions",
                                            json=agent_turn("Why does the test fail?", result))).json()
-                assert reply["daari_meta"]["tier"] == "L3" and "l1" not in reply["daari_meta"]
+                assert reply["daari_meta"]["tier"] == "L3" and reply["daari_meta"]["l1"] == "miss"
             await settle(server, tier, 3)
             assert tier.status.texts - texts_before == 3  # after each reply, for the answer stored
             texts_before = tier.status.texts

@@ -116,6 +116,9 @@ MIX = [
     decision(12, "Lt", "bypassed", latency_ms=0.0, prompt="full text é", prompt_hash="abc", model="unpriced"),
     decision(13, "L6", model="gpt-5", session="s-1", call_type="main", cache_read_tokens=900, cache_write_tokens=40,
              affinity="L6", lost_cache_tokens=1200),
+    decision(14, "L3", details={"l1": "miss"}),  # L1 looked and found no candidate: an L1 lookup, a miss
+    decision(15, "L3", details={"l1": "skipped_loading"}),  # L1 did not look: no L1 lookup
+    decision(16, "L6", "skipped", details={"l1": "rejected", "verdict": "rejected", "similarity": 0.9}),
 ]
 PRICING = PricingConfig(models={"priced": PriceConfig(0.5, 1.25), "gpt-5": PriceConfig(1.25, 10.0)})
 
@@ -138,7 +141,7 @@ def reference_observe(metrics: ReferenceMetrics, d: RoutingDecision) -> None:
     metrics.inc("requests_by_client_total", tier=tier, protocol=d.protocol, client=d.client)
     if d.cache in ("hit", "miss"):
         metrics.inc("cache_lookups_total", level="L0", result="hit" if tier == "L0" else "miss")
-        if tier != "L0" and (tier == "L1" or l1_verdict(d.details) is not None):
+        if tier != "L0" and (tier == "L1" or l1_verdict(d.details) is not None or d.details.get("l1") == "miss"):
             metrics.inc("cache_lookups_total", level="L1", result="hit" if tier == "L1" else "miss")
     if d.escalated_from:
         metrics.inc("escalations_by_path_total", path=">".join((*d.escalated_from, tier)))
@@ -190,6 +193,7 @@ def reference_row(d: RoutingDecision) -> dict[str, Any]:
         "project": d.details.get("project"),
         "secrets_redacted": int(d.details.get("redacted") or d.details.get("secrets_seen") or 0),
         "results_withheld": int(d.details.get("withheld") or 0),
+        "l1": d.details.get("l1"),
     }
 
 

@@ -389,7 +389,8 @@ async def test_l1_org_serves_a_paraphrase_another_instance_of_the_team_stored_an
         assert await other.parts.table.address("l1_org").call(L1Count()) == 0  # team-b's index never saw it
         missed = await ask(client, other.url, "Show me the command to list docker containers")
         assert content(missed).endswith("[up2]") and missed["daari_meta"]["tier"] == "L3"
-        assert "l1_org" not in missed["daari_meta"]  # not even a candidate to reject: team-a's entry is not there
+        # not even a candidate to reject: team-a's entry is not there
+        assert missed["daari_meta"]["l1_org"] == "miss" and "verdict" not in missed["daari_meta"]
         assert redis.cli("XLEN", "t:team-a:l1:log") == "1"  # one entry: the paraphrase was a hit, the miss is b's
 
 

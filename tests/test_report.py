@@ -54,6 +54,16 @@ def test_the_figures_of_a_known_log() -> None:
     assert dict(report["top_clients"]) == {"aider": 6, "claude-code": 2}
 
 
+def test_an_l1_lookup_is_a_hit_a_judged_candidate_or_a_miss() -> None:
+    """L1's hit rate counts every request L1 looked up (daari_meta.l1 "miss" included), not the skipped ones."""
+    rows = [row(0, "L1", 20.0, verdict="accepted", similarity=0.93),
+            row(1, "L3", 400.0, l1="rejected", verdict="rejected", similarity=0.88),
+            row(2, "L3", 500.0, l1="miss"), row(3, "L3", 500.0, l1="miss"),
+            row(4, "L3", 450.0, l1="skipped_loading"), row(5, "L3", 450.0, l1="unavailable"),
+            row(6, "L3", 450.0)]  # L1 not asked (a row from before the column, or L1 off)
+    assert summarize(rows)["cache"]["L1"] == {"lookups": 4, "hits": 1, "hit_rate": 0.25}
+
+
 def test_percentiles_and_periods() -> None:
     assert percentile([], 50) is None
     assert percentile([5.0], 95) == 5.0

@@ -16,6 +16,7 @@ import pytest
 from tests.fakes.openai_upstream import FakeOpenAI
 from tests.fakes.serving import serve_app_in_thread
 from tests.support import daari_in_thread, make_config, upstream_tier
+from tests.test_l1_server import ORIGINAL, PARAPHRASE
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 DRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
@@ -24,6 +25,19 @@ DRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
 pytestmark = pytest.mark.skipif(not (os.path.exists(CHROMIUM) and os.path.exists(DRIVER)),
                                 reason="Debian's chromium and chromium-driver are not installed "
                                        "(apt-get install chromium chromium-driver; .ci/run does)")
+
+
+def wait_for_l1(server: Any) -> None:
+    """The L1 tier once its embedding model has loaded (it loads in the background at start; until then L1 is
+    skipped)."""
+    from daari.pipeline.steps.l1 import SemanticTier
+
+    l1 = server.parts.shortcuts["L1"]
+    assert isinstance(l1, SemanticTier)
+    deadline = time.monotonic() + 120
+    while not l1.status.ready and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert l1.status.ready, l1.health()
 
 
 @pytest.fixture
@@ -51,27 +65,32 @@ def test_the_page_shows_decisions_live(tmp_path: Path, browser: Any) -> None:
     with serve_app_in_thread(fake) as upstream:
         config = make_config(tmp_path, tiers={"L3": upstream_tier("openai", upstream + "/v1")})
         with daari_in_thread(config) as server, httpx.Client(base_url=server.url, timeout=30) as client:
+            wait_for_l1(server)
             browser.get(server.url + "/ui")
             wait = WebDriverWait(browser, 30)
             wait.until(lambda b: b.find_element(By.ID, "status").text == "live")
-            asked = ["what is a rebase?", "what is a rebase?", "Format as JSON: {a: 1}", "what is a merge?"]
+            asked = ["what is a rebase?", "what is a rebase?", "Format as JSON: {a: 1}", "what is a merge?",
+                     ORIGINAL, PARAPHRASE]
             for content in asked:
                 client.post("/v1/chat/completions", json={"model": "good",
                                                           "messages": [{"role": "user", "content": content}]})
             client.post("/v1/chat/completions", json={"model": "good", "messages": "not a list"})
-            wait.until(lambda b: len(b.find_elements(By.CSS_SELECTOR, "#rows tr")) == 5)
+            wait.until(lambda b: len(b.find_elements(By.CSS_SELECTOR, "#rows tr")) == 7)
             tiers = [row.find_elements(By.TAG_NAME, "td")[1].text
                      for row in browser.find_elements(By.CSS_SELECTOR, "#rows tr")]
             mix = browser.find_element(By.ID, "mix").text
             l0_rate = browser.find_element(By.ID, "l0rate").text
+            l1_rate = browser.find_element(By.ID, "l1rate").text
             errors = browser.find_element(By.ID, "errors").text
             # The hour's latency table refreshes from /v1/daari/report every few seconds.
             WebDriverWait(browser, 30).until(lambda b: "L3" in b.find_element(By.ID, "latency").text)
             shot = Path(os.environ.get("DAARI_UI_SCREENSHOT", str(tmp_path / "ui.png")))
             browser.save_screenshot(str(shot))
-    assert tiers == ["-", "L3", "L2", "L0", "L3"]  # newest first; the refused request has no tier
+    assert tiers == ["-", "L1", "L3", "L3", "L2", "L0", "L3"]  # newest first; the refused request has no tier
     assert "L0" in mix and "L2" in mix and "L3" in mix
-    assert l0_rate == "25.0% (1/4)" and errors == "1"  # the refused request never reached the cache
+    assert l0_rate == "16.7% (1/6)" and errors == "1"  # the refused request never reached the cache
+    # L1 looked up all but the L0 hit: no entry (rebase), two misses, a rejection or miss (merge), one hit
+    assert l1_rate == "20.0% (1/5)"
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -85,7 +104,6 @@ def test_the_cache_trust_panel(tmp_path: Path, browser: Any) -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
-    from daari.pipeline.steps.l1 import SemanticTier
     from tests.fakes.drifting_upstream import DriftingOpenAI
 
     root = Path(__file__).resolve().parents[1]
@@ -105,11 +123,7 @@ def test_the_cache_trust_panel(tmp_path: Path, browser: Any) -> None:
                                        json={"model": "good", "messages": [{"role": "user", "content": content}]})
                 return response.headers["x-daari-tier"]
 
-            l1 = server.parts.shortcuts["L1"]
-            assert isinstance(l1, SemanticTier)
-            deadline = time.monotonic() + 120
-            while not l1.status.ready and time.monotonic() < deadline:  # the embedding model loads at start
-                time.sleep(0.2)
+            wait_for_l1(server)
             for i in range(12):
                 ask(f"Write a function that sorts list {i}")  # L3, asked again of L4 (tier eval)
                 ask(f"Write a function that sorts list {i}")  # L0 hit, asked again of L3

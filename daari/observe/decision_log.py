@@ -36,10 +36,12 @@ COLUMNS: dict[str, type] = {
     # docs/budget.md and docs/privacy.md: the request's project, secrets redacted (or seen, privacy.redact: report)
     # and tool results withheld (privacy.never_send) on its way to a remote tier.
     "project": str, "secrets_redacted": int, "results_withheld": int,
+    # What L1 reported when it did not serve (daari_meta.l1): "miss", "rejected", or why it did not look.
+    "l1": str,
 }
 
 
-# A batch goes in as multi-row INSERTs of up to 64 rows (36 columns x 64 = 2,304 parameters, far below SQLite's
+# A batch goes in as multi-row INSERTs of up to 64 rows (37 columns x 64 = 2,368 parameters, far below SQLite's
 # limit): one SQLite step per statement rather than executemany's one per row (measured when the writer was a
 # thread of daari's: ~60 us of a busy server's CPU per request); a JSON array unpacked by json_each costs 2.5x
 # the SQLite CPU (19 vs 7.7 us a row).

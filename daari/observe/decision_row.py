@@ -24,6 +24,20 @@ def l1_verdict(details: dict[str, Any]) -> str | None:
     return None
 
 
+def l1_outcome(details: dict[str, Any]) -> str | None:
+    """What L1 reported when it did not serve (`daari_meta.l1`): "miss" (no candidate, or the context held no
+    entry), "rejected", or why it did not look ("skipped_loading", "unavailable", "index_loading"); None: not asked,
+    or an L1 hit (the tier says so)."""
+    outcome = details.get("l1")
+    return outcome if isinstance(outcome, str) else None
+
+
+def l1_looked_up(details: dict[str, Any]) -> bool:
+    """Whether L1 looked up a request it did not serve: a candidate judged, or a miss. Requests L1 skipped
+    (loading, unavailable) are not lookups."""
+    return l1_verdict(details) is not None or details.get("l1") == "miss"
+
+
 class DecisionRows:
     """Decisions -> decision-log rows under one price table. Runs on the event loop for every decision (a
     batch at a time, each flush), so the common case (no details, no attempts) does no work it need not, and
@@ -57,10 +71,12 @@ class DecisionRows:
         verdict: str | None = None
         project: str | None = None
         redacted = withheld = 0
+        l1: str | None = None
         if details:
             found = details.get("similarity")
             similarity = float(found) if isinstance(found, int | float) else None
             verdict = l1_verdict(details)
+            l1 = l1_outcome(details)
             project = details.get("project")
             redacted = int(details.get("redacted") or details.get("secrets_seen") or 0)
             withheld = int(details.get("withheld") or 0)
@@ -73,7 +89,7 @@ class DecisionRows:
             int(decision.agent_turn), decision.latency_ms, decision.ttft_ms, prompt_tokens, completion_tokens,
             *priced, decision.status, decision.error, decision.prompt_hash, decision.prompt, decision.session,
             decision.call_type, decision.cache_read_tokens, decision.cache_write_tokens, decision.affinity,
-            self._lost(decision), project, redacted, withheld,
+            self._lost(decision), project, redacted, withheld, l1,
         )
 
     def _lost(self, decision: RoutingDecision) -> float:

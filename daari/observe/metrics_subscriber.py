@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from daari.config import PricingConfig
 from daari.metrics import Metrics
-from daari.observe.decision_row import l1_verdict
+from daari.observe.decision_row import l1_looked_up
 from daari.pipeline.decision import RoutingDecision
 from daari.pricing import AnswerCosts
 
@@ -34,8 +34,8 @@ class ObservedMetrics:
         for cell in self._kinds.get(kind) or self._cells(kind):
             cell[0] += 1
         if tier != "L0" and tier != "L1" and (decision.cache == "hit" or decision.cache == "miss") \
-                and l1_verdict(decision.details) is not None:
-            self.lookups.inc(_L1_MISS)  # L1 judged a candidate and another tier answered
+                and l1_looked_up(decision.details):
+            self.lookups.inc(_L1_MISS)  # L1 looked (found nothing, or judged a candidate) and another tier answered
         if decision.escalated_from:
             self.escalations.inc((">".join((*decision.escalated_from, tier)),))
         cost, at_frontier = self.costs((tier, decision.model, decision.prompt_tokens or 0,

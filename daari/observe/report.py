@@ -102,9 +102,10 @@ def summarize(rows: Sequence[Row], *, false_hits_avoided: int | None = None) -> 
                        "p50_ms": percentile(latencies, 50), "p95_ms": percentile(latencies, 95)}
     looked_up = [r for r in rows if r.get("cache") in ("hit", "miss")]
     l0_hits = sum(1 for r in looked_up if r.get("cache") == "hit" and r.get("tier") == "L0")
-    # An L1 lookup is one where L1 judged a candidate (a hit, or a verdict with its similarity).
+    # An L1 lookup: a hit, a candidate judged (a verdict with its similarity) or a miss (rows since the `l1`
+    # column; older rows counted only judged candidates). Requests L1 skipped (loading, unavailable) are not.
     l1_asked = [r for r in looked_up if r.get("tier") == "L1" or r.get("verdict") is not None
-                or r.get("similarity") is not None]
+                or r.get("similarity") is not None or r.get("l1") == "miss"]
     l1_hits = sum(1 for r in l1_asked if r.get("tier") == "L1")
     escalated = sum(1 for r in answered if r.get("escalated_from"))
     avoided = false_hits_avoided if false_hits_avoided is not None else sum(

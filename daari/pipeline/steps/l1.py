@@ -1,6 +1,6 @@
 """Routing spec step 5, the semantic cache tier (L1): the nearest stored prompt by embedding, served only when the
 verifier agrees. Reads: what the model would see of the request (semantic/fold.py) and its exact lookup context.
-Decides: a verified stored answer, or the candidates it rejected (each a false hit avoided).
+Decides: a verified stored answer, the candidates it rejected (each a false hit avoided), or a miss.
 
 `answer` folds the request (daari/semantic/fold.py), embeds what the model can see, searches entries with
 the same lookup context, and asks the verifier about the nearest candidates above the threshold; the first
@@ -43,6 +43,12 @@ log = logging.getLogger("daari.l1")
 STORABLE = ("stop", "length", "stop_sequence")  # never "tool_calls": a tool call is not an answer to reuse
 PENDING = 1024  # misses whose embedding waits for their answer
 MEMO_ENTRY_OVERHEAD = 200  # bytes a memo entry costs beyond its text and vector (objects, the LRU's slot)
+
+
+def _missed() -> ShortcutResult:
+    """L1 looked the request up and found no candidate (or its context held no entry): `daari_meta.l1: "miss"`,
+    so the lookup is counted (`daari_cache_lookups_total`, `daari report`) like one whose candidates were rejected."""
+    return ShortcutResult("L1", None, details={"l1": "miss"})
 
 
 @dataclass(frozen=True)
@@ -148,7 +154,7 @@ class SemanticTier:
                 return None
             self._remember_probe(query.l0_key, probe)
             if probe.vector is None:  # its context holds no entry: nothing to search
-                return None
+                return _missed()
             threshold = (self.bars.threshold(query.task_type) if self.bars is not None
                          else self.config.similarity_threshold)
             matches = await self._search(query, L1Lookup(probe.vector, probe.context, threshold))
@@ -167,7 +173,7 @@ class SemanticTier:
             log.warning("L1 lookup skipped: %s", err.message)
             return ShortcutResult("L1", None, details={"l1": "unavailable"})
         if not rejected:
-            return None
+            return _missed()
         best, verdict = rejected[0]
         draft = self._draft(best)
         return ShortcutResult("L1", None, draft=draft, details={
