@@ -21,6 +21,7 @@ body adds <= 2 ms more than a small one"). Every session is new (its own salt), 
     python -m bench.agent_turns --sessions 6 --turns 20
     python -m bench.agent_turns --baseline /work/main   # every path on another checkout too, in the same rotation
     python -m bench.agent_turns --gap-ms 30            # a pause after each request (work after a reply settles)
+    python -m bench.agent_turns --sched                # and what the scheduler did to daari's threads, per path
 """
 
 from __future__ import annotations
@@ -35,8 +36,10 @@ from typing import Any
 
 import httpx
 
+from bench import thread_sched
 from bench.report import Table, machine, print_tables
 from bench.servers import Server, daari, dumps, fake_upstream, openai_tier, workdir
+from bench.thread_sched import Stretch
 
 WORDS = ("parse", "token", "buffer", "stream", "module", "config", "request", "answer", "session", "cache",
          "upstream", "schema", "handler", "result", "context", "window", "message", "tool", "repair", "index")
@@ -115,14 +118,17 @@ def memo_hits(server: Server) -> float:
 BASELINE = " (baseline)"
 
 
-def run(sessions: int, turns: int, baseline: Path | None = None, gap_ms: float = 0.0) -> list[Table]:
+def run(sessions: int, turns: int, baseline: Path | None = None, gap_ms: float = 0.0,
+        sched: bool = False) -> list[Table]:
     """`baseline`: another checkout of daari; each path then runs on it too (its names end in BASELINE), in the
     same rotation, so the two are compared turn by turn under the same load. `gap_ms`: a pause after each request
     (an agent's own time between turns), so work a server does after its reply (L1 embedding an answer it
-    stores) runs before the next request, not inside the next path's timing."""
+    stores) runs before the next request, not inside the next path's timing. `sched`: what Linux's scheduler did to
+    each daari process's threads during each timed request (bench/thread_sched.py; read outside the timing)."""
     headers = {"content-type": "application/json"}
     paths = {**PATHS, **({name + BASELINE: spec for name, spec in PATHS.items()} if baseline is not None else {})}
     added: dict[str, list[tuple[int, int, float]]] = {name: [] for name in paths}  # (turn, body bytes, ms)
+    scheduled: dict[str, list[tuple[int, Stretch]]] = {name: [] for name in paths}  # (turn, the server's threads)
     with workdir() as tmp, fake_upstream("openai", tmp) as upstream, ExitStack() as stack:
         servers: dict[str, Server] = {DIRECT: upstream}
         for name, (cache, _) in paths.items():
@@ -151,7 +157,11 @@ def run(sessions: int, turns: int, baseline: Path | None = None, gap_ms: float =
                     if name.startswith(HELD):  # its answer is stored (and embedded after the reply) first
                         post(clients[name], unrelated(body), headers)
                         time.sleep(max(gap_ms, 50) / 1000)
+                    pid = servers[name].process.pid if sched and name != DIRECT else None
+                    before = thread_sched.snapshot(pid) if pid is not None else {}
                     took[name] = post(clients[name], body, {**headers, **paths.get(name, ({}, {}))[1]})
+                    if pid is not None:
+                        scheduled[name].append((turn, thread_sched.stretch(before, thread_sched.snapshot(pid))))
                     time.sleep(gap_ms / 1000)
                 for name in paths:
                     added[name].append((turn, len(body), took[name] - took[DIRECT]))
@@ -193,7 +203,19 @@ def run(sessions: int, turns: int, baseline: Path | None = None, gap_ms: float =
                            f"({len(paired)} turns)")
     if baseline is not None:
         table.notes.append(f"rows ending in{BASELINE}: daari from {baseline}; the others: this checkout")
-    return [table]
+    return [table, _scheduler_table(scheduled)] if sched else [table]
+
+
+def _scheduler_table(scheduled: dict[str, list[tuple[int, Stretch]]]) -> Table:
+    table = Table("What the scheduler did to the daari process's threads during a first turn (medians per request)",
+                  ["path", "requests", "run-queue wait ms (all its threads)", "preemptions (all its threads)"])
+    for name, rows in scheduled.items():
+        first = [s for turn, s in rows if turn == 0]
+        if first:
+            table.add(name, len(first), statistics.median(s.wait_ns for s in first) / 1e6,
+                      statistics.median(s.preempted for s in first))
+    table.notes.append("read from /proc/<pid>/task before and after each timed request, outside its timing")
+    return table
 
 
 def main() -> None:
@@ -203,8 +225,10 @@ def main() -> None:
     parser.add_argument("--baseline", type=Path, help="another checkout of daari: every path runs on it too")
     parser.add_argument("--gap-ms", type=float, default=0.0,
                         help="pause after each request, so a server's work after its reply is not timed in the next")
+    parser.add_argument("--sched", action="store_true",
+                        help="also what Linux's scheduler did to each daari process's threads per first turn")
     args = parser.parse_args()
-    print_tables(run(args.sessions, args.turns, args.baseline, args.gap_ms))
+    print_tables(run(args.sessions, args.turns, args.baseline, args.gap_ms, args.sched))
 
 
 if __name__ == "__main__":

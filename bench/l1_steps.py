@@ -11,10 +11,13 @@ new, one request at a time, two ways in alternating order:
 Each request's wall time per pipeline step (awaits included), and inside L1 per actor call and for the model run
 itself (onnxruntime on the EmbedderActor's worker thread), medians over the sessions; then the same model run with
 no request around it (the same kind of text, on a worker thread from the same event loop, after the same pause),
-and a worker thread's round trip with no work at all.
+and a worker thread's round trip with no work at all. With `--sched`, a second table shows what Linux's scheduler
+did to the model run's threads, inside the held requests and alone (bench/thread_sched.py): whether onnxruntime's
+worker and the thread that called it ran side by side or took turns on one CPU.
 
     python -m bench.l1_steps                  # 40 sessions each way
     python -m bench.l1_steps --sessions 80
+    python -m bench.l1_steps --sched          # and what the scheduler did to the model run's threads
 """
 
 from __future__ import annotations
@@ -31,10 +34,12 @@ from typing import Any
 
 import trio
 
+from bench import thread_sched
 from bench.agent_turns import session_bodies, unrelated
 from bench.asgi_direct import call, post_scope
 from bench.report import Table, machine, print_tables
 from bench.step_timer import time_steps
+from bench.thread_sched import Stretch
 from daari.pipeline.steps.l1 import SemanticTier
 from daari.protocol.openai_wire import parse_chat_request
 from daari.semantic import minilm_onnx
@@ -71,32 +76,44 @@ class TimedAddress:
 class ModelRuns:
     """`minilm_onnx.run` timed (wall) while `on`: it runs on a worker thread, so the sum is kept under a lock."""
 
-    def __init__(self) -> None:
+    def __init__(self, sched: bool) -> None:
         self.on = False
+        self.sched = sched  # take the scheduler's snapshots around each timed run (they cost ~1 ms each)
         self.seconds = 0.0
         self.session: Any = None
+        # Each timed run's wall seconds and what the scheduler did to its threads, in requests and alone.
+        self.in_requests: list[tuple[float, Stretch]] = []
+        self.alone: list[tuple[float, Stretch]] = []
         self._lock = threading.Lock()
         self._run: Callable[[Any, Any], Any] = minilm_onnx.run
         minilm_onnx.run = self.run
 
     def run(self, onnx_session: Any, batch: Any) -> Any:
         self.session = onnx_session
-        started = time.perf_counter()
-        try:
+        if not self.on:
             return self._run(onnx_session, batch)
-        finally:
-            if self.on:
-                with self._lock:
-                    self.seconds += time.perf_counter() - started
+        wall, result = self._scheduled(self.in_requests, lambda: self._run(onnx_session, batch))
+        with self._lock:
+            self.seconds += wall
+        return result
 
     def bare(self, batch: Any) -> float:
+        wall, _ = self._scheduled(self.alone, lambda: self._run(self.session, batch))
+        return wall
+
+    def _scheduled(self, into: list[tuple[float, Stretch]], run: Callable[[], Any]) -> tuple[float, Any]:
+        """`run()` timed, with the scheduler's snapshots (if asked for) taken outside the timed stretch."""
+        before = thread_sched.snapshot() if self.sched else {}
         started = time.perf_counter()
-        self._run(self.session, batch)
-        return time.perf_counter() - started
+        result = run()
+        wall = time.perf_counter() - started
+        if self.sched:
+            into.append((wall, thread_sched.stretch(before, thread_sched.snapshot(), threading.get_native_id())))
+        return wall, result
 
 
-async def measure(sessions: int) -> list[Table]:
-    runs = ModelRuns()
+async def measure(sessions: int, sched: bool = False) -> list[Table]:
+    runs = ModelRuns(sched)
     tmp = Path(tempfile.mkdtemp(prefix="daari-l1-steps-"))
     async with serve_app(FakeOpenAI()) as upstream:
         config = make_config(tmp, tiers={"L3": upstream_tier("openai", upstream + "/v1", "tools")})
@@ -120,6 +137,8 @@ async def measure(sessions: int) -> list[Table]:
             rows: dict[str, list[dict[str, float]]] = {HELD: [], NO_ENTRY: []}
             warm = 4
             for i in range(sessions + warm):
+                if i == warm:
+                    runs.in_requests.clear()  # the warm-up's runs are not counted
                 for way in ((HELD, NO_ENTRY) if i % 2 else (NO_ENTRY, HELD)):
                     body = session_bodies(20_000 + 2 * i + (way == HELD), 1)[0]
                     if way == HELD:
@@ -146,7 +165,23 @@ async def measure(sessions: int) -> list[Table]:
     if bare is not None:
         table.add("the same model run with no request around it (same process, worker thread)", bare * 1000, "")
     table.add("a worker thread's round trip with no work (`trio.to_thread`, after the same pause)", hop * 1000, "")
-    return [table]
+    return [table, _scheduler_table(runs)] if sched else [table]
+
+
+def _scheduler_table(runs: ModelRuns) -> Table:
+    """The model runs inside held requests and alone, with what Linux's scheduler did to their threads."""
+    table = Table("The model run and the scheduler: medians per run (the caller is the embedder's worker thread; "
+                  "onnxruntime's own worker runs beside it)",
+                  ["model run", "runs", "wall ms", "run-queue wait ms (its threads)", "caller preempted",
+                   "runs with every thread on one CPU"])
+    for name, timed in (("inside a held request", runs.in_requests), ("alone", runs.alone)):
+        if not timed:
+            continue
+        table.add(name, len(timed), statistics.median(w for w, _ in timed) * 1000,
+                  statistics.median(s.wait_ns for _, s in timed) / 1e6,
+                  statistics.median(s.preempted for _, s in timed),
+                  f"{sum(1 for _, s in timed if s.one_cpu and s.threads > 1)} of {len(timed)}")
+    return table
 
 
 async def _bare_runs(runs: ModelRuns, sessions: int) -> float | None:
@@ -182,10 +217,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.l1_steps", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sessions", type=int, default=40)
+    parser.add_argument("--sched", action="store_true",
+                        help="also what Linux's scheduler did to each model run's threads (its snapshots, ~1 ms "
+                             "each, then count in the Embed call's and the whole request's wall time)")
     args = parser.parse_args(argv)
-    print_tables(trio.run(measure, args.sessions), [
-        machine(), f"ASGI app called in process, the fake upstream in the same process (model \"tools\"), "
-                   f"{PAUSE_S * 1000:.0f} ms between requests"])
+    notes = [machine(), f"ASGI app called in process, the fake upstream in the same process (model \"tools\"), "
+                        f"{PAUSE_S * 1000:.0f} ms between requests"]
+    if args.sched:
+        notes.append("--sched: the scheduler's snapshots are taken on the embedder's worker thread around each model "
+                     "run, outside its own timing but inside the Embed call's and the whole request's")
+    print_tables(trio.run(measure, args.sessions, args.sched), notes)
     return 0
 
 
