@@ -24,6 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from daari.datadir import private_dir, write_atomically
+from daari.semantic.onnx_threads import caller_pinned, process_layout
 
 log = logging.getLogger("daari.l1")
 
@@ -98,15 +99,18 @@ def eager_attention(model_dir: Path) -> Any:
     return transformers.AutoModel.from_pretrained(str(model_dir), attn_implementation="eager").eval()
 
 
-def session(path: Path, threads: int = 0, spin: bool = False) -> Any:
-    """An onnxruntime CPU session: every graph optimization, `threads` for one operator (0: one per physical
-    core, as torch's default), no spinning workers (idle threads would burn the cores a generation or the
-    event loop needs between embeddings)."""
+def session(path: Path, threads: int | None = None, spin: bool = False) -> Any:
+    """An onnxruntime CPU session: every graph optimization, `threads` for one operator (None: one per physical
+    core, as onnxruntime's and torch's default, its workers placed as semantic/onnx_threads.py says), no spinning
+    workers (idle threads would burn the cores a generation or the event loop needs between embeddings)."""
     import onnxruntime as ort  # type: ignore[import-untyped]  # ships no type information
 
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    options.intra_op_num_threads = threads
+    layout = process_layout()
+    options.intra_op_num_threads = threads if threads is not None else layout.threads
+    if threads is None and layout.worker_affinities is not None:
+        options.add_session_config_entry("session.intra_op_thread_affinities", layout.worker_affinities)
     options.inter_op_num_threads = 1
     options.add_session_config_entry("session.intra_op.allow_spinning", "1" if spin else "0")
     return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
@@ -115,7 +119,8 @@ def session(path: Path, threads: int = 0, spin: bool = False) -> Any:
 def run(onnx_session: Any, batch: Any) -> Vectors:
     """Unit vectors for a tokenized batch (int arrays: input_ids, attention_mask, token_type_ids)."""
     feeds = {name: np.asarray(batch[name], dtype=np.int64) for name in INPUTS}
-    return np.ascontiguousarray(onnx_session.run(None, feeds)[0], dtype=np.float32)
+    with caller_pinned(process_layout().caller_cpus):  # beside onnxruntime's workers, not on one of their cores
+        return np.ascontiguousarray(onnx_session.run(None, feeds)[0], dtype=np.float32)
 
 
 def load_session(model_dir: Path, cache_dir: Path, encode: Callable[[list[str]], Any],
