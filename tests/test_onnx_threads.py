@@ -13,7 +13,7 @@ import pytest
 
 from daari.semantic import minilm_onnx
 from daari.semantic.minilm import load_minilm
-from daari.semantic.onnx_threads import ThreadLayout, caller_pinned, thread_layout
+from daari.semantic.onnx_threads import DEFAULTS, ThreadLayout, caller_pinned, thread_layout
 
 linux_only = pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="CPU affinity is Linux's")
 
@@ -42,15 +42,15 @@ def test_only_the_cpus_the_process_may_use_count() -> None:
     assert thread_layout({2, 3}, four) == ThreadLayout(2, "4", frozenset({2}))  # e.g. under `taskset -c 2,3`
 
 
-def test_one_core_or_no_topology_pins_nothing() -> None:
-    assert thread_layout({0}, topology({0: ("0", "0")})) == ThreadLayout(1, None, None)
+def test_one_core_or_no_topology_keeps_onnxruntimes_defaults() -> None:
+    assert thread_layout({0}, topology({0: ("0", "0")})) == DEFAULTS == ThreadLayout(0, None, None)
     smt_one_core = topology({0: ("0", "0"), 1: ("0", "0")})
-    assert thread_layout({0, 1}, smt_one_core) == ThreadLayout(1, None, None)
+    assert thread_layout({0, 1}, smt_one_core) == DEFAULTS
 
     def unreadable(cpu: int, field: str) -> str:
         raise FileNotFoundError(f"/sys/devices/system/cpu/cpu{cpu}/topology/{field}")
 
-    assert thread_layout({0, 1, 2}, unreadable) == ThreadLayout(3, None, None)  # a container without /sys
+    assert thread_layout({0, 1, 2}, unreadable) == DEFAULTS  # a container without /sys
 
 
 def in_a_thread(fn: Callable[[], object]) -> object:

@@ -7,7 +7,8 @@ when the OS puts it on a pinned worker's core, the two take turns there (onnxrun
 for its worker's share of each operator) and a run takes ~1.4x as long. It did so in most L1 lookups inside a
 request (docs/performance.md, "The model run and the scheduler"). So the layout is made explicit: the workers on
 cores 1..N-1, and the calling thread on core 0's CPUs for the length of a run (`caller_pinned`), its own affinity
-put back after. The same vectors, bit for bit. One core, or a topology that cannot be read: nothing is pinned.
+put back after. The same vectors, bit for bit. One core, or a topology that cannot be read: onnxruntime's own
+defaults, and the caller is left where it is.
 """
 
 from __future__ import annotations
@@ -24,9 +25,12 @@ TOPOLOGY = "/sys/devices/system/cpu/cpu{}/topology/{}"
 
 @dataclass(frozen=True)
 class ThreadLayout:
-    threads: int  # intra_op_num_threads: the caller and a worker per further core
+    threads: int  # intra_op_num_threads: the caller and a worker per further core (0: onnxruntime's default)
     worker_affinities: str | None  # session.intra_op_thread_affinities (1-based CPU ids); None: onnxruntime's own
     caller_cpus: frozenset[int] | None  # where the calling thread runs during a run; None: left where it is
+
+
+DEFAULTS = ThreadLayout(0, None, None)  # onnxruntime's own count and placement; the caller left where it is
 
 
 def _read_topology(cpu: int, field: str) -> str:
@@ -41,10 +45,10 @@ def thread_layout(cpus: Iterable[int], read: Callable[[int, str], str] = _read_t
         for cpu in logical:
             cores.setdefault((read(cpu, "physical_package_id"), read(cpu, "core_id")), []).append(cpu)
     except (OSError, ValueError):
-        return ThreadLayout(max(1, len(logical)), None, None)  # no topology: onnxruntime's default, unpinned
+        return DEFAULTS  # no topology (a container without /sys)
     groups = list(cores.values())  # in order of their first CPU
     if len(groups) < 2:
-        return ThreadLayout(1, None, None)
+        return DEFAULTS  # one core: no worker to place
     # onnxruntime's ids are 1-based: "2" is CPU 1.
     workers = ";".join(",".join(str(cpu + 1) for cpu in group) for group in groups[1:])
     return ThreadLayout(len(groups), workers, frozenset(groups[0]))
@@ -54,8 +58,8 @@ def thread_layout(cpus: Iterable[int], read: Callable[[int, str], str] = _read_t
 def process_layout() -> ThreadLayout:
     """The layout for this process, from the CPUs it may run on when first asked (the session's creation)."""
     getaffinity = getattr(os, "sched_getaffinity", None)
-    if getaffinity is None:  # not Linux: onnxruntime's defaults
-        return ThreadLayout(0, None, None)
+    if getaffinity is None:  # not Linux
+        return DEFAULTS
     return thread_layout(getaffinity(0))
 
 
