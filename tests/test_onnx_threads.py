@@ -7,10 +7,12 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+from daari.models import minilm_dir, models_dir
 from daari.semantic import minilm_onnx
 from daari.semantic.minilm import load_minilm
 from daari.semantic.onnx_threads import DEFAULTS, ThreadLayout, caller_pinned, thread_layout
@@ -110,7 +112,9 @@ def test_the_embedding_session_places_its_worker_where_the_layout_says_with_the_
     model = load_minilm()
     batch = model.encode_window(["user: How do I list Docker containers?",
                                  "user: " + "merge two dictionaries and keep the larger value; " * 60])
-    path = model.session._model_path  # the exported file daari's session was made from
+    # The exported file daari's session was made from (the suite shares one models dir: tests/conftest.py).
+    path = models_dir(Path(".")) / f"all-MiniLM-L6-v2-{minilm_onnx.model_key(minilm_dir())}.onnx"
+    assert model.session is not None and path.is_file()
     threads_before = set(os.listdir("/proc/self/task"))
     placed = minilm_onnx.session(path)  # threads None: the layout's
     workers = set(os.listdir("/proc/self/task")) - threads_before

@@ -35,7 +35,7 @@ def l1_outcome(details: dict[str, Any]) -> str | None:
 def l1_looked_up(details: dict[str, Any]) -> bool:
     """Whether L1 looked up a request it did not serve: a candidate judged, or a miss. Requests L1 skipped
     (loading, unavailable) are not lookups."""
-    return l1_verdict(details) is not None or details.get("l1") == "miss"
+    return l1_verdict(details) is not None or l1_outcome(details) == "miss"
 
 
 class DecisionRows:
