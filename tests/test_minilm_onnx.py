@@ -50,6 +50,27 @@ def test_a_fresh_models_dir_gets_one_private_export_and_reuses_it(tmp_path: Path
     assert again is not None and exported.stat().st_mtime_ns == written  # loaded, not exported again
 
 
+def test_the_export_runs_each_layers_attention_as_one_fused_operator(tmp_path: Path) -> None:
+    model = load_minilm()
+    session = minilm_onnx.load_session(minilm_dir(), tmp_path, model.encode_window, torch_side)
+    assert session is not None
+    exported = next(tmp_path.glob("*.onnx"))
+    layers = model.model.config.num_hidden_layers
+    assert minilm_onnx.attention_operators(exported) == layers == 6
+    assert not list(tmp_path.glob("*.fused.onnx"))  # the optimizer's output was renamed onto the export
+    fused = model.encode_window(TEXTS)
+    reference = model.embed_torch(TEXTS)
+    assert float(np.min(np.sum(minilm_onnx.run(session, fused) * reference, axis=1))) >= minilm_onnx.MIN_COSINE
+
+
+def test_a_graph_the_fusion_cannot_read_is_left_as_it_was(tmp_path: Path) -> None:
+    graph = tmp_path / "graph.onnx"
+    graph.write_bytes(b"not an ONNX graph")
+    assert minilm_onnx.fuse_attention(graph, heads=12, hidden=384) == 0
+    assert graph.read_bytes() == b"not an ONNX graph"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["graph.onnx"]
+
+
 def test_a_damaged_export_is_exported_again(tmp_path: Path) -> None:
     model = load_minilm()
     cache_dir = tmp_path / "models"

@@ -4,10 +4,13 @@ The graph (BERT, then the mean pooling and L2 norm daari applies) is exported on
 package's files with torch's exporter, no network, into `models_dir(data_dir)`: named by a hash of the model
 files, the exporter (torch) version and EXPORT_FORMAT, so a new model or torch writes a new file; written to a
 private temporary name and renamed (a crash or a second process never leaves half a file under the final
-name). A file that does not load is exported again. Each load checks the session's vectors of PROBE_TEXTS
-against torch's, computed at export and kept beside the file (cosine >= MIN_COSINE), so a load needs no torch;
-any failure (no onnxruntime or onnx, an export error, a mismatch) returns None and daari embeds with torch.
-Measured: docs/performance.md, "The embedding on an agent's first turn".
+name). Before the rename each layer's attention is fused into one onnxruntime `Attention` operator
+(`fuse_attention`: ~10% less time for a short text, the same vectors to float rounding); a graph the fusion cannot
+read stays as exported. A file that does not load is exported again. Each load checks the session's vectors of
+PROBE_TEXTS against torch's, computed at export and kept beside the file (cosine >= MIN_COSINE), so a load needs
+no torch; any failure (no onnxruntime or onnx, an export error, a mismatch) returns None and daari embeds with
+torch.
+Measured: docs/performance.md, "The embedding on an agent's first turn" and "The attention fused".
 """
 
 from __future__ import annotations
@@ -15,6 +18,9 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import logging
+import os
+import subprocess
+import sys
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -28,9 +34,15 @@ from daari.semantic.onnx_threads import caller_pinned, process_layout
 
 log = logging.getLogger("daari.l1")
 
-EXPORT_FORMAT = 3  # bump when the exported graph changes (its inputs, outputs or the pooling in it)
+EXPORT_FORMAT = 4  # bump when the exported graph changes (its inputs, outputs, the pooling or the fusions in it)
 INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 MIN_COSINE = 0.99999  # to the torch vectors: cached vectors and the verifier's cosine feature must not move
+# onnxruntime's offline fusions left out: its own online optimizer (ORT_ENABLE_ALL, in `session`) does these
+# better; with them the graph runs ~5% slower than as exported, with the attention alone ~10% faster
+# (bench/embed_fused.py).
+FUSIONS_LEFT_TO_THE_SESSION = ("enable_skip_layer_norm", "enable_embed_layer_norm", "enable_bias_gelu", "enable_gelu",
+                               "enable_layer_norm", "enable_bias_skip_layer_norm")
+FUSE_TIMEOUT_S = 300.0  # the fusion takes a second or two; a child stuck past this leaves the plain graph
 # a short text, a padded batch and a text cut at the model's 256 word pieces
 PROBE_TEXTS = ("user: How do I list Docker containers?",
                "user: undo the last git commit but keep the changes " * 3,
@@ -65,10 +77,17 @@ def export(model: Any, tokenizer: Any, target: Path, probe: Path, probe_vectors:
     write_atomically(probe, lambda path: np.save(path, probe_vectors, allow_pickle=False))
     # The example batch is padded, so the attention mask is traced as a real input, never folded away.
     batch = tokenizer(list(PROBE_TEXTS[:2]), padding=True, return_tensors="pt")
-    write_atomically(target, lambda path: _export_to(model, batch, path))
+    heads, hidden = model.config.num_attention_heads, model.config.hidden_size
+
+    def write(path: Path) -> None:
+        export_graph(model, batch, path)
+        fuse_attention(path, heads, hidden)
+
+    write_atomically(target, write)
 
 
-def _export_to(model: Any, batch: Any, path: Path) -> None:
+def export_graph(model: Any, batch: Any, path: Path) -> None:
+    """The model with daari's pooling as an ONNX graph at `path`, traced on `batch` (the tokenizer's tensors)."""
     import torch
 
     class Pooled(torch.nn.Module):
@@ -89,6 +108,39 @@ def _export_to(model: Any, batch: Any, path: Path) -> None:
                           input_names=list(INPUTS), output_names=["vectors"], opset_version=17, dynamo=False,
                           dynamic_axes={**{name: {0: "batch", 1: "tokens"} for name in INPUTS},
                                         "vectors": {0: "batch"}})
+
+
+def fuse_attention(path: Path, heads: int, hidden: int) -> int:
+    """Rewrite the graph at `path` with each layer's attention (the Q, K and V projections, the scores, the mask,
+    the softmax, the weighted sum) as one onnxruntime `Attention` operator; how many were fused. onnxruntime's
+    offline optimizer for BERT graphs (shipped with it) runs in a child process: importing it puts its directory
+    on `sys.path` and logs each fusion, neither of which belongs in the server. A graph it cannot read or fuse is
+    left as it was: the fusion only makes the embedding cheaper, and `load_session` checks the vectors either way."""
+    fused = path.with_name(path.name + ".fused.onnx")
+    disabled = [f"--disable_{name.removeprefix('enable_')}" for name in FUSIONS_LEFT_TO_THE_SESSION]
+    try:
+        # opt_level 0: the pattern fusions only; the session's own optimizer runs on top at every load.
+        subprocess.run([sys.executable, "-m", "onnxruntime.transformers.optimizer", "--input", str(path),
+                        "--output", str(fused), "--model_type", "bert", "--num_heads", str(heads),
+                        "--hidden_size", str(hidden), "--opt_level", "0", *disabled],
+                       check=True, capture_output=True, timeout=FUSE_TIMEOUT_S)
+        count = attention_operators(fused)
+        if count:
+            os.replace(fused, path)
+        return count
+    except (OSError, subprocess.SubprocessError, ValueError) as exc:  # the plain graph: same vectors, a bit slower
+        detail = exc.stderr.decode(errors="replace")[-300:] if isinstance(exc, subprocess.CalledProcessError) else exc
+        log.info("L1: the embedding model's attention was not fused (%s: %s)", type(exc).__name__, detail)
+        return 0
+    finally:
+        fused.unlink(missing_ok=True)
+
+
+def attention_operators(path: Path) -> int:
+    """How many fused `Attention` operators the ONNX graph at `path` holds."""
+    import onnx
+
+    return sum(1 for node in onnx.load(str(path), load_external_data=False).graph.node if node.op_type == "Attention")
 
 
 def eager_attention(model_dir: Path) -> Any:
