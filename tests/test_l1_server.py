@@ -56,17 +56,22 @@ async def test_paraphrase_is_served_from_l1_and_near_miss_is_rejected(tmp_path: 
         await settle(server, tier, 1)
         upstream_calls = len(fake.requests)
 
-        hit = (await client.post("/v1/chat/completions", json=chat(PARAPHRASE))).json()
+        served = await client.post("/v1/chat/completions", json=chat(PARAPHRASE))
+        hit = served.json()
         meta = hit["daari_meta"]
         assert meta["tier"] == "L1" and meta["task_type"] == "cache_hit"
+        # a semantic match is a cache hit as an exact one is: the tier says which level served it
+        assert meta["cache_hit"] is True and meta["cache"] == "hit" and served.headers["x-daari-cache"] == "hit"
         assert meta["verified_by"] == "pair_model" and meta["similarity"] >= 0.8 and meta["entry_id"] == 1
         assert meta["verdict"] == "accepted"
         assert hit["choices"][0]["message"]["content"] == first["choices"][0]["message"]["content"]
         assert len(fake.requests) == upstream_calls  # nothing went upstream
 
-        miss = (await client.post("/v1/chat/completions", json=chat(NEAR_MISS))).json()
+        rejected = await client.post("/v1/chat/completions", json=chat(NEAR_MISS))
+        miss = rejected.json()
         meta = miss["daari_meta"]
         assert meta["tier"] == "L3"
+        assert meta["cache_hit"] is False and meta["cache"] == "miss" and rejected.headers["x-daari-cache"] == "miss"
         # the default verifier (pair_model) read the cosine L1 found and rejected the near-miss itself
         assert meta["l1"] == meta["verdict"] == "rejected" and meta["l1_rejected"][0]["rule"] == "pair_model"
         assert meta["similarity"] == meta["l1_rejected"][0]["similarity"] >= 0.8

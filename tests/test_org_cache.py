@@ -386,6 +386,7 @@ async def test_l1_org_serves_a_paraphrase_another_instance_of_the_team_stored_an
         hit = await ask(client, two.url, "Show me the command to list docker containers")
         assert hit["daari_meta"]["tier"] == "L1-org" and content(hit) == content(first), hit["daari_meta"]
         assert hit["daari_meta"]["verdict"] == "accepted"  # the local verifier agreed
+        assert hit["daari_meta"]["cache_hit"] is True and hit["daari_meta"]["cache"] == "hit"
         assert await other.parts.table.address("l1_org").call(L1Count()) == 0  # team-b's index never saw it
         missed = await ask(client, other.url, "Show me the command to list docker containers")
         assert content(missed).endswith("[up2]") and missed["daari_meta"]["tier"] == "L3"

@@ -76,8 +76,9 @@ def test_the_page_shows_decisions_live(tmp_path: Path, browser: Any) -> None:
                                                           "messages": [{"role": "user", "content": content}]})
             client.post("/v1/chat/completions", json={"model": "good", "messages": "not a list"})
             wait.until(lambda b: len(b.find_elements(By.CSS_SELECTOR, "#rows tr")) == 7)
-            tiers = [row.find_elements(By.TAG_NAME, "td")[1].text
+            cells = [[td.text for td in row.find_elements(By.TAG_NAME, "td")]
                      for row in browser.find_elements(By.CSS_SELECTOR, "#rows tr")]
+            tiers, caches = [row[1] for row in cells], [row[2] for row in cells]
             mix = browser.find_element(By.ID, "mix").text
             l0_rate = browser.find_element(By.ID, "l0rate").text
             l1_rate = browser.find_element(By.ID, "l1rate").text
@@ -87,6 +88,7 @@ def test_the_page_shows_decisions_live(tmp_path: Path, browser: Any) -> None:
             shot = Path(os.environ.get("DAARI_UI_SCREENSHOT", str(tmp_path / "ui.png")))
             browser.save_screenshot(str(shot))
     assert tiers == ["-", "L1", "L3", "L3", "L2", "L0", "L3"]  # newest first; the refused request has no tier
+    assert caches == ["none", "hit", "miss", "miss", "miss", "hit", "miss"]  # the L1 hit is a cache hit too
     assert "L0" in mix and "L2" in mix and "L3" in mix
     assert l0_rate == "16.7% (1/6)" and errors == "1"  # the refused request never reached the cache
     # L1 looked up all but the L0 hit: no entry (rebase), two misses, a rejection or miss (merge), one hit

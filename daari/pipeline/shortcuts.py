@@ -45,6 +45,7 @@ class ShortcutResult:
     rule_id: str | None = None
     details: Mapping[str, Any] = field(default_factory=dict)
     draft: str | None = None  # a near-miss's answer for the model tiers (L1 with cache.l1.draft_injection)
+    cache_hit: bool = False  # served from a cache (L1): `daari_meta.cache_hit`, `cache: "hit"`, `X-Daari-Cache: hit`
 
     @property
     def answered(self) -> bool:

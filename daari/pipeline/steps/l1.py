@@ -206,7 +206,7 @@ class SemanticTier:
                                       for m, v in rejected]
         confidence = match.entry.confidence if match.entry.confidence is not None else 1.0
         return ShortcutResult("L1", match.entry.completion, confidence=confidence, task_type="cache_hit",
-                              details=details)
+                              details=details, cache_hit=True)
 
     def _remember_probe(self, key: str, probe: Probe) -> None:
         self._pending.put(key, probe, 1)

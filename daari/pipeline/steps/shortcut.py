@@ -36,6 +36,8 @@ class ShortcutStep:
             meta.task_type = result.task_type
         if result.rule_id is not None:
             meta.rule_id = result.rule_id
+        if result.cache_hit:  # a semantic match is a cache hit as an exact one is (the tier says which level)
+            meta.cache_hit, meta.cache = True, "hit"
         return Answer(result.tier, "shortcut", completion, list(replay(completion)), result.confidence)
 
 
