@@ -23,13 +23,13 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from bench.embed_speed import text_of
+from bench.embed_speed import interleaved, text_of
 from bench.report import Table, machine, print_tables
 from daari.models import minilm_dir
 from daari.semantic import minilm_onnx
@@ -95,17 +95,9 @@ def timing(model: MiniLM, sessions: dict[str, Any], rounds: int, reps: int) -> T
     texts = {n: text_of(model.tokenizer, n) for n in LENGTHS}
     cases = [(f"{n} pieces x1", [texts[n]]) for n in LENGTHS]
     cases.append(("31 pieces x8", [texts[31]] + [texts[31][: -3 * i] for i in range(1, 8)]))
-    encoded = {case: model.encode_window(batch) for case, batch in cases}
-    wall: dict[tuple[str, str], list[float]] = {}
-    cpu: dict[tuple[str, str], list[float]] = {}
-    for _ in range(rounds):
-        for case, _ in cases:
-            for name, onnx_session in sessions.items():
-                for _ in range(reps):
-                    w, c = time.perf_counter(), time.process_time()
-                    minilm_onnx.run(onnx_session, encoded[case])
-                    cpu.setdefault((case, name), []).append(time.process_time() - c)
-                    wall.setdefault((case, name), []).append(time.perf_counter() - w)
+    encoded = [(case, model.encode_window(batch)) for case, batch in cases]
+    runs = {name: partial(minilm_onnx.run, onnx_session) for name, onnx_session in sessions.items()}
+    wall, cpu = interleaved(encoded, runs, rounds, reps)
     names = list(sessions)
     table = Table("One embedding by graph, ms (median wall / median process CPU)",
                   ["case", *names, f"{ATTENTION} / plain (wall)", f"{EVERY} / plain (wall)"])

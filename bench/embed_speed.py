@@ -99,6 +99,26 @@ def candidates(data_dir: str) -> tuple[Any, dict[str, Callable[[list[str]], Any]
                    "tokenizer": model.encode_window}
 
 
+Timings = dict[tuple[str, str], list[float]]  # (case, candidate) -> seconds, one per run
+
+
+def interleaved(cases: list[tuple[str, Any]], candidates: dict[str, Callable[[Any], object]], rounds: int,
+                reps: int) -> tuple[Timings, Timings]:
+    """Wall and process CPU seconds of every candidate on every case's input, `reps` runs at a time, each round
+    running all of them in turn (the machine is shared: alternating spreads its load over every candidate)."""
+    wall: Timings = {}
+    cpu: Timings = {}
+    for _ in range(rounds):
+        for case, given in cases:
+            for name, run in candidates.items():
+                for _ in range(reps):
+                    w, c = time.perf_counter(), time.process_time()
+                    run(given)
+                    cpu.setdefault((case, name), []).append(time.process_time() - c)
+                    wall.setdefault((case, name), []).append(time.perf_counter() - w)
+    return wall, cpu
+
+
 def measure(data_dir: str, rounds: int, reps: int, only: list[str]) -> list[Table]:
     import torch
 
@@ -112,16 +132,7 @@ def measure(data_dir: str, rounds: int, reps: int, only: list[str]) -> list[Tabl
     reference = {case: paths["torch"](batch) for case, batch in cases}
     cosines = {name: min(float(np.min(np.sum(np.asarray(paths[name](batch)) * reference[case], axis=1)))
                          for case, batch in cases) for name in paths if name != "tokenizer"}
-    wall: dict[tuple[str, str], list[float]] = {}
-    cpu: dict[tuple[str, str], list[float]] = {}
-    for _ in range(rounds):
-        for case, batch in cases:
-            for name, embed in paths.items():
-                for _ in range(reps):
-                    w, c = time.perf_counter(), time.process_time()
-                    embed(batch)
-                    cpu.setdefault((case, name), []).append(time.process_time() - c)
-                    wall.setdefault((case, name), []).append(time.perf_counter() - w)
+    wall, cpu = interleaved(cases, paths, rounds, reps)
     names = list(paths)
     table = Table(f"One embedding by runtime, ms (median wall / median process CPU), {torch.get_num_threads()} "
                   "threads", ["case", *names, "torch / onnx (wall)", "torch / onnx (CPU)"])
