@@ -52,6 +52,18 @@ def test_lookup_context_covers_model_temperature_tools_sampling_partition_and_un
     assert context(req(msgs, tools=TOOLS)) != base
     assert context(parse_chat_request({"model": "other", "messages": msgs}, {})) != base
     assert context(req(msgs, stream=True)) == base  # a stored answer serves stream and non-stream
+    assert context(req(msgs, user="u-1", metadata={"run": "r1"})) == base  # fields that cannot change the answer
+
+
+def test_fields_the_parser_does_not_read_but_that_change_the_answer_are_matched_exactly() -> None:
+    """L0's key holds them (reasoning effort, audio output, a field of a later API); L1 must not serve across them."""
+    msgs = [{"role": "user", "content": "explain closures"}]
+    base = context(req(msgs))
+    high = context(req(msgs, reasoning_effort="high"))
+    assert high != base and high != context(req(msgs, reasoning_effort="low"))
+    assert high == context(req(msgs, reasoning_effort="high"))
+    assert context(req(msgs, modalities=["text", "audio"], audio={"voice": "alloy", "format": "wav"})) != base
+    assert context(req(msgs, a_field_from_2031={"nested": [1, "two"]})) != base
 
 
 def test_images_fold_in_as_cache_tokens() -> None:
