@@ -20,8 +20,6 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
-import sys
 import tempfile
 from functools import partial
 from pathlib import Path
@@ -52,9 +50,8 @@ def graphs(model: MiniLM, directory: Path) -> dict[str, Path]:
     if minilm_onnx.fuse_attention(attention, heads, hidden) == 0:
         raise SystemExit("the attention was not fused (see the log)")
     every = directory / "every.onnx"
-    subprocess.run([sys.executable, "-m", "onnxruntime.transformers.optimizer", "--input", str(plain), "--output",
-                    str(every), "--model_type", "bert", "--num_heads", str(heads), "--hidden_size", str(hidden),
-                    "--opt_level", "0"], check=True, capture_output=True)
+    shutil.copyfile(plain, every)
+    minilm_onnx.fuse_attention(every, heads, hidden, disabled=())
     return {PLAIN: plain, ATTENTION: attention, EVERY: every}
 
 

@@ -37,11 +37,11 @@ log = logging.getLogger("daari.l1")
 EXPORT_FORMAT = 4  # bump when the exported graph changes (its inputs, outputs, the pooling or the fusions in it)
 INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 MIN_COSINE = 0.99999  # to the torch vectors: cached vectors and the verifier's cosine feature must not move
-# onnxruntime's offline fusions left out: its own online optimizer (ORT_ENABLE_ALL, in `session`) does these
-# better; with them the graph runs ~5% slower than as exported, with the attention alone ~10% faster
+# The offline optimizer's other fusions, left to the session's own optimizer (ORT_ENABLE_ALL, in `session`): with
+# them the graph is no faster than with the attention alone at short texts and slower at 128-256 word pieces
 # (bench/embed_fused.py).
-FUSIONS_LEFT_TO_THE_SESSION = ("enable_skip_layer_norm", "enable_embed_layer_norm", "enable_bias_gelu", "enable_gelu",
-                               "enable_layer_norm", "enable_bias_skip_layer_norm")
+SESSION_FUSIONS = ("--disable_skip_layer_norm", "--disable_embed_layer_norm", "--disable_bias_gelu",
+                   "--disable_gelu", "--disable_layer_norm", "--disable_bias_skip_layer_norm")
 FUSE_TIMEOUT_S = 300.0  # the fusion takes a second or two; a child stuck past this leaves the plain graph
 # a short text, a padded batch and a text cut at the model's 256 word pieces
 PROBE_TEXTS = ("user: How do I list Docker containers?",
@@ -110,14 +110,14 @@ def export_graph(model: Any, batch: Any, path: Path) -> None:
                                         "vectors": {0: "batch"}})
 
 
-def fuse_attention(path: Path, heads: int, hidden: int) -> int:
+def fuse_attention(path: Path, heads: int, hidden: int, disabled: tuple[str, ...] = SESSION_FUSIONS) -> int:
     """Rewrite the graph at `path` with each layer's attention (the Q, K and V projections, the scores, the mask,
     the softmax, the weighted sum) as one onnxruntime `Attention` operator; how many were fused. onnxruntime's
     offline optimizer for BERT graphs (shipped with it) runs in a child process: importing it puts its directory
     on `sys.path` and logs each fusion, neither of which belongs in the server. A graph it cannot read or fuse is
-    left as it was: the fusion only makes the embedding cheaper, and `load_session` checks the vectors either way."""
+    left as it was: the fusion only makes the embedding cheaper, and `load_session` checks the vectors either way.
+    `disabled`: the optimizer's flags for the fusions it leaves out (the bench passes none, for every fusion)."""
     fused = path.with_name(path.name + ".fused.onnx")
-    disabled = [f"--disable_{name.removeprefix('enable_')}" for name in FUSIONS_LEFT_TO_THE_SESSION]
     try:
         # opt_level 0: the pattern fusions only; the session's own optimizer runs on top at every load.
         subprocess.run([sys.executable, "-m", "onnxruntime.transformers.optimizer", "--input", str(path),
