@@ -3,8 +3,8 @@
 A real daari in this process (L1 off) in front of tests/fakes' OpenAI upstream in its own process, pacing its
 deltas a minute apart so every stream stays open; raw sockets open `--streams` streams. The tracked objects
 (`gc.get_objects()`, after a full collection) are counted before and after, per held stream: by type, and the
-coroutines by whose code they run (daari, Trio, Hypercorn). Each young collection while streams open walks these;
-docs/performance.md, "1,000 streams at 2,000 deltas/s on this machine".
+coroutines by whose code they run (daari, Trio, Hypercorn) and by function. Each young collection while streams
+open walks these; docs/performance.md, "1,000 streams at 2,000 deltas/s on this machine".
 
     python -m bench.held_objects                # 200 streams
     python -m bench.held_objects --streams 500
@@ -34,16 +34,18 @@ def owner(filename: str) -> str:
     return "other"
 
 
-def census() -> tuple[Counter[str], Counter[str]]:
+def census() -> tuple[Counter[str], Counter[str], Counter[str]]:
     gc.collect()
     types: Counter[str] = Counter()
     coroutines: Counter[str] = Counter()
+    functions: Counter[str] = Counter()
     for obj in gc.get_objects():
         types[type(obj).__name__] += 1
         code = getattr(obj, "cr_code", None) or getattr(obj, "ag_code", None) or getattr(obj, "gi_code", None)
         if code is not None:
             coroutines[owner(code.co_filename)] += 1
-    return types, coroutines
+            functions[f"{owner(code.co_filename)}: {code.co_qualname}"] += 1
+    return types, coroutines, functions
 
 
 async def hold(url: str, streams: int, salt: int) -> list[trio.SocketStream]:
@@ -65,10 +67,10 @@ async def measure(streams: int) -> list[Table]:
         async with daari_server(config) as server:
             opened = await hold(server.url, 5, 0)  # the first streams' one-time objects are not counted
             await trio.sleep(SETTLE_S)
-            types0, owners0 = census()
+            types0, owners0, functions0 = census()
             opened += await hold(server.url, streams, 1000)
             await trio.sleep(SETTLE_S)
-            types1, owners1 = census()
+            types1, owners1, functions1 = census()
             for sock in opened:
                 await sock.aclose()
     total = (sum(types1.values()) - sum(types0.values())) / streams
@@ -79,7 +81,11 @@ async def measure(streams: int) -> list[Table]:
     by_owner = Table("Coroutines per held stream, by whose code they run", ["code", "per held stream"])
     for name in sorted(owners1, key=lambda n: -(owners1[n] - owners0[n])):
         by_owner.add(name, f"{(owners1[name] - owners0[name]) / streams:.1f}")
-    return [by_type, by_owner]
+    by_function = Table("Coroutines per held stream, by function", ["function", "per held stream"])
+    for name in sorted(functions1, key=lambda n: -(functions1[n] - functions0[n]))[:40]:
+        if (count := (functions1[name] - functions0[name]) / streams) >= 0.5:
+            by_function.add(name, f"{count:.1f}")
+    return [by_type, by_owner, by_function]
 
 
 def main(argv: list[str] | None = None) -> int:

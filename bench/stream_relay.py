@@ -113,13 +113,14 @@ def tier_of(upstream: Server, kind: str) -> dict[str, Any]:
 
 
 def daari_config(tier: dict[str, Any], backlog: int | None = None, front_end: str | None = None,
-                 gc_young: int | None = None) -> dict[str, Any]:
+                 gc_young: int | None = None, gc_middle: int | None = None) -> dict[str, Any]:
     """One tier (the last: streamed live), L1 off (no model loading beside the measure); `backlog`: the listen
     backlog (server.backlog) when not daari's default; `front_end`: server.front_end when not the default;
-    `gc_young`: server.gc_young_threshold when not the default."""
+    `gc_young`, `gc_middle`: server.gc_young_threshold and gc_middle_threshold when not the defaults."""
     server: dict[str, Any] = {"grace_period_s": 1, **({"backlog": backlog} if backlog is not None else {}),
                               **({"front_end": front_end} if front_end is not None else {}),
-                              **({"gc_young_threshold": gc_young} if gc_young is not None else {})}
+                              **({"gc_young_threshold": gc_young} if gc_young is not None else {}),
+                              **({"gc_middle_threshold": gc_middle} if gc_middle is not None else {})}
     return {"server": server, "cache": {"l1": {"enabled": False}}, "tiers": {"L3": tier}}
 
 
@@ -335,7 +336,8 @@ def held_table(args: argparse.Namespace) -> Table:
                  for kind in sorted({p.upstream for p in paths})}
         for path in paths:
             server = stack.enter_context(daari(daari_config(tier_of(fakes[path.upstream], path.upstream),
-                                                            args.backlog, args.front_end, args.gc_young), tmp)) \
+                                                            args.backlog, args.front_end, args.gc_young,
+                                                            args.gc_middle), tmp)) \
                 if path.via_daari else fakes[path.upstream]
             overflows = listen_overflows()
             pauses = gc_pauses(server) if path.via_daari else {}
@@ -361,7 +363,8 @@ def held_table(args: argparse.Namespace) -> Table:
         f"deltas {args.pace * 1000:g} ms apart ({args.streams / args.pace:,.0f} deltas/s in all once open); one "
         "connection per stream; the client is raw Trio sockets in the benchmark's process; the direct row's CPU "
         "is the fake upstream's; the fake and the client run without the cyclic garbage collector (its pauses "
-        "would stretch both rows' gaps alike), daari with its own settings (server.gc_young_threshold)",
+        "would stretch both rows' gaps alike), daari with its own settings (server.gc_young_threshold, "
+        "gc_middle_threshold)",
         f"load average {os.getloadavg()[0]:.1f} at the end (2 shared cores)",
     ]
     return held
@@ -463,6 +466,8 @@ def main() -> None:
                         help="daari's server.backlog for --streams (default: daari's own; Hypercorn's was 100)")
     parser.add_argument("--gc-young", type=int, default=None,
                         help="daari's server.gc_young_threshold for --streams (default: daari's own; 0: Python's 700)")
+    parser.add_argument("--gc-middle", type=int, default=None,
+                        help="daari's server.gc_middle_threshold for --streams (default: daari's own; 0: Python's 10)")
     parser.add_argument("--chunk-pace", type=float, default=0.0,
                         help="seconds between deltas for the CPU per chunk table (0: unpaced, bursts; paced, each "
                         "event arrives alone and the figure is a paced chunk's cost)")

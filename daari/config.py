@@ -31,7 +31,9 @@ from daari.tenant import team_tenant
 TIER_NAMES = ("L3", "L4", "L5", "L6")
 TierName = Literal["L3", "L4", "L5", "L6"]
 CLIENT_CALL_TYPES = ("main", "subagent", "background", "long_context")
-GC_YOUNG_THRESHOLD = 50_000  # docs/performance.md, "1,000 streams at once and the collector's pauses"
+# docs/performance.md, "1,000 streams at once and the collector's pauses" and "Shorter young collections"
+GC_YOUNG_THRESHOLD = 10_000
+GC_MIDDLE_THRESHOLD = 50
 DEFAULT_CONCURRENCY = {"embedded": 1, "ollama": 4, "openai": 32, "anthropic": 32}
 ExecutorKind = Literal["embedded", "openai", "ollama", "anthropic"]
 
@@ -74,6 +76,9 @@ class ServerConfig:
     # (Python's own: 700; 0 leaves Python's). Larger: fewer of a request's or stream's live objects are moved to
     # older generations, so full collections, each a pause of every task, come less often (daari/heap.py).
     gc_young_threshold: Annotated[int, Ge(0)] = GC_YOUNG_THRESHOLD
+    # The middle generation is collected after this many young collections (Python's own: 10; 0 leaves
+    # Python's); with the young threshold it sets how many new objects come between middle collections.
+    gc_middle_threshold: Annotated[int, Ge(0)] = GC_MIDDLE_THRESHOLD
 
 
 @dataclass

@@ -10,9 +10,11 @@ a cycle among them would never be collected, hence once per reason in a process 
 What requests make is young: Python collects its youngest generation after 700 net new container objects and
 moves what is alive then (a request's or a stream's objects, still in use) to an older generation, and a full
 collection runs whenever what was moved since the last one is a quarter of what it kept. With 1,000 streams held
-(~200 objects each) that was a full collection of ~100 ms every few seconds. `server.gc_young_threshold` lets the
-young generation grow larger first, so fewer in-flight objects are moved and the full collections come less often
-(docs/performance.md, "1,000 streams at once and the collector's pauses").
+(~200 objects each) that was a full collection of ~100 ms every few seconds. `server.gc_young_threshold` and
+`server.gc_middle_threshold` let the young generations grow larger first, so fewer in-flight objects are moved
+and the full collections come less often; a young collection's pause grows with the young generation, so the
+youngest is kept small and the middle one, collected after many of them, large (docs/performance.md, "1,000
+streams at once and the collector's pauses" and "Shorter young collections").
 """
 
 from __future__ import annotations
@@ -37,27 +39,31 @@ def freeze_long_lived(reason: str) -> bool:
     return True
 
 
-_asked: list[int] = []  # what each running server asked (servers of one process may overlap: tests)
-_python_young = [gc.get_threshold()[0]]  # the youngest threshold found before the first server asked
+_asked: list[tuple[int, int]] = []  # what each running server asked (servers of one process may overlap: tests)
+_python = [gc.get_threshold()]  # the thresholds found before the first server asked
 
 
 @contextmanager
-def young_threshold(objects: int) -> Iterator[None]:
-    """Collect the youngest generation after `objects` net new container objects (0: Python's own, 700) while
-    inside. The largest asked by the servers inside wins; when the last leaves, the threshold found before the
-    first is put back."""
+def collector_thresholds(young: int, middle: int = 0) -> Iterator[None]:
+    """While inside, collect the youngest generation after `young` net new container objects (0: Python's own,
+    700) and the middle one after every `middle` young collections (0: Python's own, 10). The largest asked by
+    the servers inside wins, each threshold apart; when the last leaves, the thresholds found before the first
+    are put back."""
     with _lock:
         if not _asked:
-            _python_young[0] = gc.get_threshold()[0]
-        _asked.append(objects)
-        _set_young()
+            _python[0] = gc.get_threshold()
+        _asked.append((young, middle))
+        _set()
     try:
         yield
     finally:
         with _lock:
-            _asked.remove(objects)
-            _set_young()
+            _asked.remove((young, middle))
+            _set()
 
 
-def _set_young() -> None:
-    gc.set_threshold(max(_asked, default=0) or _python_young[0], *gc.get_threshold()[1:])
+def _set() -> None:
+    found = _python[0]
+    young = max((asked[0] for asked in _asked), default=0) or found[0]
+    middle = max((asked[1] for asked in _asked), default=0) or found[1]
+    gc.set_threshold(young, middle, *gc.get_threshold()[2:])

@@ -24,6 +24,7 @@ from daari.errors import ConfigError
     ({"server": {"grace_period_s": -0.5}}, "server.grace_period_s"),
     ({"server": {"idle_trim_s": -1}}, "server.idle_trim_s"),
     ({"server": {"gc_young_threshold": -1}}, "server.gc_young_threshold"),
+    ({"server": {"gc_middle_threshold": -1}}, "server.gc_middle_threshold"),
     ({"server": {"max_body_bytes": 0}}, "server.max_body_bytes"),
     ({"server": {"allowed_hosts": ["ok", 3]}}, "server.allowed_hosts[1]"),
     ({"server": {"allowed_origins": "https://one.example"}}, "server.allowed_origins"),

@@ -36,11 +36,11 @@ def test_each_collection_is_counted_under_its_generation_while_inside() -> None:
     assert histogram.series(("2",))[-1] > 0  # the sum of the pauses, in seconds
 
 
-async def test_a_server_shows_its_pauses_and_holds_its_young_threshold_while_it_runs(tmp_path: Path) -> None:
+async def test_a_server_shows_its_pauses_and_holds_its_thresholds_while_it_runs(tmp_path: Path) -> None:
     found = gc.get_threshold()
-    config = make_config(tmp_path, server={"gc_young_threshold": 12_345})
+    config = make_config(tmp_path, server={"gc_young_threshold": 12_345, "gc_middle_threshold": 67})
     async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url) as client:
-        assert gc.get_threshold()[0] == 12_345
+        assert gc.get_threshold()[:2] == (12_345, 67)
         gc.collect()
         page = (await client.get("/metrics")).text
     assert gc.get_threshold() == found

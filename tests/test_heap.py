@@ -56,22 +56,24 @@ def test_a_starting_server_freezes_its_start_up_heap(tmp_path: Path) -> None:
     assert done.stdout.split() == ["1", "True"]  # the object from before the start is frozen, the later one not
 
 
-def test_a_young_threshold_holds_while_inside_and_is_put_back() -> None:
+def test_the_thresholds_hold_while_inside_and_are_put_back() -> None:
     found = gc.get_threshold()
-    with heap.young_threshold(50_000):
-        assert gc.get_threshold() == (50_000, *found[1:])
+    with heap.collector_thresholds(50_000, 40):
+        assert gc.get_threshold() == (50_000, 40, found[2])
     assert gc.get_threshold() == found
-    with heap.young_threshold(0):  # 0: Python's own
+    with heap.collector_thresholds(10_000):  # the middle one left as found
+        assert gc.get_threshold() == (10_000, *found[1:])
+    with heap.collector_thresholds(0, 0):  # 0: Python's own
         assert gc.get_threshold() == found
 
 
 def test_overlapping_servers_keep_the_largest_asked_and_the_last_out_puts_back_what_it_found() -> None:
     found = gc.get_threshold()
-    first, second = heap.young_threshold(50_000), heap.young_threshold(20_000)
+    first, second = heap.collector_thresholds(50_000, 10), heap.collector_thresholds(20_000, 60)
     first.__enter__()
     second.__enter__()
-    assert gc.get_threshold()[0] == 50_000
+    assert gc.get_threshold()[:2] == (50_000, 60)  # each threshold apart
     first.__exit__(None, None, None)  # not in the order they started: servers stop when they stop
-    assert gc.get_threshold()[0] == 20_000
+    assert gc.get_threshold()[:2] == (20_000, 60)
     second.__exit__(None, None, None)
     assert gc.get_threshold() == found

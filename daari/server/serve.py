@@ -23,7 +23,7 @@ from hypercorn.trio import serve as hypercorn_serve
 
 from daari.config import Config
 from daari.executors.base import Executor
-from daari.heap import freeze_long_lived, young_threshold
+from daari.heap import collector_thresholds, freeze_long_lived
 from daari.models import embedded_model
 from daari.observe.gc_pauses import timed_collections
 from daari.pipeline.shortcuts import ShortcutTier
@@ -97,7 +97,8 @@ async def run_server(config: Config, *, handle_signals: bool = False,
     shutdown = parts.stopping  # live tails close on it rather than holding the grace period
     # The collector's policy is the process's: set while this server runs, put back when it stops.
     pauses = parts.metrics.histogram("gc_pause_seconds", ("generation",))
-    with young_threshold(config.server.gc_young_threshold), timed_collections(pauses):
+    with collector_thresholds(config.server.gc_young_threshold, config.server.gc_middle_threshold), \
+            timed_collections(pauses):
         # The response archive is closed once every request and actor is done (SQLite checkpoints, removes its
         # WAL).
         async with aclosing(parts.responses), trio.open_nursery() as actors:
