@@ -1,5 +1,6 @@
 """Everything the judge holds against an answer besides the gates: the stated format it breaks, a short-form
-answer cut by max_tokens, runaway repetition, a short answer that copies the prompt (docs/routing.md).
+answer cut by max_tokens, runaway repetition, a short answer that copies the prompt, an answer that asks the
+question back (docs/routing.md).
 
 `answer_violations` is the one call the pipeline's judge and `daari eval judge` make.
 """
@@ -10,6 +11,7 @@ from daari import task_types
 from daari.protocol.chat import ChatRequest, Completion
 from daari.routing.classifier import last_user_text
 from daari.routing.client_shapes import is_probe
+from daari.trust.asked_back import asks_back
 from daari.trust.closing_question import closing_question
 from daari.trust.degenerate import LazyPrompt, mostly_echo, runaway_repetition
 from daari.trust.format_check import format_violations
@@ -39,7 +41,8 @@ def answer_violations(request: ChatRequest, completion: Completion, task_type: s
         return ()
     stated = read_stated_format(request) if fmt is None else fmt
     question = closing_question(request) if stated.keeps_question else None
-    found = list(format_violations(text, stated, last_user_text(request), question))
+    last_user = last_user_text(request)
+    found = list(format_violations(text, stated, last_user, question))
     short = short_form(stated, task_type, rule_id)
     if completion.finish_reason == "length" and short:
         found.append("truncated")
@@ -48,4 +51,6 @@ def answer_violations(request: ChatRequest, completion: Completion, task_type: s
         found.append("repetition")
     if short and len(text.split()) <= ECHO_CHECK_MAX_WORDS and mostly_echo(text, material.text):
         found.append("copies_prompt")
+    if not short and asks_back(text, last_user):  # a short form's copying is `copies_prompt`'s
+        found.append("asks_back")
     return tuple(found)
