@@ -11,6 +11,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+import httpx
 import trio
 
 from daari.config import Config, config_from_dict
@@ -33,6 +34,13 @@ def make_config(tmp_path: Path, **sections: Any) -> Config:
         else:
             data[key] = value
     return config_from_dict(data)
+
+
+def daari_meta(response: httpx.Response) -> dict[str, Any]:
+    """A 200 answer's `daari_meta` (the body's, OpenAI or Anthropic shape)."""
+    assert response.status_code == 200, response.text
+    meta: dict[str, Any] = response.json()["daari_meta"]
+    return meta
 
 
 def upstream_tier(kind: str, base_url: str, model: str | None = None, **extra: Any) -> dict[str, Any]:

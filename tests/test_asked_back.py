@@ -7,7 +7,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from daari.eval.judge_set import parse_request
@@ -15,9 +14,8 @@ from daari.protocol.chat import Completion
 from daari.trust.answer_check import answer_violations
 from daari.trust.asked_back import asks_back, words
 from evals.judge import judge_prompts as jp
-from tests.fakes.openai_upstream import FakeOpenAI
-from tests.fakes.serving import serve_app
-from tests.support import daari_server, make_config, upstream_tier
+from tests.judged_tiers import ask_twice
+from tests.support import daari_meta
 
 QUESTION = "How do I reverse a list in Python?"
 ASKED_BACK = "How can I reverse a list in Python?"  # what the embedded Qwen2.5-Coder-0.5B answered, greedy
@@ -62,42 +60,25 @@ def test_a_violation_of_a_long_form_answer_only() -> None:
     assert "asks_back" not in answer_violations(title, Completion(text="Why does test_upload_retries fail on CI?"))
 
 
-def meta_of(response: httpx.Response) -> dict[str, Any]:
-    assert response.status_code == 200, response.text
-    meta: dict[str, Any] = response.json()["daari_meta"]
-    return meta
-
-
 def ask() -> dict[str, Any]:
     return {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": QUESTION}]}
 
 
 async def test_a_local_tier_that_asks_back_escalates_and_the_answer_above_is_cached(tmp_path: Path) -> None:
-    l3, l6 = FakeOpenAI(), FakeOpenAI()
-    l3.reply, l6.reply = ASKED_BACK, "Use items.reverse() in place, or reversed(items) for a new iterator."
-    async with serve_app(l3) as u3, serve_app(l6) as u6:
-        config = make_config(tmp_path, tiers={"L3": upstream_tier("openai", u3 + "/v1"),
-                                              "L6": upstream_tier("openai", u6 + "/v1")}, frontier={"enabled": True})
-        async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url, timeout=60) as client:
-            first = await client.post("/v1/chat/completions", json=ask())
-            second = await client.post("/v1/chat/completions", json=ask())
-    meta = meta_of(first)
-    assert first.json()["choices"][0]["message"]["content"] == l6.reply
+    answer = "Use items.reverse() in place, or reversed(items) for a new iterator."
+    asked = await ask_twice(tmp_path, "/v1/chat/completions", ask(), l3_reply=ASKED_BACK, l6_reply=answer)
+    meta = daari_meta(asked.first)
+    assert asked.first.json()["choices"][0]["message"]["content"] == answer
     assert (meta["tier"], meta["escalated_from"]) == ("L6", "L3")
     assert meta["attempts"][0]["violations"] == ["asks_back"]
-    assert meta_of(second)["tier"] == "L0" and second.json()["choices"][0]["message"]["content"] == l6.reply
-    assert len(l3.requests) == len(l6.requests) == 1
+    assert daari_meta(asked.second)["tier"] == "L0"  # the answer above was stored, and is what a repeat gets
+    assert asked.second.json()["choices"][0]["message"]["content"] == answer
+    assert asked.l6 is not None and len(asked.l3.requests) == len(asked.l6.requests) == 1
 
 
 async def test_with_no_tier_above_it_is_served_with_the_warning_and_never_cached(tmp_path: Path) -> None:
-    l3 = FakeOpenAI()
-    l3.reply = ASKED_BACK
-    async with serve_app(l3) as u3:
-        config = make_config(tmp_path, tiers={"L3": upstream_tier("openai", u3 + "/v1")})
-        async with daari_server(config) as server, httpx.AsyncClient(base_url=server.url, timeout=60) as client:
-            first = await client.post("/v1/chat/completions", json=ask())
-            second = await client.post("/v1/chat/completions", json=ask())
-    meta = meta_of(first)
+    asked = await ask_twice(tmp_path, "/v1/chat/completions", ask(), l3_reply=ASKED_BACK)
+    meta = daari_meta(asked.first)
     assert meta["tier"] == "L3" and meta["warning"] == "below_confidence_threshold"
-    assert meta_of(second)["tier"] == "L3" and second.headers.get("x-daari-cache") != "hit"
-    assert len(l3.requests) == 2  # asked again: not replayed from the cache
+    assert daari_meta(asked.second)["tier"] == "L3" and asked.second.headers.get("x-daari-cache") != "hit"
+    assert len(asked.l3.requests) == 2  # asked again: not replayed from the cache
