@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import re
 
+from daari.trust.closing_question import sentences
+
 ASKED_BACK_MIN_SHARE = 0.8  # the share of the question's words a one-sentence question must hold to ask it back
 ASKED_BACK_MAX_CHARS = 300  # longer than a restated question: something else
 ASKED_BACK_MIN_WORDS = 2  # a question of fewer words ("Why?") cannot be told apart from a reply to it
 
 _WORD = re.compile(r"[^\W_]+(?:[+#]+|(?:['’.][^\W_]+)*)")
-_SENTENCE_END = re.compile(r"[.!?](?:\s|$)")
 # The words a question is asked with rather than about: dropped on both sides before comparing.
 _ASKING = frozenset("""
 a an the is are was were be been being am do does did done i you we me my your our us it its this that these those
@@ -36,7 +37,7 @@ def words(text: str) -> set[str]:
 def asks_back(answer: str, question: str) -> bool:
     """The answer is one sentence, a question, holding most of the words of the user's `question`."""
     text = answer.strip()
-    if not text.endswith("?") or "\n" in text or len(text) > ASKED_BACK_MAX_CHARS or _SENTENCE_END.search(text[:-1]):
+    if not text.endswith("?") or len(text) > ASKED_BACK_MAX_CHARS or len(sentences(text)) != 1:
         return False
     asked = words(question)
     if len(asked) < ASKED_BACK_MIN_WORDS:

@@ -22,7 +22,12 @@ def closing_question(request: ChatRequest) -> str | None:
     text = messages[last].text().rstrip()
     if not text.endswith("?"):
         return None
-    return [s for s in _SENTENCE_BREAK.split(text) if s.strip()][-1].strip()
+    return sentences(text)[-1]
+
+
+def sentences(text: str) -> list[str]:
+    """The text's sentences, stripped: a break is a sentence's end mark followed by space, or a new line."""
+    return [s.strip() for s in _SENTENCE_BREAK.split(text) if s.strip()]
 
 
 def words(text: str) -> list[str]:
